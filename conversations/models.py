@@ -1,0 +1,78 @@
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+def _metadata_is_object(field: str) -> Q:
+    """CHECK (field IS NULL OR jsonb_typeof(field) = 'object'), as in the seed schema."""
+    return Q(**{f"{field}__isnull": True}) | Q(
+        models.lookups.Exact(
+            models.Func(models.F(field), function="jsonb_typeof", output_field=models.TextField()),
+            models.Value("object"),
+        )
+    )
+
+
+class Conversation(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session_id = models.TextField(null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Moved by every new message (services.message_store / messages_store_bulk).
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["session_id", "-updated_at"], name="conv_session_updated"),
+            models.Index(fields=["-created_at"], name="conv_created"),
+            models.Index(fields=["-updated_at"], name="conv_updated"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=_metadata_is_object("metadata"), name="conv_metadata_is_object"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.session_id or 'conversation'} ({self.id})"
+
+
+class Role(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class Message(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    turn_number = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    metadata = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["conversation", "turn_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "turn_number"], name="msg_unique_turn"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="msg_role_valid"),
+            models.CheckConstraint(condition=Q(turn_number__gte=1), name="msg_turn_positive"),
+            models.CheckConstraint(condition=~Q(content=""), name="msg_content_not_empty"),
+            models.CheckConstraint(condition=_metadata_is_object("metadata"), name="msg_metadata_is_object"),
+        ]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="msg_search_vector"),
+            models.Index(fields=["-created_at"], name="msg_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.turn_number} {self.role}"

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from tests.support import LiveServer, McpClient, child_env
+from winni_site import auth
+
+
+@pytest.fixture
+def token_secret(db: Any) -> str:
+    _, secret = auth.token_create(name="alice")
+    return secret
+
+
+@pytest.fixture
+def api(token_secret: str) -> APIClient:
+    """A REST client authenticated with alice's token."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_secret}")
+    return client
+
+
+@pytest.fixture
+def anonymous_api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def staff_user(db: Any) -> Any:
+    return get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-123")
+
+
+@pytest.fixture(scope="session")
+def live_server_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
+    """Environment for child processes: the test database, the test Redis."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        return child_env(connection.settings_dict)
+
+
+@pytest.fixture(scope="session")
+def winni_server(live_server_env: dict[str, str]) -> Iterator[LiveServer]:
+    """One real uvicorn process (Django + MCP) for the whole session. Tests that use it need
+    committed data: they take `live_token` (which uses transactional_db)."""
+    server = LiveServer(live_server_env)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live_token(transactional_db: Any) -> str:
+    _, secret = auth.token_create(name="alice")
+    return secret
+
+
+@pytest.fixture(params=["legacy", "auto"])
+def mcp(request: pytest.FixtureRequest, winni_server: LiveServer, live_token: str) -> McpClient:
+    """The official mcp client over streamable HTTP, in Claude Code's legacy mode and modern mode."""
+    return McpClient(winni_server.url, live_token, mode=request.param)
+
+
+@pytest.fixture
+def mcp_legacy(winni_server: LiveServer, live_token: str) -> McpClient:
+    return McpClient(winni_server.url, live_token, mode="legacy")

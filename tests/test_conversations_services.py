@@ -1,0 +1,99 @@
+import datetime as dt
+import uuid
+
+import pytest
+
+from conversations import services
+from conversations.models import Conversation, Message
+from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+
+pytestmark = pytest.mark.django_db
+
+
+def test_begin_stores_session_and_metadata():
+    conversation = services.conversation_begin(session_id="s1", metadata={"cwd": "/repo"})
+    assert Conversation.objects.get(pk=conversation.pk).metadata == {"cwd": "/repo"}
+
+
+def test_it_rejects_non_object_metadata():
+    with pytest.raises(InvalidInput) as err:
+        services.conversation_begin(metadata=["a"])  # type: ignore[arg-type]
+    assert err.value.field == "metadata"
+    assert Conversation.objects.count() == 0
+
+
+def test_turns_are_assigned_in_order_and_updated_at_moves():
+    conversation = services.conversation_begin()
+    before = conversation.updated_at
+    first = services.message_store(conversation_id=conversation.id, role="user", content="hello")
+    second = services.message_store(conversation_id=str(conversation.id), role="assistant", content="hi")
+    assert (first.turn_number, second.turn_number) == (1, 2)
+    conversation.refresh_from_db()
+    assert conversation.updated_at > before
+
+
+def test_given_turn_is_kept_and_next_follows_the_maximum():
+    conversation = services.conversation_begin()
+    services.message_store(conversation_id=conversation.id, role="user", content="a", turn_number=5)
+    assert services.message_store(conversation_id=conversation.id, role="user", content="b").turn_number == 6
+
+
+def test_existing_turn_is_a_conflict_not_an_overwrite():
+    conversation = services.conversation_begin()
+    services.message_store(conversation_id=conversation.id, role="user", content="a", turn_number=1)
+    with pytest.raises(Conflict) as err:
+        services.message_store(conversation_id=conversation.id, role="user", content="b", turn_number=1)
+    assert err.value.field == "turn_number"
+    assert list(Message.objects.values_list("content", flat=True)) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"role": "robot"}, "role"),
+        ({"content": "   "}, "content"),
+        ({"content": ""}, "content"),
+        ({"metadata": "x"}, "metadata"),
+        ({"turn_number": 0}, "turn_number"),
+        ({"created_at": "yesterday"}, "created_at"),
+    ],
+)
+def test_it_rejects_bad_messages_naming_the_field(kwargs, field):
+    conversation = services.conversation_begin()
+    args = {"conversation_id": conversation.id, "role": "user", "content": "ok", **kwargs}
+    with pytest.raises(InvalidInput) as err:
+        services.message_store(**args)
+    assert err.value.field == field
+    assert Message.objects.count() == 0
+
+
+def test_content_over_the_limit_is_too_large(settings):
+    settings.WINNI_MAX_CONTENT_BYTES = 10
+    conversation = services.conversation_begin()
+    with pytest.raises(PayloadTooLarge):
+        services.message_store(conversation_id=conversation.id, role="user", content="x" * 11)
+
+
+def test_unknown_and_malformed_conversation_ids():
+    with pytest.raises(NotFound) as err:
+        services.message_store(conversation_id=uuid.uuid4(), role="user", content="x")
+    assert "not found" in err.value.message
+    with pytest.raises(InvalidInput) as err2:
+        services.conversation_get(conversation_id="not-a-uuid")
+    assert err2.value.field == "conversation_id"
+
+
+def test_created_at_can_be_given_for_imports():
+    conversation = services.conversation_begin()
+    message = services.message_store(
+        conversation_id=conversation.id, role="user", content="old", created_at="2023-05-08T13:56:00"
+    )
+    assert message.created_at == dt.datetime(2023, 5, 8, 13, 56, tzinfo=dt.timezone.utc)
+
+
+def test_get_returns_messages_in_turn_order():
+    conversation = services.conversation_begin()
+    services.message_store(conversation_id=conversation.id, role="user", content="two", turn_number=2)
+    services.message_store(conversation_id=conversation.id, role="user", content="one", turn_number=1)
+    _, messages = services.conversation_get(conversation_id=conversation.id)
+    assert [m.content for m in messages] == ["one", "two"]

@@ -1,0 +1,59 @@
+"""The embedded PostgreSQL: start, re-attach from a second process, stop, restart with data intact."""
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from winni_site import embedded
+
+
+@pytest.fixture
+def data_dir():
+    path = Path(tempfile.mkdtemp(prefix="winni-emb-", dir="/tmp"))
+    yield path
+    embedded.stop_all(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _connect(db: dict) -> psycopg.Connection:
+    return psycopg.connect(host=db["HOST"], port=db["PORT"], user=db["USER"], dbname=db["NAME"], autocommit=True)
+
+
+def test_start_reattach_stop_restart(data_dir):
+    db = embedded.postgres_settings(data_dir)
+    with _connect(db) as conn:
+        conn.execute("CREATE TABLE kept (v text)")
+        conn.execute("INSERT INTO kept VALUES ('still here')")
+        assert conn.execute("SELECT version FROM pg_available_extension_versions WHERE name='vector'").fetchone()
+
+    # A second process attaches to the running server and sees the same socket.
+    code = (
+        "import json,sys; from pathlib import Path; from winni_site import embedded; "
+        f"print(json.dumps(embedded.postgres_settings(Path({str(data_dir)!r}))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert f'"HOST": "{db["HOST"]}"' in out
+
+    embedded.stop_postgres(data_dir)
+    with pytest.raises(psycopg.OperationalError):
+        _connect(db).close()
+
+    # A stale PID list (a killed process) must not block a restart.
+    (embedded.pg_data_dir(data_dir) / ".handle_pids.json").write_text("[999999]")
+    embedded.forget_stale_handles(data_dir)
+    restarted = embedded.postgres_settings(data_dir)
+    with _connect(restarted) as conn:
+        assert conn.execute("SELECT v FROM kept").fetchone() == ("still here",)
+
+
+def test_embedded_redis_starts_once_and_stops(data_dir):
+    url = embedded.redis_url(data_dir)
+    assert embedded.redis_url(data_dir) == url  # found again, not started twice
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    assert embedded._redis_answers(port)
+    embedded.stop_redis(data_dir)
+    assert not embedded._redis_answers(port)

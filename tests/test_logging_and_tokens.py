@@ -1,0 +1,48 @@
+import json
+import logging
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations import services
+from winni_site.logs import JsonFormatter, RequestIdFilter, request_id_var
+from winni_site.models import ApiToken
+
+pytestmark = pytest.mark.django_db
+
+
+def test_each_storage_operation_logs_one_json_line_with_the_request_id(caplog):
+    token = request_id_var.set("req-42")
+    try:
+        with caplog.at_level(logging.INFO, logger="winni.storage"):
+            conversation = services.conversation_begin(session_id="s")
+            services.message_store(conversation_id=conversation.id, role="user", content="secret words")
+    finally:
+        request_id_var.reset(token)
+    records = [r for r in caplog.records if r.name == "winni.storage"]
+    assert [r.fields["op"] for r in records] == ["conversation.begin", "message.store"]
+    formatter, flt = JsonFormatter(), RequestIdFilter()
+    request_id_var.set("req-42")
+    flt.filter(records[1])
+    line = json.loads(formatter.format(records[1]))
+    assert line["request_id"] == "req-42"
+    assert line["turn"] == 1 and line["duration_ms"] >= 0
+    assert "secret words" not in formatter.format(records[1])  # content is never logged
+
+
+def test_token_command_create_list_revoke(capsys):
+    call_command("winni_token", "create", "ci")
+    secret = capsys.readouterr().out.strip()
+    assert secret.startswith("winni_")
+    assert ApiToken.objects.get(name="ci").secret_sha256 != secret
+    call_command("winni_token", "list")
+    listing = capsys.readouterr().out
+    assert "ci\tactive" in listing and secret not in listing
+    call_command("winni_token", "revoke", "ci")
+    assert ApiToken.objects.get(name="ci").is_revoked
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("winni_token", "create", "ci")
+    with pytest.raises(CommandError, match="no token"):
+        call_command("winni_token", "revoke", "nobody")
+    with pytest.raises(CommandError, match="name must be"):
+        call_command("winni_token", "create", "bad name!")

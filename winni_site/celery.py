@@ -1,0 +1,30 @@
+import os
+
+from celery import Celery
+from celery.signals import worker_ready
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
+
+app = Celery("winni")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
+    """The one beat schedule: every periodic task is declared here (HS setup_periodic_tasks)."""
+    from django.conf import settings
+
+    sender.add_periodic_task(
+        float(settings.WINNI_HEARTBEAT_SECONDS),
+        sender.signature("winni_site.tasks.worker_heartbeat"),
+        name="worker heartbeat",
+    )
+
+
+@worker_ready.connect
+def _first_heartbeat(**kwargs: object) -> None:
+    """Report at once, so /healthz is green as soon as the worker is up (not one beat later)."""
+    from winni_site import health
+
+    health.heartbeat_record()

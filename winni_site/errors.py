@@ -1,0 +1,90 @@
+"""Errors raised by services, and the one translator per interface (REST, MCP).
+
+Services raise `ApplicationError` subclasses with a message naming the field and the rule;
+REST turns them into {"error": {"code", "message", "fields"}} with the matching status, MCP into
+an `isError` tool result carrying the same message."""
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+
+
+class ApplicationError(Exception):
+    code = "invalid"
+    http_status = 400
+
+    def __init__(self, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.extra = extra or {}
+
+    @property
+    def fields(self) -> dict[str, list[str]]:
+        return {self.field: [self.message]} if self.field else {}
+
+
+class InvalidInput(ApplicationError):
+    code = "invalid"
+    http_status = 400
+
+
+class NotFound(ApplicationError):
+    code = "not_found"
+    http_status = 404
+
+
+class Conflict(ApplicationError):
+    code = "conflict"
+    http_status = 409
+
+
+class PayloadTooLarge(ApplicationError):
+    code = "too_large"
+    http_status = 413
+
+
+def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _first_message(detail: Any) -> str:
+    """HC's format_first_error: the first problem, in plain words, with its field."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            inner = _first_message(value)
+            return inner if key == "non_field_errors" else f"{key}: {inner}"
+    if isinstance(detail, list) and detail:
+        return _first_message(detail[0])
+    return str(detail)
+
+
+def rest_exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
+    # DRF is imported here: its settings import this module's neighbours at start-up.
+    from rest_framework import exceptions as drf_exceptions
+    from rest_framework import status
+    from rest_framework.response import Response
+    from rest_framework.views import exception_handler as drf_default_handler
+
+    if isinstance(exc, ApplicationError):
+        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.http_status)
+    if isinstance(exc, DjangoValidationError):
+        fields = exc.message_dict if hasattr(exc, "error_dict") else {}
+        message = "; ".join(exc.messages)
+        return Response(error_body("invalid", message, fields), status=400)
+    if isinstance(exc, Http404):
+        exc = drf_exceptions.NotFound(str(exc) or "Not found.")
+    response = drf_default_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, drf_exceptions.ValidationError):
+        fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        response.data = error_body("invalid", _first_message(exc.detail), fields)
+    elif isinstance(exc, drf_exceptions.APIException):
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else "error"
+        response.data = error_body(str(code), _first_message(exc.detail))
+    if response.status_code == status.HTTP_413_REQUEST_ENTITY_TOO_LARGE:
+        response.data = error_body("too_large", _first_message(exc.detail if hasattr(exc, "detail") else exc))
+    return response

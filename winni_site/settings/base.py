@@ -1,0 +1,202 @@
+"""Settings shared by every environment. Every value a user may change is an environment
+variable read here (documented in README.md, "Settings")."""
+import secrets
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+from winni_site import embedded
+from winni_site.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+DATA_DIR = Path(env_str("WINNI_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """WINNI_SECRET_KEY, or one generated once and kept in the data dir."""
+    if env_str("WINNI_SECRET_KEY"):
+        return env_str("WINNI_SECRET_KEY")
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+def database_from_url(url: str) -> dict:
+    """postgresql://user:password@host:port/name?host=/socket/dir&port=5432"""
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql", "postgresql+psycopg"):
+        raise ImproperlyConfigured(f"DATABASE_URL must start with postgresql://, got {parsed.scheme!r}")
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    name = unquote(parsed.path.lstrip("/"))
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL must name a database (postgresql://…/NAME)")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parsed.username or query.get("user", "")),
+        "PASSWORD": unquote(parsed.password or query.get("password", "")),
+        "HOST": query.get("host") or parsed.hostname or "",
+        "PORT": str(query.get("port") or parsed.port or ""),
+    }
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("WINNI_DEBUG", False)
+WINNI_HOST = env_str("WINNI_HOST", "127.0.0.1")
+WINNI_PORT = env_int("WINNI_PORT", 9020, minimum=1, maximum=65535)
+ALLOWED_HOSTS = env_list("WINNI_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+# Origins a browser-based MCP client may call /mcp from; empty Origin (CLI clients) always passes.
+WINNI_ALLOWED_ORIGINS = env_list(
+    "WINNI_ALLOWED_ORIGINS", [f"http://{host}:{WINNI_PORT}" for host in ("127.0.0.1", "localhost")]
+)
+CSRF_TRUSTED_ORIGINS = [origin for origin in WINNI_ALLOWED_ORIGINS if origin.startswith("http")]
+
+# Winni's own apps: each may have `mcp.py` (tools) and `urls.py` (REST under /api/v1/).
+WINNI_APPS = ["conversations", "contexts", "memory", "medallions"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "winni_site",
+    *WINNI_APPS,
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "winni_site.urls"
+ASGI_APPLICATION = "winni_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL, or the embedded PostgreSQL 18 + pgvector in WINNI_DATA_DIR ------
+DATABASE_URL = env_str("DATABASE_URL")
+WINNI_EMBEDDED_POSTGRES = not DATABASE_URL
+_database = database_from_url(DATABASE_URL) if DATABASE_URL else embedded.postgres_settings(DATA_DIR)
+# Tools run in worker threads that Django's request cycle never cleans up; keep connections for a
+# while (persistent per thread) and check them before reuse.
+_database["CONN_MAX_AGE"] = env_int("WINNI_DB_CONN_MAX_AGE", 300, minimum=0)
+_database["CONN_HEALTH_CHECKS"] = True
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis / Celery ------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+WINNI_EMBEDDED_REDIS = not REDIS_URL
+if WINNI_EMBEDDED_REDIS:
+    REDIS_URL = embedded.redis_url(DATA_DIR)
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_EXPIRES = 3600
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+WINNI_WORKER_CONCURRENCY = env_int("WINNI_WORKER_CONCURRENCY", 1, minimum=1)
+WINNI_WEB_WORKERS = env_int("WINNI_WEB_WORKERS", 1, minimum=1)
+WINNI_HEARTBEAT_SECONDS = env_int("WINNI_HEARTBEAT_SECONDS", 30, minimum=1)
+
+# --- Limits ----------------------------------------------------------------------------------
+# One message, memory, context or answer: 1 MiB of UTF-8 (SPEC "Defaults that matter").
+WINNI_MAX_CONTENT_BYTES = env_int("WINNI_MAX_CONTENT_BYTES", 1024 * 1024, minimum=1)
+# A whole HTTP request body (bulk stores carry many messages); beyond it: 413.
+WINNI_MAX_REQUEST_BYTES = env_int("WINNI_MAX_REQUEST_BYTES", 8 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = WINNI_MAX_REQUEST_BYTES
+
+# --- Auth ------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+# --- REST ------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["winni_site.auth.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "winni_site.errors.rest_exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Winni API",
+    "DESCRIPTION": "Memory server for LLM agents: conversations, startup contexts, orchestration results, "
+    "semantic memories, an answer cache and medallions.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SECURITY": [{"bearerAuth": []}],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
+    },
+}
+
+# --- Static files (served by WhiteNoise: uvicorn serves none) --------------------------------
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- Logging: one JSON line per event, the request id on every line -------------------------
+WINNI_LOG_LEVEL = env_str("WINNI_LOG_LEVEL", "INFO").upper()
+if WINNI_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+    raise ImproperlyConfigured(f"WINNI_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {WINNI_LOG_LEVEL!r}")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "winni_site.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "winni_site.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "winni": {"handlers": ["console"], "level": WINNI_LOG_LEVEL, "propagate": False},
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+    },
+}

@@ -1,0 +1,30 @@
+"""Test settings: a throw-away embedded PostgreSQL in a temporary data dir (unless DATABASE_URL
+is set), eager Celery, fast hashing (HS config/django/test.py)."""
+import atexit
+import os
+import shutil
+import tempfile
+
+if not os.environ.get("WINNI_DATA_DIR"):
+    # Short path: PostgreSQL's unix socket must fit in ~107 characters. Child processes (xdist,
+    # the live server, the Celery worker) inherit the variable and so share this server.
+    _data_dir = tempfile.mkdtemp(prefix="winni-test-", dir="/tmp")
+    os.environ["WINNI_DATA_DIR"] = _data_dir
+
+    def _stop_test_servers() -> None:
+        from pathlib import Path
+
+        from winni_site import embedded
+
+        embedded.stop_all(Path(_data_dir))
+        shutil.rmtree(_data_dir, ignore_errors=True)
+
+    atexit.register(_stop_test_servers)
+
+from .base import *  # noqa: E402,F401,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+WINNI_LOG_LEVEL = "WARNING"
+LOGGING["loggers"]["winni"]["level"] = "WARNING"  # noqa: F405

@@ -1,0 +1,27 @@
+from importlib.util import find_spec
+
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from winni_site.health import healthz
+
+
+def _app_api_urls() -> list:
+    """Each app's `<app>/urls.py` is mounted under /api/v1/."""
+    patterns = []
+    for app_name in settings.WINNI_APPS:
+        if find_spec(f"{app_name}.urls"):
+            patterns.append(path("api/v1/", include(f"{app_name}.urls")))
+    return patterns
+
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    *_app_api_urls(),
+]
