@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message, Role
+from conversations.signals import messages_stored
 from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from winni_site.logs import storage_op
 
@@ -141,6 +142,11 @@ def _touch(conversation: Conversation) -> None:
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
 
 
+def _announce_stored(message_ids: list[uuid.UUID]) -> None:
+    """Tell listeners (e.g. the embedding pipeline) once the rows are committed and visible."""
+    transaction.on_commit(lambda: messages_stored.send(sender=Message, message_ids=message_ids))
+
+
 def message_store(
     *,
     conversation_id: Any,
@@ -173,5 +179,6 @@ def message_store(
         )
         message.save(force_insert=True)
         _touch(conversation)
+        _announce_stored([message.id])
         log.update(conversation_id=str(conversation.id), message_id=str(message.id), turn=turn_number)
     return message
