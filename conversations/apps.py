@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class ConversationsConfig(AppConfig):
     name = "conversations"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from conversations.models import Message
+        from winni_site.searchable import Searchable, register
+
+        register(Searchable(kind="message", model=Message, text=lambda m: m.content,
+                            label=lambda m: f"turn {m.turn_number} ({m.role})"))

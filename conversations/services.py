@@ -11,9 +11,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message, Role
-from conversations.signals import messages_stored
 from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from winni_site.logs import storage_op
+from winni_site.searchable import announce_changed
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -143,8 +143,8 @@ def _touch(conversation: Conversation) -> None:
 
 
 def _announce_stored(message_ids: list[uuid.UUID]) -> None:
-    """Tell listeners (e.g. the embedding pipeline) once the rows are committed and visible."""
-    transaction.on_commit(lambda: messages_stored.send(sender=Message, message_ids=message_ids))
+    """Tell the search pipeline (embeddings) once the rows are committed and visible."""
+    announce_changed("message", message_ids)
 
 
 def message_store(

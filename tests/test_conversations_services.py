@@ -97,3 +97,21 @@ def test_get_returns_messages_in_turn_order():
     services.message_store(conversation_id=conversation.id, role="user", content="one", turn_number=1)
     _, messages = services.conversation_get(conversation_id=conversation.id)
     assert [m.content for m in messages] == ["one", "two"]
+
+
+def test_stored_messages_are_announced_after_commit(django_capture_on_commit_callbacks):
+    from winni_site.searchable import searchable_changed
+
+    seen = []
+
+    def receiver(sender, kind, ids, **kwargs):
+        seen.append((kind, ids))
+
+    searchable_changed.connect(receiver)
+    try:
+        conversation = services.conversation_begin()
+        with django_capture_on_commit_callbacks(execute=True):
+            message = services.message_store(conversation_id=conversation.id, role="user", content="x")
+    finally:
+        searchable_changed.disconnect(receiver)
+    assert seen == [("message", [message.id])]
