@@ -16,8 +16,9 @@ INSTRUCTIONS = (
     "(dewey_get_startup_context) and the project's medallions at the start of a session."
 )
 
-# Tools that span several apps live at the top (STYLE §1), each module with a `register(server)`.
-CROSS_APP_MODULES: list[str] = []
+# Tool modules beyond `<app>.mcp` (cross-app tools like winni_recall, a second tool set inside an
+# app), each with a `register(server)`.
+EXTRA_TOOL_MODULES: list[str] = []
 
 
 def build_mcp_server() -> MCPServer:
@@ -41,7 +42,7 @@ def build_mcp_server() -> MCPServer:
                 continue
             raise
         module.register(server)
-    for module_name in CROSS_APP_MODULES:
+    for module_name in EXTRA_TOOL_MODULES:
         import_module(module_name).register(server)
     _forbid_unknown_arguments(server)
     return server

@@ -1,0 +1,1 @@
+"""Semantic memories, embeddings, and the answer cache ("Librarian")."""
