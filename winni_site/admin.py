@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from winni_site.models import ApiToken
+from winni_site.models import ApiToken, BackupRun
 
 admin.site.site_header = "Winni"
 admin.site.site_title = "Winni admin"
@@ -16,4 +16,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     exclude = ("secret_sha256",)
 
     def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(BackupRun)
+class BackupRunAdmin(admin.ModelAdmin):
+    """Read-only history of scheduled backups (`manage.py winni_backup` runs are not listed)."""
+
+    list_display = ("started_at", "status", "attempts", "size_bytes", "path", "finished_at")
+    list_filter = ("status",)
+    readonly_fields = [f.name for f in BackupRun._meta.fields]
+
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False

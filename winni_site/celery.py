@@ -20,6 +20,13 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         sender.signature("winni_site.tasks.worker_heartbeat"),
         name="worker heartbeat",
     )
+    if settings.WINNI_BACKUP_INTERVAL_HOURS > 0:
+        sender.add_periodic_task(
+            settings.WINNI_BACKUP_INTERVAL_HOURS * 3600.0,
+            sender.signature("winni_site.tasks.backup_scheduled"),
+            name="backup",
+        )
+    sender.add_periodic_task(24 * 3600.0, sender.signature("winni_site.tasks.retention_purge"), name="retention purge")
 
 
 @worker_ready.connect

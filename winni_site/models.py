@@ -20,3 +20,29 @@ class ApiToken(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class BackupRun(models.Model):
+    """One scheduled backup (Celery task): history for the admin, and the handle that makes a
+    redelivered task (worker killed mid-backup, acks_late) finish the same run, not start another."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    task_id = models.CharField(max_length=64, unique=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    attempts = models.PositiveIntegerField(default=0)
+    worker_pid = models.IntegerField(null=True, blank=True)
+    path = models.TextField(blank=True)
+    size_bytes = models.BigIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"backup {self.started_at:%Y-%m-%d %H:%M} {self.status}"

@@ -200,3 +200,22 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# --- Operations: backups, retention (issue #7) ----------------------------------------------
+# Backups (pg_dump custom format + a JSON manifest) go to WINNI_BACKUP_DIR; the newest
+# WINNI_BACKUP_KEEP are kept; beat takes one every WINNI_BACKUP_INTERVAL_HOURS (0 = never).
+WINNI_BACKUP_DIR = Path(env_str("WINNI_BACKUP_DIR", str(DATA_DIR / "backups"))).expanduser().resolve()
+WINNI_BACKUP_KEEP = env_int("WINNI_BACKUP_KEEP", 7, minimum=1, maximum=10_000)
+WINNI_BACKUP_INTERVAL_HOURS = env_float("WINNI_BACKUP_INTERVAL_HOURS", 24, minimum=0, maximum=24 * 365)
+# A backup before `migrate` applies migrations to a database that already holds data.
+WINNI_BACKUP_BEFORE_MIGRATE = env_bool("WINNI_BACKUP_BEFORE_MIGRATE", True)
+# Folder with pg_dump / pg_restore matching the server's major version (empty: the embedded
+# server's own programs, or the ones on PATH for an external DATABASE_URL).
+WINNI_PG_BIN_DIR = env_str("WINNI_PG_BIN_DIR")
+if WINNI_PG_BIN_DIR and not (Path(WINNI_PG_BIN_DIR) / "pg_dump").exists():
+    raise ImproperlyConfigured(f"WINNI_PG_BIN_DIR must be a folder containing pg_dump, got {WINNI_PG_BIN_DIR!r}")
+# Retention (off = 0): rows older than N days are purged daily by beat. Memories, medallions and
+# startup contexts are never purged.
+WINNI_RETENTION_DAYS_CONVERSATIONS = env_int("WINNI_RETENTION_DAYS_CONVERSATIONS", 0, minimum=0)
+WINNI_RETENTION_DAYS_FIEDLER = env_int("WINNI_RETENTION_DAYS_FIEDLER", 0, minimum=0)
+WINNI_RETENTION_DAYS_CACHE = env_int("WINNI_RETENTION_DAYS_CACHE", 0, minimum=0)

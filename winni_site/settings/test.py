@@ -28,3 +28,5 @@ CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 WINNI_LOG_LEVEL = "WARNING"
 LOGGING["loggers"]["winni"]["level"] = "WARNING"  # noqa: F405
+# Off in tests (test databases are migrated all the time) unless a test enables it.
+WINNI_BACKUP_BEFORE_MIGRATE = env_bool("WINNI_BACKUP_BEFORE_MIGRATE", False)  # noqa: F405

@@ -1,0 +1,138 @@
+"""Export / import as JSON Lines: round trip with checksums, idempotent re-import, atomic per file,
+and errors that name the file, the line and the field."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from conversations import services as conv
+from conversations.models import Conversation, Message
+from winni_site import portable
+from winni_site.errors import InvalidInput, NotFound
+
+pytestmark = pytest.mark.django_db
+
+TRICKY = ["plain", "ünïcode ✓ 日本語", "'); DROP TABLE conversations_message; --", "line\nbreak\ttab \"quotes\""]
+
+
+@pytest.fixture
+def corpus():
+    ids = []
+    for n in range(3):
+        conversation = conv.conversation_begin(session_id=f"s{n}", metadata={"n": n, "nested": {"k": [1, 2]}})
+        for i, text in enumerate(TRICKY[: n + 2]):
+            conv.message_store(conversation_id=conversation.id, role=["user", "assistant"][i % 2], content=text,
+                               metadata={"i": i} if i else None,
+                               created_at=dt.datetime(2026, 1, 1, 12, i, tzinfo=dt.timezone.utc).isoformat())
+        ids.append(conversation.id)
+    conv.conversation_begin(session_id=None)  # a conversation without messages
+    return ids
+
+
+def _snapshot():
+    return (
+        sorted(Conversation.objects.values_list("id", "session_id", "metadata", "created_at", "updated_at")),
+        sorted(Message.objects.values_list("id", "conversation_id", "turn_number", "role", "content", "metadata",
+                                           "created_at")),
+    )
+
+
+def _rewrite(folder, lines):
+    """Replace conversations.jsonl and fix its checksum, as a hand-edited export would."""
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    (folder / "conversations.jsonl").write_text(data)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["stores"]["conversations"]["sha256"] = hashlib.sha256(data.encode()).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_round_trip_through_an_empty_database_is_identical(corpus, tmp_path):
+    before = _snapshot()
+    first = portable.export_all(out=tmp_path / "a")
+    entry = first["stores"]["conversations"]
+    assert entry["rows"] == {"conversations.conversation": 4, "conversations.message": 9}
+    assert entry["lines"] == 4
+    assert entry["sha256"] == hashlib.sha256((tmp_path / "a" / "conversations.jsonl").read_bytes()).hexdigest()
+
+    Conversation.objects.all().delete()
+    assert Message.objects.count() == 0
+    added = portable.import_all(folder=tmp_path / "a")
+    assert added == {"conversations": {"conversations.conversation": 4, "conversations.message": 9}}
+    assert _snapshot() == before
+
+    second = portable.export_all(out=tmp_path / "b")
+    assert second["stores"] == first["stores"]
+    assert (tmp_path / "a" / "conversations.jsonl").read_bytes() == (tmp_path / "b" / "conversations.jsonl").read_bytes()
+
+
+def test_reimport_adds_nothing_and_fills_in_what_is_missing(corpus, tmp_path):
+    portable.export_all(out=tmp_path)
+    assert portable.import_all(folder=tmp_path)["conversations"] == {
+        "conversations.conversation": 0, "conversations.message": 0}
+    Message.objects.filter(conversation_id=corpus[2]).delete()
+    assert portable.import_all(folder=tmp_path)["conversations"] == {
+        "conversations.conversation": 0, "conversations.message": 4}
+
+
+def test_a_bad_line_rolls_the_whole_file_back_and_is_named(corpus, tmp_path):
+    portable.export_all(out=tmp_path)
+    lines = [json.loads(raw) for raw in (tmp_path / "conversations.jsonl").read_text().splitlines()]
+    Conversation.objects.all().delete()
+
+    broken = json.loads(json.dumps(lines))
+    bad = next(n for n, line in enumerate(broken) if n and line["messages"])
+    broken[bad]["messages"][-1]["role"] = "wizard"  # violates the role CHECK constraint
+    _rewrite(tmp_path, broken)
+    with pytest.raises(InvalidInput, match=rf"conversations.jsonl line {bad + 1}: .*msg_role_valid"):
+        portable.import_all(folder=tmp_path)
+    assert Conversation.objects.count() == 0 and Message.objects.count() == 0
+
+    broken = json.loads(json.dumps(lines))
+    broken[1]["colour"] = "blue"
+    _rewrite(tmp_path, broken)
+    with pytest.raises(InvalidInput, match=r"line 2: unknown field 'colour'") as info:
+        portable.import_all(folder=tmp_path)
+    assert info.value.field == "colour"
+
+    broken = json.loads(json.dumps(lines))
+    broken[0]["created_at"] = "yesterday"
+    _rewrite(tmp_path, broken)
+    with pytest.raises(InvalidInput, match=r"line 1: created_at"):
+        portable.import_all(folder=tmp_path)
+
+    _rewrite(tmp_path, lines)
+    (tmp_path / "conversations.jsonl").write_text((tmp_path / "conversations.jsonl").read_text() + "{not json\n")
+    with pytest.raises(InvalidInput, match="checksum does not match"):
+        portable.import_all(folder=tmp_path)
+    assert Conversation.objects.count() == 0
+
+
+def test_versions_and_missing_manifest_are_refused(corpus, tmp_path):
+    with pytest.raises(NotFound, match="no manifest.json"):
+        portable.import_all(folder=tmp_path)
+    portable.export_all(out=tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest["stores"]["conversations"]["version"] = 99
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InvalidInput, match="conversations version 99; this Winni reads version 1"):
+        portable.import_all(folder=tmp_path)
+    manifest["version"] = 2
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InvalidInput, match="format version 2"):
+        portable.import_all(folder=tmp_path)
+    with pytest.raises(InvalidInput, match="unknown store 'nope'"):
+        portable.export_all(out=tmp_path / "x", stores=["nope"])
+
+
+def test_commands(corpus, tmp_path, capsys):
+    call_command("winni_export", out=tmp_path)
+    assert capsys.readouterr().out.strip() == str(tmp_path)
+    Conversation.objects.all().delete()
+    call_command("winni_import", str(tmp_path))
+    assert "added 4 conversations.conversation, 9 conversations.message" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="not a winni export"):
+        call_command("winni_import", str(tmp_path / "nowhere"))

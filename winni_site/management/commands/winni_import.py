@@ -1,0 +1,34 @@
+"""Import an export folder written by winni_export. Ids are kept and rows already present are
+skipped, so importing twice adds nothing; each file is one transaction (a bad line rolls the whole
+file back and names the line)."""
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from winni_site import portable
+from winni_site.errors import ApplicationError
+
+
+class Command(BaseCommand):
+    help = "Import the JSONL files of an export folder (idempotent, atomic per file)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("folder", type=Path)
+        parser.add_argument("--store", action="append", help="only this store (repeatable)")
+
+    def handle(self, *args: object, **options: object) -> None:
+        bars: dict[str, tqdm] = {}
+
+        def progress(store: str, line: int) -> None:
+            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=self.stderr._out, leave=True)).update(1)
+
+        try:
+            report = portable.import_all(folder=options["folder"], stores=options["store"], progress=progress)  # type: ignore[arg-type]
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from exc
+        finally:
+            for bar in bars.values():
+                bar.close()
+        for store, added in report.items():
+            self.stdout.write(f"{store}: added " + ", ".join(f"{count} {model}" for model, count in added.items()))
