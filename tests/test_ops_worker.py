@@ -1,0 +1,92 @@
+"""Worker death: a Celery pool process killed with kill -9 in the middle of a scheduled backup.
+With acks_late + reject_on_worker_lost the message goes back to the queue, the next process
+finishes the same run; one BackupRun row, one backup, no half-written file."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psycopg
+import pytest
+from django.db import connection
+
+from tests.support import ROOT
+from winni_site import backups
+from winni_site.celery import app
+from winni_site.models import BackupRun
+from winni_site.tasks import backup_scheduled
+
+pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def backup_dir(tmp_path):
+    return tmp_path / "backups"
+
+
+@pytest.fixture
+def prefork_worker(live_server_env, backup_dir):
+    """A real worker with one pool process (killable on its own, like an OOM kill)."""
+    env = {**live_server_env, "WINNI_BACKUP_DIR": str(backup_dir)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "winni_site", "worker", "--pool", "prefork", "--concurrency", "1",
+         "--loglevel", "WARNING", "-n", f"ops-{time.time_ns()}@%h"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    yield process
+    process.terminate()
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture
+def through_broker():
+    app.conf.task_always_eager = False
+    yield
+    app.conf.task_always_eager = True
+
+
+def _wait_for(predicate, timeout: float = 90, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def _run():
+    return BackupRun.objects.order_by("pk").first()
+
+
+def test_a_backup_survives_the_death_of_its_worker_process(prefork_worker, through_broker, backup_dir):
+    settings_dict = connection.settings_dict
+    blocker = psycopg.connect(host=settings_dict["HOST"], port=settings_dict["PORT"], user=settings_dict["USER"],
+                              dbname=settings_dict["NAME"])
+    # Hold a lock the backup needs, so the task is certainly mid-run when its process is killed.
+    blocker.execute("LOCK TABLE conversations_message IN ACCESS EXCLUSIVE MODE")
+    try:
+        result = backup_scheduled.delay()
+        first = _wait_for(lambda: (r := _run()) and r.worker_pid and r.attempts == 1 and r, what="the task to start")
+        assert first.status == BackupRun.Status.RUNNING and first.task_id == result.id
+        os.kill(first.worker_pid, signal.SIGKILL)
+
+        second = _wait_for(lambda: (r := _run()) and r.attempts == 2 and r, what="the task to be redelivered")
+        assert second.worker_pid != first.worker_pid
+    finally:
+        blocker.rollback()
+        blocker.close()
+
+    done = _wait_for(lambda: (r := _run()) and r.status == BackupRun.Status.DONE and r, what="the backup to finish")
+    assert BackupRun.objects.count() == 1 and done.attempts == 2
+    finished = backups.backup_list(folder=backup_dir)
+    assert [str(b.path) for b in finished] == [done.path]
+    backups.backup_verify(path=finished[0].path)
+    # The killed attempt left nothing behind (its pg_dump died with it; its temp file was removed).
+    assert sorted(p.name for p in backup_dir.iterdir()) == [finished[0].path.name, finished[0].manifest_path.name]
