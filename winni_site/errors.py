@@ -88,3 +88,45 @@ def rest_exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     if response.status_code == status.HTTP_413_REQUEST_ENTITY_TOO_LARGE:
         response.data = error_body("too_large", _first_message(exc.detail if hasattr(exc, "detail") else exc))
     return response
+
+
+# --- OpenAPI: the error shape every operation can answer with --------------------------------
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "fields"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "fields": {"type": "object", "additionalProperties": True},
+            },
+        }
+    },
+}
+ERROR_RESPONSES = {
+    "400": "invalid input; `fields` names each bad field",
+    "401": "missing, unknown or revoked token",
+    "404": "no such object",
+    "409": "conflict with the stored data",
+    "413": "content or request body too large",
+}
+
+
+def document_error_responses(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: every operation documents the error responses
+    rest_exception_handler can give (so clients and schemathesis know them)."""
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for status, description in ERROR_RESPONSES.items():
+                if status == "413" and method not in ("post", "put", "patch"):
+                    continue
+                operation["responses"].setdefault(status, {"description": description, "content": ref})
+    return result

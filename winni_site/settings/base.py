@@ -219,3 +219,8 @@ if WINNI_PG_BIN_DIR and not (Path(WINNI_PG_BIN_DIR) / "pg_dump").exists():
 WINNI_RETENTION_DAYS_CONVERSATIONS = env_int("WINNI_RETENTION_DAYS_CONVERSATIONS", 0, minimum=0)
 WINNI_RETENTION_DAYS_FIEDLER = env_int("WINNI_RETENTION_DAYS_FIEDLER", 0, minimum=0)
 WINNI_RETENTION_DAYS_CACHE = env_int("WINNI_RETENTION_DAYS_CACHE", 0, minimum=0)
+# Every operation in /api/schema/ documents the error responses (winni_site.errors).
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "winni_site.errors.document_error_responses",
+]

@@ -1,0 +1,49 @@
+"""A throw-away Winni for the operations benchmarks: its own data dir (embedded PostgreSQL and
+Redis), migrated, a token, and a uvicorn process serving Django + MCP."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@contextmanager
+def winni_server(name: str) -> Iterator[tuple[object, str, Path]]:
+    """Yields (LiveServer, token, data_dir); stops everything and deletes the data dir after."""
+    data_dir = Path(tempfile.mkdtemp(prefix=f"winni-{name}-", dir="/tmp"))
+    env = {**os.environ, "WINNI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev",
+           "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    try:
+        subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=ROOT)
+        token = subprocess.run([*manage, "winni_token", "create", "bench"], env=env, check=True, cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        from tests.support import LiveServer
+
+        server = LiveServer(env)
+        try:
+            yield server, token, data_dir
+        finally:
+            server.stop()
+    finally:
+        code = f"from pathlib import Path; from winni_site import embedded; embedded.stop_all(Path({str(data_dir)!r}))"
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]

@@ -1,0 +1,78 @@
+"""Schemathesis over a running Winni's OpenAPI schema, shared by tests/test_ops_fuzz.py (a few
+examples per operation) and bench/fuzz.py (many): every operation, with a token; a failure is
+any 5xx or a response that does not match the schema."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.core.failures import FailureGroup
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+# "No 5xx, and every response is what the schema says" — plus: data the schema forbids is refused.
+# Not `positive_data_acceptance`: services check more than a schema can say (content must not be
+# only whitespace, ids must name existing rows), so schema-valid input may rightly get a 400/404.
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+          response_headers_conformance, negative_data_rejection]
+
+
+@dataclass
+class FuzzReport:
+    operations: list[str] = field(default_factory=list)
+    calls: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+
+def real_ids(base_url: str, headers: dict[str, str]) -> dict[str, str]:
+    """Ids of existing rows by path-parameter name: random strings never name a stored row, so
+    half of the generated calls get a real one and reach the validation behind the lookup."""
+    import httpx
+
+    ids = {}
+    made = httpx.post(f"{base_url}/api/v1/conversations/", json={"session_id": "fuzz"}, headers=headers, timeout=30)
+    if made.status_code == 201:
+        ids["conversation_id"] = made.json()["conversation_id"]
+    return ids
+
+
+def fuzz_api(base_url: str, token: str, *, examples: int, seed: int | None = 0,
+             on_operation: Callable[[str], Any] | None = None) -> FuzzReport:
+    schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/?format=json")
+    headers = {"Authorization": f"Bearer {token}"}
+    known = real_ids(base_url, headers)
+    report = FuzzReport()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        label = operation.label
+        report.operations.append(label)
+
+        @given(case=operation.as_strategy())
+        @settings(max_examples=examples, deadline=None, derandomize=seed is not None, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def run(case: Any) -> None:
+            if report.calls % 2 == 0:
+                for name in case.path_parameters or {}:
+                    if name in known:
+                        case.path_parameters[name] = known[name]
+            response = case.call(base_url=base_url, headers=headers, timeout=30)
+            report.calls += 1
+            report.statuses[response.status_code] = report.statuses.get(response.status_code, 0) + 1
+            case.validate_response(response, checks=CHECKS)
+
+        try:
+            run()
+        except (AssertionError, FailureGroup, Exception) as exc:  # noqa: B014 - report, keep going
+            report.failures[label] = f"{type(exc).__name__}: {str(exc)[:1500]}"
+        if on_operation:
+            on_operation(label)
+    return report
