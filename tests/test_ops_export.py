@@ -136,3 +136,15 @@ def test_commands(corpus, tmp_path, capsys):
     assert "added 4 conversations.conversation, 9 conversations.message" in capsys.readouterr().out
     with pytest.raises(CommandError, match="not a winni export"):
         call_command("winni_import", str(tmp_path / "nowhere"))
+
+
+def test_imported_rows_keep_their_timestamps_even_with_auto_now(tmp_path):
+    """Stores with auto_now / auto_now_add fields must not get the import time."""
+    from winni_site.models import BackupRun
+
+    then = "2020-02-02T02:02:02+00:00"
+    row = portable.row_from_json(BackupRun, {"id": 41, "task_id": "t", "started_at": then}, fixed={})
+    assert portable._insert_new(BackupRun, [(1, row)], "x.jsonl") == [41]
+    assert BackupRun.objects.get(pk=41).started_at.isoformat() == then
+    assert BackupRun._meta.get_field("started_at").auto_now_add  # switched back on afterwards
+    assert portable._insert_new(BackupRun, [(1, row)], "x.jsonl") == []

@@ -24,6 +24,7 @@ import decimal
 import hashlib
 import json
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -235,24 +236,40 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+@contextmanager
+def _keep_timestamps(model: type[models.Model]) -> Iterator[None]:
+    """auto_now / auto_now_add would stamp imported rows with the import time; an import keeps
+    the exported times instead."""
+    stamped = [f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    saved = [(f, f.auto_now, f.auto_now_add) for f in stamped]
+    for f in stamped:
+        f.auto_now = f.auto_now_add = False
+    try:
+        yield
+    finally:
+        for f, auto_now, auto_now_add in saved:
+            f.auto_now, f.auto_now_add = auto_now, auto_now_add
+
+
 def _insert_new(model: type[models.Model], objs: list[tuple[int, models.Model]], filename: str) -> list[Any]:
     """Insert the objects whose primary key is not there yet; returns the added primary keys."""
     if not objs:
         return []
     existing = set(model.objects.filter(pk__in=[o.pk for _, o in objs]).values_list("pk", flat=True))
     fresh = [(n, o) for n, o in objs if o.pk not in existing]
-    try:
-        with transaction.atomic():
-            model.objects.bulk_create([o for _, o in fresh])
-    except IntegrityError:
-        # Find the line that breaks a constraint, to name it.
-        for number, obj in fresh:
-            try:
-                with transaction.atomic():
-                    obj.save(force_insert=True)
-            except IntegrityError as exc:
-                raise InvalidInput(f"{filename} line {number}: {str(exc).splitlines()[0]}", field=filename) from None
-        raise
+    with _keep_timestamps(model):
+        try:
+            with transaction.atomic():
+                model.objects.bulk_create([o for _, o in fresh])
+        except IntegrityError:
+            # Find the line that breaks a constraint, to name it.
+            for number, obj in fresh:
+                try:
+                    with transaction.atomic():
+                        obj.save(force_insert=True)
+                except IntegrityError as exc:
+                    raise InvalidInput(f"{filename} line {number}: {str(exc).splitlines()[0]}", field=filename) from None
+            raise
     return [o.pk for _, o in fresh]
 
 
