@@ -67,3 +67,13 @@ def mcp(request: pytest.FixtureRequest, winni_server: LiveServer, live_token: st
 @pytest.fixture
 def mcp_legacy(winni_server: LiveServer, live_token: str) -> McpClient:
     return McpClient(winni_server.url, live_token, mode="legacy")
+
+
+@pytest.fixture
+def through_broker() -> Iterator[None]:
+    """The test settings run tasks eagerly; tests with a real worker need the real broker."""
+    from winni_site.celery import app
+
+    app.conf.task_always_eager = False
+    yield
+    app.conf.task_always_eager = True

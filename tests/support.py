@@ -141,3 +141,20 @@ def structured(result: Any) -> Any:
         return content
     text = result_text(result)
     return json.loads(text) if text else None
+
+
+def start_celery_worker(env: dict[str, str], *, pool: str = "solo", concurrency: int = 1) -> subprocess.Popen:
+    """A real Celery worker process for this project (its own node name)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "winni_site", "worker", "--pool", pool, "--concurrency",
+         str(concurrency), "--loglevel", "WARNING", "-n", f"test-{time.time_ns()}@%h"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -1,15 +1,12 @@
 """One task through a real Celery worker process and a real Redis broker."""
-import subprocess
-import sys
 import time
 
 import pytest
 import redis
 from django.conf import settings
 
-from tests.support import ROOT
+from tests.support import start_celery_worker, stop_process
 from winni_site import health
-from winni_site.celery import app
 from winni_site.tasks import worker_heartbeat
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
@@ -17,25 +14,9 @@ pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def worker(live_server_env):
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "winni_site", "worker", "--pool", "solo", "--loglevel", "WARNING",
-         "-n", f"test-{time.time_ns()}@%h"],
-        cwd=ROOT, env=live_server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    process = start_celery_worker(live_server_env)
     yield process
-    process.terminate()
-    try:
-        process.wait(15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-@pytest.fixture
-def through_broker():
-    """The test settings run tasks eagerly; these tests need the real broker."""
-    app.conf.task_always_eager = False
-    yield
-    app.conf.task_always_eager = True
+    stop_process(process)
 
 
 def test_heartbeat_task_runs_in_a_real_worker(worker, through_broker, client):

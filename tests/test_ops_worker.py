@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import psycopg
 import pytest
 from django.db import connection
 
-from tests.support import ROOT
+from tests.support import start_celery_worker, stop_process
 from winni_site import backups
-from winni_site.celery import app
 from winni_site.models import BackupRun
 from winni_site.tasks import backup_scheduled
 
@@ -30,25 +27,9 @@ def backup_dir(tmp_path):
 @pytest.fixture
 def prefork_worker(live_server_env, backup_dir):
     """A real worker with one pool process (killable on its own, like an OOM kill)."""
-    env = {**live_server_env, "WINNI_BACKUP_DIR": str(backup_dir)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "winni_site", "worker", "--pool", "prefork", "--concurrency", "1",
-         "--loglevel", "WARNING", "-n", f"ops-{time.time_ns()}@%h"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    process = start_celery_worker({**live_server_env, "WINNI_BACKUP_DIR": str(backup_dir)}, pool="prefork")
     yield process
-    process.terminate()
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-@pytest.fixture
-def through_broker():
-    app.conf.task_always_eager = False
-    yield
-    app.conf.task_always_eager = True
+    stop_process(process, timeout=20)
 
 
 def _wait_for(predicate, timeout: float = 90, what: str = "condition"):
