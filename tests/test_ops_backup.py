@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -85,7 +86,11 @@ def test_restore_into_an_empty_database_then_refuse_then_force(tmp_path, scratch
         backups.backup_restore(path=second.path, database=scratch)
     assert [row[0] for row in _contents(scratch)] == ["first", "first"]
 
+    held = pgtools.connect(scratch)  # a web process still connected: its session is closed
     backups.backup_restore(path=second.path, database=scratch, force=True)
+    with pytest.raises(psycopg.OperationalError):
+        held.execute("SELECT 1")
+    held.close()
     assert [row[0] for row in _contents(scratch)] == ["first", "first", "second"]
     # The replaced database is gone, and no half-restored copy was left behind.
     assert _databases_like(scratch, "ops_scratch_%") == []

@@ -209,6 +209,11 @@ def backup_verify(*, path: Path) -> dict[str, Any]:
     return manifest
 
 
+def _allow_connections(conn: Any, name: str, allow: bool) -> None:
+    conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
+        sql.Identifier(name), sql.SQL("true" if allow else "false")))
+
+
 def _terminate_other_sessions(conn: Any, name: str) -> None:
     conn.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
@@ -267,10 +272,19 @@ def backup_restore(
         connections.close_all()
         with pgtools.connect(database, dbname="postgres") as admin:
             if exists:
-                _terminate_other_sessions(admin, name)
-                admin.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(name), sql.Identifier(old)))
+                # No new sessions may slip in between closing the old ones and the rename.
+                _allow_connections(admin, name, False)
+                try:
+                    _terminate_other_sessions(admin, name)
+                    admin.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(name), sql.Identifier(old)))
+                except BaseException:
+                    _allow_connections(admin, name, True)
+                    admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(fresh)))
+                    raise
             admin.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(fresh), sql.Identifier(name)))
-            if exists and not keep_old:
+            if exists and keep_old:
+                _allow_connections(admin, old, True)
+            elif exists:
                 admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(old)))
         log.update(rows=sum(counts.values()), kept_old=old if exists and keep_old else None)
     say(f"restored {sum(counts.values())} rows into {name}" + (f"; the previous data is in {old}" if exists and keep_old else ""))
