@@ -148,3 +148,17 @@ def test_imported_rows_keep_their_timestamps_even_with_auto_now(tmp_path):
     assert BackupRun.objects.get(pk=41).started_at.isoformat() == then
     assert BackupRun._meta.get_field("started_at").auto_now_add  # switched back on afterwards
     assert portable._insert_new(BackupRun, [(1, row)], "x.jsonl") == []
+
+
+def test_every_model_of_every_store_is_exported_or_deliberately_left_out():
+    from django.apps import apps
+    from django.conf import settings
+
+    covered = set()
+    for store in portable.installed_stores():
+        covered |= {apps.get_model(label)._meta.label_lower for label in [store.model, *store.children.values()]}
+    for app_label in ["winni_site", *settings.WINNI_APPS]:
+        for model in apps.get_app_config(app_label).get_models():
+            label = model._meta.label_lower
+            assert label in covered or label in portable.NOT_EXPORTED, (
+                f"{label} is neither exported (winni_site.portable.STORES) nor listed in NOT_EXPORTED")

@@ -28,12 +28,17 @@ class Retention:
     # kind → lookup from the searchable model to the purged one, e.g. {"message": "conversation"}:
     # deleted searchable rows are announced so the embedding pipeline drops their vectors.
     searchables: dict[str, str] = field(default_factory=dict)
+    keep: dict[str, Any] = field(default_factory=dict)  # rows matching this are never purged
 
 
 RETENTION: list[Retention] = [
     # A conversation's age is its last activity: one still being written to is never purged.
     Retention("conversations", "WINNI_RETENTION_DAYS_CONVERSATIONS", "conversations.Conversation", "updated_at",
               {"message": "conversation"}),
+    Retention("fiedler_results", "WINNI_RETENTION_DAYS_FIEDLER", "conversations.FiedlerResult", "created_at"),
+    # A cache entry's age is when it was last asked; pinned entries stay.
+    Retention("cache_entries", "WINNI_RETENTION_DAYS_CACHE", "memory.QueryMemory", "last_asked",
+              keep={"pinned": True}),
 ]
 
 # name → callable(now) returning how many rows it expired; run by winni_vacuum before VACUUM.
@@ -63,10 +68,12 @@ def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) ->
         cutoff = now - dt.timedelta(days=days)
         model = apps.get_model(rule.model)
         with storage_op("retention.purge", store=rule.store, days=days, dry_run=dry_run) as log, transaction.atomic():
-            doomed = model.objects.filter(**{f"{rule.age_field}__lt": cutoff})
+            doomed = model.objects.filter(**{f"{rule.age_field}__lt": cutoff}).exclude(**rule.keep)
             count = doomed.count()
             if not dry_run and count:
                 for kind, lookup in rule.searchables.items():
+                    if kind not in searchable.kinds():
+                        continue
                     kind_model = searchable.get(kind).model
                     ids = kind_model.objects.filter(**{f"{lookup}__in": doomed}).values_list("pk", flat=True)
                     searchable.announce_changed(kind, list(ids))

@@ -50,6 +50,8 @@ class Portable:
     model: str  # "app_label.Model" of the top-level rows
     children: dict[str, str] = field(default_factory=dict)  # line key → "app_label.Model" owned by the root
     version: int = 1  # bump when this store's line shape changes
+    # "app_label.Model" → columns left out (links to rows that are not exported, e.g. jobs).
+    omit: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def filename(self) -> str:
@@ -57,9 +59,25 @@ class Portable:
 
 
 # Import runs in this order, so a row's foreign keys point at rows imported before it.
+# A store whose models are not installed (yet) is skipped.
 STORES: list[Portable] = [
     Portable("conversations", "conversations.Conversation", {"messages": "conversations.Message"}),
+    Portable("fiedler_results", "conversations.FiedlerResult"),
+    Portable("contexts", "contexts.StartupContext"),
+    Portable("context_audit", "contexts.StartupContextAudit"),
+    Portable("memories", "memory.Memory"),
+    Portable("embedding_models", "memory.EmbeddingModel"),
+    Portable("embeddings", "memory.Embedding"),
+    Portable("cache_entries", "memory.QueryMemory"),
+    Portable("medallions", "medallions.Medallion", {"revisions": "medallions.MedallionRevision"},
+             omit={"medallions.MedallionRevision": frozenset({"job_id"})}),
 ]
+# Models of Winni's apps that are deliberately not exported: credentials, this installation's job
+# and run history, statistics derived from other rows. Every other model must be in STORES
+# (tests/test_ops_export.py checks), so a new model forces a decision.
+NOT_EXPORTED = {
+    "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "memory.librarianhourlystats",
+}
 
 
 def installed_stores() -> list[Portable]:
@@ -100,8 +118,8 @@ def _encode(value: Any) -> Any:
     return str(value)
 
 
-def row_to_json(obj: models.Model, *, skip: str | None = None) -> dict[str, Any]:
-    return {f.attname: _encode(getattr(obj, f.attname)) for f in _columns(type(obj)) if f.attname != skip}
+def row_to_json(obj: models.Model, *, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+    return {f.attname: _encode(getattr(obj, f.attname)) for f in _columns(type(obj)) if f.attname not in skip}
 
 
 def _decode(model_field: models.Field, value: Any) -> Any:
@@ -155,12 +173,11 @@ def _lines(store: Portable, rows: dict[str, int]) -> Iterator[str]:
         for key, model in kids.items():
             owned[key] = {}
             for child in model.objects.filter(**{f"{fks[key].attname}__in": chunk}).order_by("pk"):
-                owned[key].setdefault(getattr(child, fks[key].attname), []).append(
-                    row_to_json(child, skip=fks[key].attname)
-                )
+                skip = store.omit.get(model._meta.label, frozenset()) | {fks[key].attname}
+                owned[key].setdefault(getattr(child, fks[key].attname), []).append(row_to_json(child, skip=skip))
                 rows[model._meta.label_lower] += 1
         for obj in root.objects.filter(pk__in=chunk).order_by("pk"):
-            line = row_to_json(obj)
+            line = row_to_json(obj, skip=store.omit.get(root._meta.label, frozenset()))
             for key in kids:
                 line[key] = owned[key].get(obj.pk, [])
             rows[root._meta.label_lower] += 1
