@@ -87,10 +87,10 @@ def parse_content(reply: str) -> schema.Content:
     """A model's reply as validated sections; ValueError lists every problem with its JSON path."""
     text = FENCE.sub("", reply.strip())
     start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
+    if start < 0:
         raise ValueError("the reply contains no JSON object")
     try:
-        data = json.loads(text[start : end + 1])
+        data = json.loads(text[start : end + 1] if end > start else text[start:])
     except json.JSONDecodeError as exc:
         raise ValueError(f"the reply is not valid JSON: {exc}") from None
     try:
