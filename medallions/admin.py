@@ -56,7 +56,7 @@ class MedallionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         instance = self.instance
-        if instance.pk:
+        if not instance._state.adding:
             self.initial.update({
                 "graph_nodes": "\n".join(instance.graph_nodes), "tags": "\n".join(instance.tags),
                 "status": instance.status, "high_level": instance.summary.get("high_level", ""),
@@ -68,6 +68,9 @@ class MedallionForm(forms.ModelForm):
             self.initial.update({"subsystems": "[]", "decisions": "[]", "open_questions": "[]",
                                  "affordances": _pretty(Medallion().affordances)})
 
+    def _post_clean(self) -> None:
+        """The model's own field validation is replaced by the schema check in clean()."""
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         parsed: dict[str, Any] = {}
@@ -76,9 +79,9 @@ class MedallionForm(forms.ModelForm):
             try:
                 parsed[name] = json.loads(raw)
             except json.JSONDecodeError as exc:
+                # Still check the other sections, so every problem shows at once.
                 self.add_error(name, f"not valid JSON: {exc}")
-        if self.errors:
-            return data
+                parsed[name] = {} if name == "affordances" else []
         self.document = {
             "meta": {"id": str(self.instance.id), "status": data.get("status"),
                      "model_info": self.instance.model_info or {"provider": "admin", "model": ""}},
@@ -88,7 +91,7 @@ class MedallionForm(forms.ModelForm):
             "affordances": parsed["affordances"],
         }
         try:
-            services.validate_document(self.document, existing=self.instance if self.instance.pk else None)
+            services.validate_document(self.document, existing=None if self.instance._state.adding else self.instance)
         except ApplicationError as exc:
             for problem in exc.extra.get("problems", [{"path": exc.field or "", "message": exc.message}]):
                 path = problem["path"]
@@ -128,7 +131,7 @@ class MedallionAdmin(admin.ModelAdmin):
 
     @admin.display(description="as stored")
     def sections(self, obj: Medallion) -> str:
-        if not obj.pk:
+        if obj._state.adding:
             return "-"
         decisions = format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -146,7 +149,7 @@ class MedallionAdmin(admin.ModelAdmin):
 
     @admin.display(description="revisions (newest first, diff against the next version)")
     def history(self, obj: Medallion) -> str:
-        if not obj.pk:
+        if obj._state.adding:
             return "-"
         revisions = services.medallion_history(medallion_id=obj.pk)
         newer = obj.document()

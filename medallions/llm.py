@@ -308,24 +308,25 @@ def _unique(items: Iterable[str], limit: int) -> list[str]:
 class _Turn:
     role: str
     text: str
+    segment: int
 
 
 def _turns(evidence: Evidence) -> list[_Turn]:
     """Transcript lines with their speaker when a line starts with `role:` (a conversation's
     messages arrive that way), else attributed to the previous speaker."""
     turns: list[_Turn] = []
-    for segment in evidence.transcripts:
+    for number, segment in enumerate(evidence.transcripts):
         role = "user"
         for line in segment[:SCAN_CHARS].splitlines():
             match = ROLE_PREFIX.match(line)
             if match:
                 role = match.group(1).lower().replace("human", "user").replace("ai", "assistant")
-                turns.append(_Turn(role, line[match.end():]))
+                turns.append(_Turn(role, line[match.end():], number))
             elif line.strip():
-                if turns and turns[-1].role == role:
+                if turns and turns[-1].role == role and turns[-1].segment == number:
                     turns[-1].text += "\n" + line
                 else:
-                    turns.append(_Turn(role, line))
+                    turns.append(_Turn(role, line, number))
     return turns
 
 
@@ -435,9 +436,15 @@ class ExtractiveLLM:
                 if todo:
                     found.append(todo.group(0).strip(" -*"))
             found += [s for s in _sentences(part) if s.endswith("?")]
-        # A question in the transcript counts as open unless someone else spoke after it.
-        for index, turn in enumerate(turns):
-            answered = any(later.role != turn.role for later in turns[index + 1:])
+        # A question in a transcript counts as open unless someone else spoke after it (in that transcript).
+        later_roles: dict[int, set[str]] = {}
+        answered_at: list[bool] = []
+        for turn in reversed(turns):
+            roles = later_roles.setdefault(turn.segment, set())
+            answered_at.append(bool(roles - {turn.role}))
+            roles.add(turn.role)
+        answered_at.reverse()
+        for turn, answered in zip(turns, answered_at):
             for line in _sentences(turn.text):
                 if TODO.match(line):
                     found.append(line.strip(" -*"))
@@ -462,7 +469,7 @@ class ExtractiveLLM:
     def _subsystems(paths: Counter[str]) -> list[dict[str, str]]:
         groups: dict[str, list[str]] = {}
         for path in paths:
-            parts = path.lstrip("./").split("/")
+            parts = re.sub(r"^(\.\.?/)+", "", path).split("/")
             name = parts[0] if len(parts) > 1 else "(top level)"
             groups.setdefault(name, []).append(path)
         return [
