@@ -1,8 +1,8 @@
 """The return shapes shared by MCP tools and REST views (one place per shape)."""
-import json
 from typing import Any, TypedDict
 
 from medallions.models import Medallion, MedallionJob, MedallionRevision
+from medallions.services import failure_message
 
 
 class MedallionDict(TypedDict):
@@ -89,7 +89,7 @@ def job_dict(job: MedallionJob) -> JobDict:
             "scope": job.scope,
             "operation": operation,
             "cause": job.error,
-            "message": f"{operation} of the medallion for scope {json.dumps(job.scope)} failed: {job.error}",
+            "message": failure_message(scope=job.scope, operation=operation, cause=job.error),
         }
     medallion = job.medallion if job.status == "done" else None
     return {

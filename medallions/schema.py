@@ -69,7 +69,7 @@ class Decision(Strict):
     id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
     statement: str = Field(min_length=1, max_length=MAX_LINE_CHARS)
     rationale: str = Field(default="", max_length=MAX_LINE_CHARS)
-    confidence: float = Field(ge=0, le=1)
+    confidence: float = Field(ge=0, le=1, strict=True)
     status: DecisionStatus = "active"
 
 

@@ -35,12 +35,16 @@ EVIDENCE_KEYS = ("session_summary", "transcripts", "artefacts", "conversation_id
 SECTIONS = ("summary", "decisions", "open_questions", "affordances")
 
 
+def failure_message(*, scope: dict[str, list[str]], operation: str, cause: str) -> str:
+    return f"{operation} of the medallion for scope {json.dumps(scope)} failed: {cause}"
+
+
 class CheckpointFailed(Exception):
     """A checkpoint could not be completed; nothing was stored."""
 
     def __init__(self, *, scope: dict[str, list[str]], operation: str, cause: str) -> None:
         self.scope, self.operation, self.cause = scope, operation, cause
-        super().__init__(f"{operation} of the medallion for scope {json.dumps(scope)} failed: {cause}")
+        super().__init__(failure_message(scope=scope, operation=operation, cause=cause))
 
 
 # --- validation --------------------------------------------------------------------------------

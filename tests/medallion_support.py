@@ -1,4 +1,5 @@
-"""Shared inputs for the medallion tests."""
+"""Shared inputs for the medallion tests (and bench/medallions.py)."""
+import copy
 from typing import Any
 
 SCOPE = {"graph_nodes": ["repo:muse"], "tags": ["project_state"]}
@@ -6,7 +7,7 @@ SCOPE = {"graph_nodes": ["repo:muse"], "tags": ["project_state"]}
 
 def document(scope: dict[str, Any] | None = None, **sections: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "scope": scope or SCOPE,
+        "scope": copy.deepcopy(scope or SCOPE),
         "summary": {"high_level": "Muse is a CLI for music notes.",
                     "subsystems": [{"name": "cli", "status": "stable", "notes": "argparse"}]},
         "decisions": [{"id": "D-001", "statement": "Use Python 3.11+", "rationale": "match types",

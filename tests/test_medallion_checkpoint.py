@@ -175,3 +175,37 @@ def test_rest_checkpoint_errors(api):
     assert api.get(f"/api/v1/medallions/jobs/{uuid.uuid4()}").status_code == 404
     assert api.get("/api/v1/medallions/jobs/nope").status_code == 404
     assert MedallionJob.objects.count() == 0
+
+
+def test_concurrent_updates_last_write_wins_and_no_revision_is_lost():
+    import threading
+
+    from django.db import connection
+
+    from tests.medallion_support import document
+
+    medallion = services.medallion_create(document=document())
+    errors = []
+
+    def write(n):
+        try:
+            services.medallion_update(medallion_id=medallion.id, document=document(summary={"high_level": f"w{n}"}),
+                                      actor=f"writer-{n}")
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    revisions = services.medallion_history(medallion_id=medallion.id)
+    assert sorted(r.number for r in revisions) == [1, 2, 3, 4, 5, 6]
+    # Each revision holds the version its writer replaced: the chain is unbroken.
+    texts = [r.document["summary"]["high_level"] for r in sorted(revisions, key=lambda r: r.number)]
+    final = Medallion.objects.get().summary["high_level"]
+    assert texts[0] == "Muse is a CLI for music notes."
+    assert sorted(texts[1:] + [final]) == sorted(f"w{n}" for n in range(6))

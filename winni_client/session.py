@@ -60,9 +60,9 @@ def checkpoint_session(store: MedallionStore, llm: MedallionLLM, scope: Scope,
 class WinniClient:
     """Winni's REST API for an agent loop: the MedallionStore (`.store`) plus the two session calls."""
 
-    def __init__(self, base_url: str, token: str, *, timeout: float = 150.0) -> None:
-        self.http = httpx.Client(base_url=base_url.rstrip("/") + "/api/v1/", timeout=timeout,
-                                 headers={"Authorization": f"Bearer {token}"})
+    def __init__(self, base_url: str, token: str, *, timeout: float = 150.0, http: httpx.Client | None = None) -> None:
+        self.http = http or httpx.Client(base_url=base_url.rstrip("/") + "/api/v1/", timeout=timeout,
+                                         headers={"Authorization": f"Bearer {token}"})
         self.store = RestMedallionStore(base_url, token, http=self.http)
 
     def close(self) -> None:
