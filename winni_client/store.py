@@ -7,12 +7,13 @@ an empty requested list matches everything on that axis. Newest `updated_at` fir
 from __future__ import annotations
 
 import abc
+import contextlib
 import datetime as dt
 import json
 import sqlite3
 import threading
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 
@@ -118,38 +119,38 @@ class SQLiteMedallionStore(MedallionStore):
             [(meta["id"], axis, value) for axis in ("graph_nodes", "tags") for value in document["scope"][axis]],
         )
 
-    def create(self, medallion: dict[str, Any]) -> dict[str, Any]:
-        document = self._prepare(medallion, None)
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One writer at a time (the lock, across threads) in one SQLite transaction."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                if self._db.execute("SELECT 1 FROM medallions WHERE id=?", (document["meta"]["id"],)).fetchone():
-                    raise MedallionValidationError("meta.id", f"{document['meta']['id']} already exists")
-                self._write(document, insert=True)
+                yield
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
+
+    def create(self, medallion: dict[str, Any]) -> dict[str, Any]:
+        document = self._prepare(medallion, None)
+        with self._transaction():
+            if self._db.execute("SELECT 1 FROM medallions WHERE id=?", (document["meta"]["id"],)).fetchone():
+                raise MedallionValidationError("meta.id", f"{document['meta']['id']} already exists")
+            self._write(document, insert=True)
         return document
 
     def update(self, medallion: dict[str, Any]) -> dict[str, Any]:
         medallion_id = str(((medallion or {}).get("meta") or {}).get("id") or "")
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                existing = self._get(medallion_id)
-                if existing is None:
-                    raise MedallionNotFoundError(f"medallion {medallion_id!r} not found")
-                document = self._prepare(medallion, existing)
-                number = self._db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE medallion_id=?",
-                                          (medallion_id,)).fetchone()[0]
-                self._db.execute("INSERT INTO revisions VALUES (?, ?, ?, ?)",
-                                 (medallion_id, number, json.dumps(existing), _now()))
-                self._write(document, insert=False)
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        with self._transaction():
+            existing = self._get(medallion_id)
+            if existing is None:
+                raise MedallionNotFoundError(f"medallion {medallion_id!r} not found")
+            document = self._prepare(medallion, existing)
+            number = self._db.execute("SELECT COALESCE(MAX(number), 0) + 1 FROM revisions WHERE medallion_id=?",
+                                      (medallion_id,)).fetchone()[0]
+            self._db.execute("INSERT INTO revisions VALUES (?, ?, ?, ?)",
+                             (medallion_id, number, json.dumps(existing), _now()))
+            self._write(document, insert=False)
         return document
 
     def _get(self, medallion_id: str) -> dict[str, Any] | None:
