@@ -7,6 +7,7 @@ empty requested list matches everything on that axis, so an empty scope matches 
 Results are ordered by `updated_at`, newest first."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 import uuid
@@ -22,7 +23,7 @@ from medallions import schema
 from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
 from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
-from winni_site.logs import storage_op
+from winni_site.logs import storage_log, storage_op
 from winni_site.searchable import announce_changed
 
 SCOPE_NOT_OBJECT = "scope must be an object with graph_nodes and tags (lists of strings)"
@@ -426,8 +427,8 @@ def medallion_job_run(*, job_id: Any, llm: MedallionLLM | None = None) -> Medall
         job = MedallionJob.objects.select_for_update().filter(pk=parse_id(job_id, field="job_id", what="job")).first()
         if job is None:
             raise NotFound(f"job {job_id} not found", field="job_id")
-        if job.status != JobStatus.PENDING:
-            return job  # delivered twice (acks_late): the first run owns it
+        if not _may_run(job):
+            return job  # delivered twice (acks_late) while the first run is alive: it owns the job
         job.status, job.started_at = JobStatus.RUNNING, timezone.now()
         job.save(update_fields=["status", "started_at"])
     with storage_op("medallion.job_run", job_id=str(job.id)) as log:
@@ -435,6 +436,12 @@ def medallion_job_run(*, job_id: Any, llm: MedallionLLM | None = None) -> Medall
             medallion = checkpoint_session(scope=job.scope, evidence=job.evidence, llm=llm, actor=job.actor, job=job)
         except CheckpointFailed as exc:
             job.status, job.operation, job.error = JobStatus.FAILED, exc.operation, exc.cause
+        except Exception as exc:
+            # Anything unexpected (a lost database connection...) must not leave the job "running".
+            operation = MedallionJob.objects.values_list("operation", flat=True).get(pk=job.pk) or "checkpoint"
+            job.status, job.operation = JobStatus.FAILED, operation
+            job.error = f"internal error: {type(exc).__name__}: {exc}"
+            storage_log.exception("medallion job %s failed", job.id)
         else:
             job.status, job.medallion = JobStatus.DONE, medallion
             job.operation = MedallionJob.objects.values_list("operation", flat=True).get(pk=job.pk)
@@ -442,6 +449,16 @@ def medallion_job_run(*, job_id: Any, llm: MedallionLLM | None = None) -> Medall
         job.save(update_fields=["status", "operation", "error", "medallion", "finished_at"])
         log.update(status=job.status, operation=job.operation)
     return job
+
+
+def _may_run(job: MedallionJob) -> bool:
+    """Pending jobs run; a job still "running" long after any model call could have ended was
+    orphaned by a worker that died, and runs again when Celery redelivers it."""
+    if job.status == JobStatus.PENDING:
+        return True
+    stale_after = dt.timedelta(seconds=2 * settings.WINNI_MEDALLION_LLM_TIMEOUT_SECONDS + 60)
+    return job.status == JobStatus.RUNNING and job.started_at is not None and (
+        timezone.now() - job.started_at > stale_after)
 
 
 def medallion_job_wait(*, job_id: Any, wait_seconds: float) -> MedallionJob:

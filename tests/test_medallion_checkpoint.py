@@ -209,3 +209,29 @@ def test_concurrent_updates_last_write_wins_and_no_revision_is_lost():
     final = Medallion.objects.get().summary["high_level"]
     assert texts[0] == "Muse is a CLI for music notes."
     assert sorted(texts[1:] + [final]) == sorted(f"w{n}" for n in range(6))
+
+
+class BrokenLLM:
+    provider, model = "broken", "x"
+
+    def generate(self, scope, evidence):
+        raise RuntimeError("kaboom")
+
+
+def test_an_unexpected_error_fails_the_job_and_an_orphaned_job_runs_again(settings):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    job = MedallionJob.objects.create(graph_nodes=["repo:x"], evidence={})
+    failed = services.medallion_job_run(job_id=job.id, llm=BrokenLLM())
+    assert (failed.status, failed.operation) == ("failed", "generate")
+    assert failed.error == "internal error: RuntimeError: kaboom"
+    assert Medallion.objects.count() == 0
+    # A job left "running" by a worker that died runs again on redelivery, but not a fresh one.
+    MedallionJob.objects.filter(pk=job.pk).update(status="running", started_at=timezone.now())
+    assert services.medallion_job_run(job_id=job.id).status == "running"
+    MedallionJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - dt.timedelta(hours=1))
+    assert services.medallion_job_run(job_id=job.id).status == "done"
+    with pytest.raises(NotFound):
+        services.medallion_job_run(job_id=uuid.uuid4())
