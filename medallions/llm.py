@@ -304,6 +304,16 @@ def _unique(items: Iterable[str], limit: int) -> list[str]:
     return out
 
 
+def _questions(sentences: list[str]) -> list[str]:
+    """Question sentences; a following "blocked on / waiting for …" sentence stays with its question."""
+    found = []
+    for index, sentence in enumerate(sentences):
+        if sentence.endswith("?"):
+            following = sentences[index + 1] if index + 1 < len(sentences) else ""
+            found.append(f"{sentence} ({following})" if BLOCKED_ON.search(following) else sentence)
+    return found
+
+
 @dataclass
 class _Turn:
     role: str
@@ -435,7 +445,7 @@ class ExtractiveLLM:
                 todo = TODO.match(line)
                 if todo:
                     found.append(todo.group(0).strip(" -*"))
-            found += [s for s in _sentences(part) if s.endswith("?")]
+            found += _questions(_sentences(part))
         # A question in a transcript counts as open unless someone else spoke after it (in that transcript).
         later_roles: dict[int, set[str]] = {}
         answered_at: list[bool] = []
@@ -449,7 +459,7 @@ class ExtractiveLLM:
                 if TODO.match(line):
                     found.append(line.strip(" -*"))
             if not answered:
-                found += [s for s in _sentences(turn.text) if s.endswith("?")]
+                found += _questions(_sentences(turn.text))
         return found
 
     @staticmethod

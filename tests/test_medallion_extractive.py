@@ -53,7 +53,8 @@ def test_a_realistic_session_gives_a_useful_medallion():
     # The first question was answered in the transcript; the last one was not.
     assert "Where do the scope queries live?" not in questions
     assert "TODO: add a backup job." in questions
-    assert questions["Should the admin show diffs?"].priority == "medium"
+    diffs = questions["Should the admin show diffs? (This is blocked on the history view.)"]
+    assert (diffs.priority, diffs.blocked_on) == ("medium", "the history view")
     entry_points = content.affordances.recommended_entry_points
     assert "medallions/models.py" in entry_points and "medallions/services.py" in entry_points
     assert "already ran: pytest -q tests" in content.affordances.avoid_repeating
