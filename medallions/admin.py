@@ -16,6 +16,7 @@ from medallions import services
 from medallions.models import Medallion, MedallionJob, Status
 from winni_site.errors import ApplicationError
 
+WIDE = {"style": "width: 95%; font-family: monospace", "cols": 100}
 JSON_FIELDS = {"subsystems": "summary.subsystems", "decisions": "decisions",
                "open_questions": "open_questions", "affordances": "affordances"}
 # The form field that shows an error at a JSON path (longest prefix wins).
@@ -39,14 +40,14 @@ class MedallionForm(forms.ModelForm):
                                   help_text="one graph node per line, e.g. repo:winni")
     tags = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False, help_text="one tag per line")
     status = forms.ChoiceField(choices=Status.choices, initial=Status.ACTIVE)
-    high_level = forms.CharField(label="Summary", widget=forms.Textarea(attrs={"rows": 5}), required=False)
-    subsystems = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, "class": "vLargeTextField"}), required=False,
+    high_level = forms.CharField(label="Summary", widget=forms.Textarea(attrs={"rows": 5, "style": "width: 95%"}), required=False)
+    subsystems = forms.CharField(widget=forms.Textarea(attrs={"rows": 6, **WIDE}), required=False,
                                  help_text='JSON list of {"name", "status", "notes"}')
-    decisions = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False,
+    decisions = forms.CharField(widget=forms.Textarea(attrs={"rows": 12, **WIDE}), required=False,
                                 help_text='JSON list of {"id", "statement", "rationale", "confidence" (0-1), "status"}')
-    open_questions = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), required=False,
+    open_questions = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, **WIDE}), required=False,
                                      help_text='JSON list of {"id", "question", "blocked_on", "priority"}')
-    affordances = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), required=False,
+    affordances = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, **WIDE}), required=False,
                                   help_text='JSON {"recommended_entry_points": [], "avoid_repeating": [], "invariants": []}')
 
     class Meta:

@@ -283,6 +283,17 @@ def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+NO_EVIDENCE = "No evidence recorded for this scope yet."
+COUNTS_TAIL = re.compile(r" \(\d+ decision\(s\), \d+ open question\(s\) recorded\.\)$")
+
+
+def _with_counts(summary: str, decisions: list[Any], questions: list[Any]) -> str:
+    if summary == NO_EVIDENCE:
+        return summary
+    tail = f" ({len(decisions)} decision(s), {len(questions)} open question(s) recorded.)"
+    return _clip(summary, schema.MAX_TEXT_CHARS - len(tail)) + tail
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
 
@@ -367,7 +378,14 @@ class ExtractiveLLM:
         subsystems = {s["name"]: s for s in old["summary"].get("subsystems", [])}
         for subsystem in new["summary"]["subsystems"]:
             subsystems[subsystem["name"]] = subsystem
-        high_level = new["summary"]["high_level"] if not new_evidence.is_empty() else old["summary"]["high_level"]
+        # The newest session first, then what was known before (cut when the text is full).
+        earlier = COUNTS_TAIL.sub("", old["summary"].get("high_level", ""))
+        latest = COUNTS_TAIL.sub("", new["summary"]["high_level"])
+        if new_evidence.is_empty() or latest == NO_EVIDENCE:
+            latest, earlier = earlier, ""
+        elif earlier and earlier != NO_EVIDENCE:
+            latest = f"{latest} Earlier: {earlier}"
+        high_level = _with_counts(latest, decisions, questions)
         affordances = {
             key: _unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
             for key in ("recommended_entry_points", "avoid_repeating", "invariants")
@@ -471,9 +489,8 @@ class ExtractiveLLM:
         if not summary and evidence.artefacts:
             summary = f"Evidence: {len(evidence.artefacts)} artefact(s), no session summary."
         if not summary:
-            return "No evidence recorded for this scope yet."
-        tail = f" ({len(decisions)} decision(s), {len(questions)} open question(s) recorded.)"
-        return _clip(summary, schema.MAX_TEXT_CHARS - len(tail)) + tail
+            return NO_EVIDENCE
+        return _with_counts(summary, decisions, questions)
 
     @staticmethod
     def _subsystems(paths: Counter[str]) -> list[dict[str, str]]:

@@ -75,6 +75,8 @@ def test_update_merges_keeps_ids_and_resolves_questions():
     assert [q.id for q in second.open_questions] == ["Q-002"]
     assert second.open_questions[0].priority == "low"
     assert second.summary.high_level.startswith("Q-001 is resolved.")
+    assert "Earlier: We decided to use Python 3.11. TODO: pick a web framework." in second.summary.high_level
+    assert second.summary.high_level.endswith("(2 decision(s), 1 open question(s) recorded.)")
     unchanged = provider.update(_document(second), llm.Evidence())
     assert unchanged.summary.high_level == second.summary.high_level
     assert unchanged.decisions == second.decisions
