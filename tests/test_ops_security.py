@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls.resolvers import RegexPattern
 from rest_framework.test import APIClient
 
 from conversations import services as conv
@@ -36,22 +37,31 @@ SQLISH = [
 ]
 
 
+def _as_route(pattern: object) -> str:
+    """A path() route as is; a re_path() regex as a route ("^x/(?P<id>[^/]+)/?$" → "x/<id>/")."""
+    if isinstance(pattern, RegexPattern):
+        text = re.sub(r"(\$|\\Z)$", "", pattern._regex.removeprefix("^"))
+        text = re.sub(r"\(\?P<(\w+)>[^)]*\)", r"<\1>", text)
+        return text.replace("/?", "/").replace("\\", "")
+    return str(pattern)
+
+
 def _route_patterns(patterns=None, prefix: str = "") -> Iterator[str]:
     """Every route under the resolver as a path template ("api/v1/conversations/<str:id>/")."""
     for entry in patterns if patterns is not None else get_resolver().url_patterns:
         if isinstance(entry, URLResolver):
             if str(entry.pattern).startswith("admin/"):
                 continue  # the admin is walked through its registered models below
-            yield from _route_patterns(entry.url_patterns, prefix + str(entry.pattern))
+            yield from _route_patterns(entry.url_patterns, prefix + _as_route(entry.pattern))
         elif isinstance(entry, URLPattern):
-            yield prefix + str(entry.pattern)
+            yield prefix + _as_route(entry.pattern)
 
 
 def _concrete(template: str, object_id: str) -> str:
     def fill(match: re.Match) -> str:
         return SAMPLE.get(match.group(1)) or object_id
 
-    return "/" + re.sub(r"<(?:(\w+):)?\w+>", fill, template.lstrip("^").rstrip("$"))
+    return "/" + re.sub(r"<(?:(\w+):)?\w+>", fill, template)
 
 
 @pytest.fixture

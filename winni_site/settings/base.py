@@ -248,3 +248,5 @@ SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
     "winni_site.errors.document_error_responses",
 ]
+# Distinct component names for the views' nested serializers, the bearer scheme (winni_site.schema).
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "winni_site.schema.WinniAutoSchema"
