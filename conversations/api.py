@@ -43,8 +43,8 @@ class ConversationsApi(APIView):
     @extend_schema(parameters=[ListInputSerializer], responses={200: dict}, operation_id="conversations_list")
     def get(self, request: Request) -> Response:
         data = _validated(self.ListInputSerializer, request.query_params)
-        page, total = services.conversation_list(**data)
-        return Response(outputs.conversation_list_dict(page, total, data["limit"], data["offset"]))
+        page, total, estimate = services.conversation_list(**data)
+        return Response(outputs.conversation_list_dict(page, total, estimate, data["limit"], data["offset"]))
 
 
 class SessionConversationListApi(APIView):
@@ -54,8 +54,8 @@ class SessionConversationListApi(APIView):
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="sessions_conversations_list")
     def get(self, request: Request, session_id: str) -> Response:
         data = _validated(self.InputSerializer, request.query_params)
-        page, total = services.conversation_list(session_id=session_id, **data)
-        return Response(outputs.conversation_list_dict(page, total, data["limit"], data["offset"]))
+        page, total, estimate = services.conversation_list(session_id=session_id, **data)
+        return Response(outputs.conversation_list_dict(page, total, estimate, data["limit"], data["offset"]))
 
 
 class ConversationDetailApi(APIView):
@@ -160,8 +160,8 @@ class FiedlerResultsApi(APIView):
     @extend_schema(parameters=[ListInputSerializer], responses={200: dict}, operation_id="fiedler_results_list")
     def get(self, request: Request) -> Response:
         data = _validated(self.ListInputSerializer, request.query_params)
-        results, total = services.fiedler_results_query(**data)
-        return Response(outputs.fiedler_query_dict(results, total, data["limit"], data["offset"]))
+        results, total, estimate = services.fiedler_results_query(**data)
+        return Response(outputs.fiedler_query_dict(results, total, estimate, data["limit"], data["offset"]))
 
 
 class FiedlerResultsBatchApi(APIView):

@@ -91,8 +91,10 @@ def register(mcp: MCPServer) -> None:
     ) -> outputs.ConversationListDict:
         """List conversations newest first (by updated_at or created_at), optionally only one
         session's, with message_count per conversation and the total."""
-        page, total = services.conversation_list(session_id=session_id, limit=limit, offset=offset, sort_by=sort_by)
-        return outputs.conversation_list_dict(page, total, limit, offset)
+        page, total, estimate = services.conversation_list(
+            session_id=session_id, limit=limit, offset=offset, sort_by=sort_by
+        )
+        return outputs.conversation_list_dict(page, total, estimate, limit, offset)
 
     @mcp.tool()
     @service_tool
@@ -185,7 +187,7 @@ def register(mcp: MCPServer) -> None:
     ) -> outputs.FiedlerQueryDict:
         """Orchestration results filtered by model, status, date range (ISO 8601) and words in
         the prompt or output (web-search syntax), newest first, with the total."""
-        results, total = services.fiedler_results_query(
+        results, total, estimate = services.fiedler_results_query(
             model=model, status=status, text=text, start_date=start_date, end_date=end_date, limit=limit, offset=offset
         )
-        return outputs.fiedler_query_dict(results, total, limit, offset)
+        return outputs.fiedler_query_dict(results, total, estimate, limit, offset)

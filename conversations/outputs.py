@@ -95,6 +95,7 @@ class ConversationSummaryDict(TypedDict):
 class ConversationListDict(TypedDict):
     conversations: list[ConversationSummaryDict]
     total: int
+    total_is_estimate: bool
     limit: int
     offset: int
 
@@ -146,7 +147,9 @@ def bulk_stored_dict(conversation: Conversation, messages: list[Message]) -> Bul
     }
 
 
-def conversation_list_dict(conversations: list[Conversation], total: int, limit: int, offset: int) -> ConversationListDict:
+def conversation_list_dict(
+    conversations: list[Conversation], total: int, estimate: bool, limit: int, offset: int
+) -> ConversationListDict:
     return {
         "conversations": [
             {
@@ -160,6 +163,7 @@ def conversation_list_dict(conversations: list[Conversation], total: int, limit:
             for conversation in conversations
         ],
         "total": total,
+        "total_is_estimate": estimate,
         "limit": limit,
         "offset": offset,
     }
@@ -245,6 +249,7 @@ class FiedlerBatchDict(TypedDict):
 class FiedlerQueryDict(TypedDict):
     results: list[FiedlerResultDict]
     total: int
+    total_is_estimate: bool
     limit: int
     offset: int
 
@@ -284,5 +289,13 @@ def fiedler_batch_dict(results: list[FiedlerResult]) -> FiedlerBatchDict:
     return {"stored": len(results), "results": [fiedler_stored_dict(result) for result in results]}
 
 
-def fiedler_query_dict(results: list[FiedlerResult], total: int, limit: int, offset: int) -> FiedlerQueryDict:
-    return {"results": [fiedler_result_dict(r) for r in results], "total": total, "limit": limit, "offset": offset}
+def fiedler_query_dict(
+    results: list[FiedlerResult], total: int, estimate: bool, limit: int, offset: int
+) -> FiedlerQueryDict:
+    return {
+        "results": [fiedler_result_dict(r) for r in results],
+        "total": total,
+        "total_is_estimate": estimate,
+        "limit": limit,
+        "offset": offset,
+    }

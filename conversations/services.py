@@ -207,6 +207,29 @@ def validate_offset(value: Any, *, field: str = "offset") -> int:
     return value
 
 
+# Lists count exactly up to this many rows; beyond, `total` is the planner's estimate (a count of
+# 100,000 conversations on every page costs more than the page itself).
+COUNT_EXACT_UP_TO = 10_000
+
+
+def planner_rows(sql: str, params: Any) -> int:
+    """PostgreSQL's estimate of how many rows `sql` returns (EXPLAIN, nothing is executed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def capped_count(queryset: Any) -> tuple[int, bool]:
+    """(total, total_is_estimate): exact up to COUNT_EXACT_UP_TO, the planner's estimate beyond."""
+    exact = queryset.order_by()[: COUNT_EXACT_UP_TO + 1].count()
+    if exact <= COUNT_EXACT_UP_TO:
+        return exact, False
+    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    return max(planner_rows(sql, params), exact), True
+
+
 def validate_context_lines(value: Any, *, field: str = "context_lines") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
         raise InvalidInput(f"{field} must be an integer from 0 to 10, got {value!r}", field=field)
@@ -321,9 +344,9 @@ def messages_store_bulk(
 
 def conversation_list(
     *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at"
-) -> tuple[list[Conversation], int]:
+) -> tuple[list[Conversation], int, bool]:
     """A page of conversations (newest first by sort_by), each annotated with `message_count`,
-    and the total number matching."""
+    the total number matching and whether that total is an estimate (see `capped_count`)."""
     session_id = validate_session_id(session_id)
     limit = validate_limit(limit)
     offset = validate_offset(offset)
@@ -333,7 +356,7 @@ def conversation_list(
         queryset = Conversation.objects.all()
         if session_id is not None:
             queryset = queryset.filter(session_id=session_id)
-        total = queryset.count()
+        total, estimate = capped_count(queryset)
         # A correlated count per row of the page only (not a GROUP BY over every message).
         page = list(
             queryset.annotate(message_count=_message_count_subquery()).order_by(f"-{sort_by}", "-id")[
@@ -341,7 +364,7 @@ def conversation_list(
             ]
         )
         log.update(total=total, returned=len(page))
-    return page, total
+    return page, total, estimate
 
 
 def _message_count_subquery() -> Any:
@@ -516,15 +539,15 @@ def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offse
             found = cursor.fetchone()[0]
         estimate = found >= window
         total = found
-        if estimate:
-            cursor.execute(
-                f"EXPLAIN (FORMAT JSON) SELECT 1 FROM conversations_message m WHERE m.search_vector @@ "
+    if estimate:
+        total = max(
+            planner_rows(
+                "SELECT 1 FROM conversations_message m WHERE m.search_vector @@ "
                 f"websearch_to_tsquery('english', %s) {where}",
                 [query, *params],
-            )
-            plan = cursor.fetchone()[0]
-            plan = plan if isinstance(plan, list) else json.loads(plan)
-            total = max(int(plan[0]["Plan"]["Plan Rows"]), window)
+            ),
+            window,
+        )
     hits = [RankedMessage(message_id=row[0], rank=float(row[1]), created_at=row[2]) for row in rows]
     return RankedPage(hits=hits, total=total, total_is_estimate=estimate)
 
@@ -537,49 +560,54 @@ class SearchHit:
     context: list[Message]
 
 
+_MESSAGE_COLUMNS = "m.id, m.conversation_id, m.turn_number, m.role, m.content, m.metadata, m.created_at"
+_HEADLINE_OPTIONS = (
+    f"StartSel={SNIPPET_START}, StopSel={SNIPPET_STOP}, MaxWords=35, MinWords=15, MaxFragments=2, "
+    "FragmentDelimiter=\" … \""
+)
+
+
 def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int) -> list[SearchHit]:
     """Load the ranked messages (with their conversation), a highlighted snippet and up to
-    `context_lines` messages before and after each, keeping the given order."""
-    from django.contrib.postgres.search import SearchHeadline, SearchQuery
-    from django.db.models import Q
-
+    `context_lines` messages before and after each, keeping the given order. Plain SQL: building
+    the ORM expression for 20 turn windows cost more than running the queries."""
     if not ranked:
         return []
-    tsquery = SearchQuery(query, config="english", search_type="websearch")
-    headline = SearchHeadline(
-        "content", tsquery, config="english", start_sel=SNIPPET_START, stop_sel=SNIPPET_STOP,
-        max_words=35, min_words=15, max_fragments=2, fragment_delimiter=" … ",
-    )
+    ids = [item.message_id for item in ranked]
     by_id = {
         m.id: m
-        for m in Message.objects.filter(id__in=[r.message_id for r in ranked])
-        .select_related("conversation")
-        .defer("search_vector")
-        .annotate(snippet=headline)
+        for m in Message.objects.raw(
+            f"SELECT {_MESSAGE_COLUMNS}, ts_headline('english', m.content, websearch_to_tsquery('english', %s), %s) "
+            "AS snippet FROM conversations_message m WHERE m.id = ANY(%s)",
+            [query, _HEADLINE_OPTIONS, ids],
+        )
     }
+    conversations = Conversation.objects.in_bulk({m.conversation_id for m in by_id.values()})
     neighbours: dict[uuid.UUID, list[Message]] = {}
     if context_lines:
-        around = Q()
-        for message in by_id.values():
-            around |= Q(
-                conversation_id=message.conversation_id,
-                turn_number__gte=message.turn_number - context_lines,
-                turn_number__lte=message.turn_number + context_lines,
-            )
-        for other in Message.objects.filter(around).defer("search_vector").order_by("conversation_id", "turn_number"):
+        hits = list(by_id.values())
+        around = Message.objects.raw(
+            f"SELECT DISTINCT {_MESSAGE_COLUMNS} FROM conversations_message m "
+            "JOIN unnest(%s::uuid[], %s::int[]) AS h(conversation_id, turn) "
+            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn - %s AND h.turn + %s "
+            "ORDER BY m.conversation_id, m.turn_number",
+            [[m.conversation_id for m in hits], [m.turn_number for m in hits], context_lines, context_lines],
+        )
+        for other in around:
             neighbours.setdefault(other.conversation_id, []).append(other)
-    hits = []
+    result = []
     for item in ranked:
         message = by_id.get(item.message_id)
         if message is None:  # deleted between ranking and loading
             continue
+        message.conversation = conversations[message.conversation_id]
         context = [
             other
             for other in neighbours.get(message.conversation_id, [])
             if other.id != message.id and abs(other.turn_number - message.turn_number) <= context_lines
         ]
-        hits.append(SearchHit(message=message, rank=item.rank, snippet=message.snippet, context=context))  # type: ignore[attr-defined]
-    return hits
+        result.append(SearchHit(message=message, rank=item.rank, snippet=message.snippet, context=context))  # type: ignore[attr-defined]
+    return result
 
 
 @dataclass
@@ -759,9 +787,9 @@ def fiedler_results_query(
     end_date: Any = None,
     limit: int = 20,
     offset: int = 0,
-) -> tuple[list[FiedlerResult], int]:
+) -> tuple[list[FiedlerResult], int, bool]:
     """Results filtered by model, status, correlation id, date range and words in prompt or output
-    (websearch syntax), newest first, with the total matching."""
+    (websearch syntax), newest first, with the total matching and whether it is an estimate."""
     from django.contrib.postgres.search import SearchQuery
 
     limit = validate_limit(limit)
@@ -781,10 +809,10 @@ def fiedler_results_query(
     if end is not None:
         queryset = queryset.filter(created_at__lt=end)
     with storage_op("fiedler.query") as log:
-        total = queryset.count()
+        total, estimate = capped_count(queryset)
         rows = list(queryset.order_by("-created_at", "-id")[offset : offset + limit])
         log.update(total=total, returned=len(rows))
-    return rows, total
+    return rows, total, estimate
 
 
 def fiedler_result_delete(*, result: FiedlerResult) -> None:

@@ -110,15 +110,15 @@ def test_list_pages_sorts_counts_and_filters_by_session():
     b = services.conversation_begin(session_id="s1")
     c = services.conversation_begin(session_id="s2")
     services.messages_store_bulk(conversation_id=a.id, messages=_messages(3))  # a is now the latest updated
-    page, total = services.conversation_list(limit=2)
-    assert total == 3
+    page, total, estimate = services.conversation_list(limit=2)
+    assert (total, estimate) == (3, False)
     assert [x.id for x in page] == [a.id, c.id]
     assert [x.message_count for x in page] == [3, 0]
-    page2, _ = services.conversation_list(limit=2, offset=2)
+    page2, _, _ = services.conversation_list(limit=2, offset=2)
     assert [x.id for x in page2] == [b.id]
-    by_created, _ = services.conversation_list(sort_by="created_at")
+    by_created, _, _ = services.conversation_list(sort_by="created_at")
     assert [x.id for x in by_created] == [c.id, b.id, a.id]
-    session, session_total = services.conversation_list(session_id="s1")
+    session, session_total, _ = services.conversation_list(session_id="s1")
     assert session_total == 2 and {x.id for x in session} == {a.id, b.id}
 
 
@@ -153,3 +153,13 @@ def test_delete_needs_force_and_cascades_to_messages_and_search(django_capture_o
     assert [h.message.conversation_id for h in hits] == [keep.id]
     with pytest.raises(NotFound):
         services.conversation_delete(conversation_id=conversation.id, force=True)
+
+
+def test_list_total_is_exact_up_to_the_cap_then_estimated(monkeypatch):
+    monkeypatch.setattr(services, "COUNT_EXACT_UP_TO", 3)
+    for _ in range(3):
+        services.conversation_begin(session_id="cap")
+    assert services.conversation_list(session_id="cap")[1:] == (3, False)
+    services.conversation_begin(session_id="cap")
+    page, total, estimate = services.conversation_list(session_id="cap", limit=10)
+    assert len(page) == 4 and estimate is True and total >= 4

@@ -35,7 +35,7 @@ def test_per_request_redaction_stores_null_and_is_not_searchable():
     services.fiedler_result_store(**_result(prompt="secret platypus plan", redact=True, output="fine"))
     services.fiedler_result_store(**_result(prompt="open platypus plan", output="fine"))
     assert sorted(FiedlerResult.objects.values_list("prompt", flat=True), key=str) == [None, "open platypus plan"]
-    found, total = services.fiedler_results_query(text="secret")
+    found, total, _ = services.fiedler_results_query(text="secret")
     assert (found, total) == ([], 0)
     assert services.fiedler_results_query(text="platypus")[1] == 1
 
@@ -76,7 +76,7 @@ def test_query_filters_and_pages():
     assert [r.output for r in services.fiedler_results_query(text="gamma")[0]] == ["gamma answer"]
     assert [r.output for r in services.fiedler_results_query(end_date="2024-01-01")[0]] == ["alpha answer"]
     assert [r.output for r in services.fiedler_results_query(correlation_id="run-9")[0]] == ["gamma answer"]
-    page, total = services.fiedler_results_query(limit=1, offset=1)
+    page, total, _ = services.fiedler_results_query(limit=1, offset=1)
     assert total == 3 and len(page) == 1
 
 
