@@ -130,10 +130,11 @@ def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any
     return conversation
 
 
-def _next_turn(conversation: Conversation) -> int:
+def _next_turn(conversation: Conversation | uuid.UUID) -> int:
     """Caller holds the conversation row lock, so no other writer can take the same number."""
+    pk = conversation.pk if isinstance(conversation, Conversation) else conversation
     last = (
-        Message.objects.filter(conversation=conversation)
+        Message.objects.filter(conversation_id=pk)
         .order_by("-turn_number")
         .values_list("turn_number", flat=True)
         .first()
@@ -165,25 +166,27 @@ def message_store(
     metadata = validate_metadata(metadata)
     created = parse_timestamp(created_at, field="created_at")
     with storage_op("message.store") as log, transaction.atomic():
-        conversation = conversation_get_for_update(conversation_id=conversation_id)
+        # Moving updated_at takes the conversation's row lock (held until commit), so this one
+        # statement both serialises concurrent writers and proves the conversation exists.
+        pk = parse_uuid(conversation_id, field="conversation_id")
+        now = timezone.now()
+        if not Conversation.objects.filter(pk=pk).update(updated_at=now):
+            raise NotFound(f"conversation {pk} not found", field="conversation_id")
         if turn_number is None:
-            turn_number = _next_turn(conversation)
-        elif Message.objects.filter(conversation=conversation, turn_number=turn_number).exists():
-            raise Conflict(
-                f"turn_number {turn_number} already exists in conversation {conversation.id}", field="turn_number"
-            )
+            turn_number = _next_turn(pk)
+        elif Message.objects.filter(conversation_id=pk, turn_number=turn_number).exists():
+            raise Conflict(f"turn_number {turn_number} already exists in conversation {pk}", field="turn_number")
         message = Message(
-            conversation=conversation,
+            conversation_id=pk,
             turn_number=turn_number,
             role=role,
             content=content,
             metadata=metadata,
-            created_at=created or timezone.now(),
+            created_at=created or now,
         )
         message.save(force_insert=True)
-        _touch(conversation)
         _announce_stored([message.id])
-        log.update(conversation_id=str(conversation.id), message_id=str(message.id), turn=turn_number)
+        log.update(conversation_id=str(pk), message_id=str(message.id), turn=turn_number)
     return message
 
 
