@@ -42,9 +42,8 @@ def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] 
     raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
 
 
-def validate_content(value: Any, *, field: str = "content") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
+def validate_size(value: str, *, field: str) -> str:
+    """At most WINNI_MAX_CONTENT_BYTES of UTF-8, else PayloadTooLarge (REST 413)."""
     size = len(value.encode("utf-8"))
     if size > settings.WINNI_MAX_CONTENT_BYTES:
         raise PayloadTooLarge(
@@ -52,6 +51,12 @@ def validate_content(value: Any, *, field: str = "content") -> str:
             field=field,
         )
     return value
+
+
+def validate_content(value: Any, *, field: str = "content") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
+    return validate_size(value, field=field)
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:
@@ -664,11 +669,7 @@ def _required_text(value: Any, *, field: str, max_length: int) -> str:
 
 
 def _optional_count(value: Any, *, field: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{field} must be an integer of at least 0, got {value!r}", field=field)
-    return value
+    return None if value is None else validate_offset(value, field=field)
 
 
 def _optional_text(value: Any, *, field: str) -> str | None:
@@ -676,13 +677,7 @@ def _optional_text(value: Any, *, field: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string or null", field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-    return value
+    return validate_size(value, field=field)
 
 
 def validate_status(value: Any, *, field: str = "status") -> str:
