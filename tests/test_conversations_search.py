@@ -3,7 +3,7 @@ import datetime as dt
 import pytest
 
 from conversations import services
-from conversations.models import FiedlerResult, Message
+from conversations.models import Message
 from winni_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
@@ -154,10 +154,9 @@ def test_bad_search_arguments_name_the_field(kwargs, field):
 
 
 def test_fts_ranked_is_reusable_with_filters():
-    conversation, message = _store("reusable ranking core", role="assistant")
+    _, message = _store("reusable ranking core", role="assistant")
     _store("reusable ranking core", role="user")
     filters = services.message_search_filters(role="assistant")
     page = services.message_fts_ranked(query="ranking", filters=filters, limit=10)
     assert [hit.message_id for hit in page.hits] == [message.id]
     assert list(filters.apply(Message.objects.all())) == [message]
-    assert not FiedlerResult.objects.exists()
