@@ -305,6 +305,25 @@ def _validated_bulk_messages(messages: Any) -> list[dict[str, Any]]:
     return clean
 
 
+def _copy_messages(rows: list[Message]) -> None:
+    """Insert messages with COPY: for hundreds of rows it costs a fraction of bulk_create's
+    per-value preparation. Runs inside the caller's transaction."""
+    from psycopg.types.json import Jsonb
+
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(
+            "COPY conversations_message (id, conversation_id, turn_number, role, content, metadata, created_at) "
+            "FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(
+                    (
+                        row.id, row.conversation_id, row.turn_number, row.role, row.content,
+                        None if row.metadata is None else Jsonb(row.metadata), row.created_at,
+                    )
+                )
+
+
 def messages_store_bulk(
     *,
     messages: Any,
@@ -340,7 +359,7 @@ def messages_store_bulk(
             )
             for index, item in enumerate(clean)
         ]
-        Message.objects.bulk_create(rows, batch_size=500)
+        _copy_messages(rows)
         _touch(conversation)
         _announce_stored([row.id for row in rows])
         log.update(conversation_id=str(conversation.id), first_turn=first_turn)
