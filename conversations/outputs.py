@@ -106,11 +106,17 @@ class DeletedDict(TypedDict):
     messages_deleted: int
 
 
+# Context messages are cut to this many characters (a hit's own content is never cut): twenty
+# hits with four 1 MiB neighbours each would otherwise make an 80 MiB answer.
+CONTEXT_MAX_CHARS = 2000
+
+
 class ContextMessageDict(TypedDict):
     message_id: str
     turn: int
     role: str
     content: str
+    truncated: bool
     created_at: str
 
 
@@ -191,7 +197,8 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
                 "message_id": str(other.id),
                 "turn": other.turn_number,
                 "role": other.role,
-                "content": other.content,
+                "content": other.content[:CONTEXT_MAX_CHARS],
+                "truncated": len(other.content) > CONTEXT_MAX_CHARS,
                 "created_at": other.created_at.isoformat(),
             }
             for other in hit.context

@@ -117,3 +117,15 @@ def test_schema_lists_the_new_endpoints(api, client):
     for path in (b"/api/v1/conversations/bulk/", b"/api/v1/messages/search/", b"/api/v1/fiedler-results/batch/",
                  b"/api/v1/sessions/{session_id}/conversations/", b"/api/v1/fiedler-results/correlation/"):
         assert path in schema, path
+
+
+def test_context_messages_are_cut_but_the_hit_is_not(api):
+    long_text = "word " * 1000
+    _bulk(api, messages=[
+        {"role": "user", "content": long_text},
+        {"role": "assistant", "content": "the ocelot answer " + long_text},
+    ])
+    hit = api.get("/api/v1/messages/search/", {"query": "ocelot"}).json()["results"][0]
+    assert hit["content"] == "the ocelot answer " + long_text
+    (before,) = hit["context"]
+    assert before["truncated"] is True and before["content"] == long_text[:2000]
