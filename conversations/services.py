@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -42,8 +43,11 @@ def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] 
     raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
 
 
-def validate_size(value: str, *, field: str) -> str:
-    """At most WINNI_MAX_CONTENT_BYTES of UTF-8, else PayloadTooLarge (REST 413)."""
+def validate_storable(value: str, *, field: str) -> str:
+    """Text PostgreSQL can store (no NUL) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
+    InvalidInput / PayloadTooLarge (REST 413), instead of failing inside the INSERT."""
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL (\\x00) characters", field=field)
     size = len(value.encode("utf-8"))
     if size > settings.WINNI_MAX_CONTENT_BYTES:
         raise PayloadTooLarge(
@@ -56,7 +60,7 @@ def validate_size(value: str, *, field: str) -> str:
 def validate_content(value: Any, *, field: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return validate_size(value, field=field)
+    return validate_storable(value, field=field)
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:
@@ -395,8 +399,6 @@ def conversation_list(
 
 
 def _message_count_subquery() -> Any:
-    from django.db.models import Count, IntegerField, OuterRef, Subquery
-
     counts = (
         Message.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation").annotate(n=Count("*"))
     )
@@ -696,7 +698,7 @@ def _optional_text(value: Any, *, field: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string or null", field=field)
-    return validate_size(value, field=field)
+    return validate_storable(value, field=field)
 
 
 def validate_status(value: Any, *, field: str = "status") -> str:

@@ -50,6 +50,7 @@ def test_bulk_keeps_each_messages_own_created_at():
     [
         ({"role": "robot", "content": "x"}, "messages[1].role"),
         ({"role": "user", "content": "  "}, "messages[1].content"),
+        ({"role": "user", "content": "nul \x00 byte"}, "messages[1].content"),
         ({"role": "user", "content": "x", "metadata": [1]}, "messages[1].metadata"),
         ({"role": "user", "content": "x", "created_at": "soon"}, "messages[1].created_at"),
         ({"role": "user", "content": "x", "turn_number": 9}, "messages[1].turn_number"),

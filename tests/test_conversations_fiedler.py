@@ -93,6 +93,7 @@ def test_query_filters_and_pages():
         ({"metadata": "x"}, "metadata"),
         ({"conversation_id": "not-a-uuid"}, "conversation_id"),
         ({"redact": "yes"}, "redact"),
+        ({"output": "nul \x00"}, "output"),
         ({"colour": "red"}, "colour"),
     ],
 )
