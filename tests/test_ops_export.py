@@ -168,6 +168,11 @@ def _fill_every_store() -> None:
     """A few rows in each installed store, through the stores' own services."""
     from django.apps import apps
 
+    linked = Conversation.objects.order_by("pk").first()
+    conv.fiedler_result_store(correlation_id="run-1", model="m1", prompt="why?", output="because",
+                              tokens_prompt=3, duration_seconds=0.5, conversation_id=str(linked.pk))
+    conv.fiedler_result_store(correlation_id="run-1", model="m2", prompt="why?", output="", status="error",
+                              error_message="timeout", redact=True)
     if apps.is_installed("medallions"):
         from medallions import services as medallions
         from tests.medallion_support import document
@@ -193,6 +198,7 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     for name, entry in first["stores"].items():
         assert second["stores"][name]["sha256"] == entry["sha256"], name
     populated = {name for name, rows in counts.items() if any(rows.values())}
-    assert {"conversations"} <= populated
+    assert {"conversations", "fiedler_results"} <= populated
+    assert counts["fiedler_results"] == {"conversations.fiedlerresult": 2}
     if apps.is_installed("medallions"):
         assert counts["medallions"] == {"medallions.medallion": 1, "medallions.medallionrevision": 1}

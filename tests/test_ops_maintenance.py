@@ -91,3 +91,19 @@ def test_a_bad_setting_stops_the_start_naming_the_variable(name, value, message)
                             text=True, timeout=60)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+@pytest.mark.django_db
+def test_fiedler_results_have_their_own_retention(settings):
+    from conversations.models import FiedlerResult
+
+    old = conv.fiedler_result_store(correlation_id="old", model="m", output="x")
+    conv.fiedler_result_store(correlation_id="new", model="m", output="y")
+    FiedlerResult.objects.filter(pk=old.pk).update(created_at=timezone.now() - dt.timedelta(days=10))
+    _aged(40, "conversation kept: its own retention is off")
+    settings.WINNI_RETENTION_DAYS_FIEDLER = 7
+    assert maintenance.retention_purge(dry_run=True)["fiedler_results"]["rows"] == 1
+    report = maintenance.retention_purge()
+    assert report["fiedler_results"]["rows"] == 1 and report["conversations"]["rows"] == 0
+    assert list(FiedlerResult.objects.values_list("correlation_id", flat=True)) == ["new"]
+    assert Conversation.objects.count() == 1
