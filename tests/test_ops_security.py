@@ -250,3 +250,19 @@ def test_the_live_server_log_holds_no_token(winni_server, mcp_legacy, live_token
     _rpc(winni_server.url, "tools/list", {}, {"authorization": "Bearer winni_wrong_" + "z" * 30})
     log = json.dumps(open(winni_server.log.name, "rb").read().decode("utf-8", "replace"))
     assert live_token not in log and "winni_wrong_" not in log
+
+
+def test_numbers_beyond_the_database_range_are_a_400_not_a_500(api):
+    """Found by fuzzing: an offset beyond bigint reached PostgreSQL and came back as a 500."""
+    huge = 2387179316432562719639805624320
+    response = api.get(f"/api/v1/conversations/?offset={huge}")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid"
+
+
+@pytest.mark.live
+def test_numbers_beyond_the_database_range_are_a_tool_error(mcp_legacy):
+    if "dewey_list_conversations" not in mcp_legacy.list_tools():
+        pytest.skip("no dewey_list_conversations")
+    message = mcp_legacy.call_error("dewey_list_conversations", {"offset": 2**70})
+    assert "out of range" in message or "offset" in message

@@ -46,6 +46,13 @@ class PayloadTooLarge(ApplicationError):
     http_status = 413
 
 
+def from_database_error(exc: Exception) -> InvalidInput:
+    """A value the services let through but PostgreSQL refuses (django.db.DataError: a number
+    beyond bigint, say) is the caller's bad input, not a server failure."""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InvalidInput(f"a value is out of range or malformed for the database: {detail}")
+
+
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
@@ -68,6 +75,10 @@ def rest_exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_default_handler
 
+    from django.db import DataError
+
+    if isinstance(exc, DataError):
+        exc = from_database_error(exc)
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.http_status)
     if isinstance(exc, DjangoValidationError):

@@ -33,15 +33,25 @@ class FuzzReport:
     failures: dict[str, str] = field(default_factory=dict)
 
 
+# (path to POST, body, path parameter it feeds, key of the answer holding the value)
+SEEDS = [
+    ("/api/v1/conversations/", {"session_id": "fuzz"}, "conversation_id", "conversation_id"),
+    ("/api/v1/conversations/", {"session_id": "fuzz"}, "session_id", "session_id"),
+    ("/api/v1/fiedler-results/", {"correlation_id": "fuzz-run", "model": "m", "output": "o"},
+     "correlation_id", "correlation_id"),
+]
+
+
 def real_ids(base_url: str, headers: dict[str, str]) -> dict[str, str]:
-    """Ids of existing rows by path-parameter name: random strings never name a stored row, so
-    half of the generated calls get a real one and reach the validation behind the lookup."""
+    """Values of path parameters that name stored rows: random strings never do, so half of the
+    generated calls get a real one and reach the validation behind the lookup."""
     import httpx
 
     ids = {}
-    made = httpx.post(f"{base_url}/api/v1/conversations/", json={"session_id": "fuzz"}, headers=headers, timeout=30)
-    if made.status_code == 201:
-        ids["conversation_id"] = made.json()["conversation_id"]
+    for path, body, parameter, key in SEEDS:
+        made = httpx.post(f"{base_url}{path}", json=body, headers=headers, timeout=30)
+        if made.status_code == 201 and key in made.json():
+            ids[parameter] = str(made.json()[key])
     return ids
 
 

@@ -3,10 +3,10 @@ results and keep DB connections from leaking out of the SDK's worker threads."""
 import functools
 from typing import Any, Callable, TypeVar
 
-from django.db import close_old_connections
+from django.db import DataError, close_old_connections
 from mcp.server.mcpserver.exceptions import ToolError
 
-from winni_site.errors import ApplicationError
+from winni_site.errors import ApplicationError, from_database_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,6 +23,9 @@ def service_tool(fn: F) -> F:
             return fn(*args, **kwargs)
         except ApplicationError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from exc
+        except DataError as exc:
+            error = from_database_error(exc)
+            raise ToolError(f"{error.code}: {error.message}") from exc
         finally:
             close_old_connections()
 
