@@ -200,3 +200,9 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
+# Characters the SessionStart hook may print (startup context, then medallions).
+WINNI_CAPTURE_SESSION_START_CHARS = env_int("WINNI_CAPTURE_SESSION_START_CHARS", 20000, minimum=200, maximum=500000)
+# A stored tool call + result (PostToolUse, transcript tool blocks, proxied tools/call) is cut here.
+WINNI_CAPTURE_TOOL_MAX_CHARS = env_int("WINNI_CAPTURE_TOOL_MAX_CHARS", 20000, minimum=200, maximum=1000000)

@@ -1,0 +1,51 @@
+"""REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from winni_site import capture
+
+
+class CaptureEventApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
+        event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
+        captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
+        git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+
+    @extend_schema(request=InputSerializer, responses={200: dict, 201: dict}, operation_id="capture_event")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = capture.capture_hook_event(**data.validated_data)
+        body: dict[str, Any] = {
+            "stored": result.stored,
+            "conversation_id": result.conversation_id,
+            "message_id": result.message_id,
+            "turn_number": result.turn_number,
+            "reason": result.reason,
+        }
+        return Response(body, status=201 if result.stored else 200)
+
+
+class CaptureSessionStartApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("source", str, required=False, enum=list(capture.SESSION_START_SOURCES)),
+            OpenApiParameter("cwd", str, required=False),
+            OpenApiParameter("project", str, required=False),
+        ],
+        responses={200: dict},
+        operation_id="capture_session_start",
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        text = capture.session_start_text(
+            source=params.get("source") or "startup", cwd=params.get("cwd"), project=params.get("project")
+        )
+        return Response({"text": text})

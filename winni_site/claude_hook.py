@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Claude Code hook → Winni. Standard library only; run as `python3 claude_hook.py`.
+
+Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
+PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
+SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
+Claude Code adds to the session's context.
+
+It never fails or blocks the session: every error is logged to a file and the exit code is 0.
+When Winni cannot be reached the event goes to a local spool file, and the next call sends the
+spooled events first (in order) before its own.
+
+Configuration (environment variables win over the config file that `manage.py
+install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
+  WINNI_URL, WINNI_TOKEN, WINNI_HOOK_TIMEOUT (seconds per request, default 2),
+  WINNI_HOOK_SPOOL (spool file), WINNI_HOOK_LOG (log file), WINNI_HOOK_CONFIG or --config PATH
+  (config file path).
+"""
+import http.client
+import json
+import os
+import sys
+import time
+import uuid
+from urllib.parse import urlencode, urlsplit
+
+DEFAULT_CONFIG = "~/.config/winni/claude-hook.json"
+DEFAULT_SPOOL = "~/.cache/winni/claude-hook-spool.jsonl"
+DEFAULT_LOG = "~/.cache/winni/claude-hook.log"
+# Spooled events sent per call: bounds the time one hook call spends catching up.
+FLUSH_BATCH = 100
+SPOOL_MAX_BYTES = 50 * 1024 * 1024
+
+
+class Unreachable(Exception):
+    """Winni did not answer (down, timeout, 5xx): keep the event for later."""
+
+
+def config_path() -> str:
+    """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
+    args = sys.argv[1:]
+    if "--config" in args and args.index("--config") + 1 < len(args):
+        return os.path.expanduser(args[args.index("--config") + 1])
+    return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
+
+
+def load_config() -> dict:
+    path = config_path()
+    config: dict = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        if isinstance(loaded, dict):
+            config = loaded
+    except (OSError, ValueError):
+        pass
+    for key, env in (("url", "WINNI_URL"), ("token", "WINNI_TOKEN"), ("timeout", "WINNI_HOOK_TIMEOUT"),
+                     ("spool", "WINNI_HOOK_SPOOL"), ("log", "WINNI_HOOK_LOG")):
+        if os.environ.get(env):
+            config[key] = os.environ[env]
+    config.setdefault("url", "http://127.0.0.1:9020")
+    config.setdefault("spool", DEFAULT_SPOOL)
+    config.setdefault("log", DEFAULT_LOG)
+    try:
+        config["timeout"] = max(0.1, min(float(config.get("timeout", 2)), 30.0))
+    except (TypeError, ValueError):
+        config["timeout"] = 2.0
+    return config
+
+
+def log(config: dict, message: str) -> None:
+    try:
+        path = os.path.expanduser(config.get("log") or DEFAULT_LOG)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}\n")
+    except OSError:
+        pass
+
+
+def request(config: dict, method: str, path: str, body: object = None) -> dict:
+    """One HTTP call to Winni. Raises Unreachable (retry later) or ValueError (Winni refused the
+    event: retrying would not help)."""
+    parts = urlsplit(config["url"])
+    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    headers = {"Accept": "application/json"}
+    if config.get("token"):
+        headers["Authorization"] = f"Bearer {config['token']}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    try:
+        conn = connection_class(parts.hostname, parts.port, timeout=config["timeout"])
+        conn.request(method, parts.path.rstrip("/") + path, body=data, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        conn.close()
+    except (OSError, http.client.HTTPException) as exc:
+        raise Unreachable(f"{type(exc).__name__}: {exc}") from None
+    if response.status >= 500 or response.status in (401, 403, 408, 429):
+        # 401/403: a token problem the user will fix; keep the events until then.
+        raise Unreachable(f"HTTP {response.status}: {raw[:300]!r}")
+    if response.status >= 400:
+        raise ValueError(f"HTTP {response.status}: {raw[:300]!r}")
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+
+
+def git_info(cwd: str) -> tuple:
+    """(git root folder name or None, branch or None), read from .git without running git."""
+    path = os.path.abspath(cwd or ".")
+    while True:
+        dot_git = os.path.join(path, ".git")
+        if os.path.exists(dot_git):
+            branch = None
+            try:
+                head_file = dot_git
+                if os.path.isfile(dot_git):  # a worktree or submodule: "gitdir: <path>"
+                    with open(dot_git, encoding="utf-8") as handle:
+                        gitdir = handle.read().strip().partition("gitdir:")[2].strip()
+                    head_file = os.path.join(path, gitdir) if not os.path.isabs(gitdir) else gitdir
+                with open(os.path.join(head_file, "HEAD"), encoding="utf-8") as handle:
+                    head = handle.read().strip()
+                branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else head[:12]
+            except OSError:
+                pass
+            return os.path.basename(path), branch
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None, None
+        path = parent
+
+
+class Spool:
+    """The local queue of events Winni has not received yet, guarded by an exclusive file lock."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.expanduser(path)
+        self.handle = None
+
+    def __enter__(self) -> "Spool":
+        import fcntl
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.handle = open(self.path, "a+", encoding="utf-8")
+        deadline = time.monotonic() + 3
+        while True:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.handle.close()
+                    raise
+                time.sleep(0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()  # releases the lock
+
+    def read(self) -> list:
+        self.handle.seek(0)
+        events = []
+        for line in self.handle:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
+
+    def write(self, events: list) -> None:
+        self.handle.seek(0)
+        self.handle.truncate()
+        for event in events:
+            self.handle.write(json.dumps(event) + "\n")
+        self.handle.flush()
+
+
+def deliver(config: dict, body: dict) -> None:
+    """Send the spooled events, then this one; whatever cannot be sent stays spooled."""
+    with Spool(config["spool"]) as spool:
+        pending = spool.read()
+        queue = pending + ([body] if body else [])
+        sent = 0
+        try:
+            for event in queue[: FLUSH_BATCH + 1]:
+                try:
+                    request(config, "POST", "/api/v1/capture/events", event)
+                except ValueError as exc:
+                    log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(event)[:300]}")
+                sent += 1
+        except Unreachable as exc:
+            log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
+        remaining = queue[sent:]
+        if remaining or pending:
+            if sum(len(json.dumps(e)) for e in remaining) > SPOOL_MAX_BYTES:
+                log(config, "spool over 50 MB: dropping the oldest events")
+                while remaining and sum(len(json.dumps(e)) for e in remaining) > SPOOL_MAX_BYTES:
+                    remaining.pop(0)
+            spool.write(remaining)
+
+
+def session_start(config: dict, payload: dict, project: str) -> str:
+    query = urlencode({"source": payload.get("source") or "startup", "cwd": payload.get("cwd") or "",
+                       "project": project or ""})
+    try:
+        return str(request(config, "GET", f"/api/v1/capture/session-start?{query}").get("text") or "")
+    except (Unreachable, ValueError) as exc:
+        log(config, f"session-start failed: {exc}")
+        return ""
+
+
+def main() -> None:
+    config = load_config()
+    raw = sys.stdin.read()
+    try:
+        payload = json.loads(raw)
+        if not isinstance(payload, dict):
+            raise ValueError("not a JSON object")
+        event = payload["hook_event_name"]
+        if not isinstance(event, str) or not isinstance(payload.get("session_id"), str):
+            raise ValueError("hook_event_name and session_id must be strings")
+    except (ValueError, KeyError) as exc:
+        log(config, f"ignored malformed hook input ({exc}): {raw[:300]!r}")
+        return
+    project, branch = git_info(payload.get("cwd") or os.getcwd())
+    now = time.time()
+    body = {
+        "payload": payload,
+        "event_id": uuid.uuid4().hex,
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
+        "git_branch": branch,
+        "project": project,
+    }
+    if event == "SessionStart":
+        # Send what is spooled, then print the startup text (stdout goes into Claude's context).
+        deliver(config, {})
+        text = session_start(config, payload, project or os.path.basename((payload.get("cwd") or "").rstrip("/")))
+        if text:
+            sys.stdout.write(text + "\n")
+        return
+    deliver(config, body)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException as exc:  # noqa: BLE001 - a hook must never fail the session
+        try:
+            log(load_config(), f"hook error: {type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001
+            pass
+    sys.exit(0)
