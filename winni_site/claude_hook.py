@@ -16,13 +16,13 @@ install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
   WINNI_HOOK_SPOOL (spool file), WINNI_HOOK_LOG (log file), WINNI_HOOK_CONFIG or --config PATH
   (config file path).
 """
-import http.client
+# Only cheap modules at start-up: http.client alone costs more than the rest of the hook together
+# (its email-parser imports), so plain HTTP goes over a socket and http.client is loaded for HTTPS.
 import json
 import os
+import socket
 import sys
 import time
-import uuid
-from urllib.parse import urlencode, urlsplit
 
 DEFAULT_CONFIG = "~/.config/winni/claude-hook.json"
 DEFAULT_SPOOL = "~/.cache/winni/claude-hook-spool.jsonl"
@@ -78,31 +78,83 @@ def log(config: dict, message: str) -> None:
         pass
 
 
+def split_url(url: str) -> tuple:
+    """(scheme, host, port, path prefix) of http(s)://host[:port][/prefix]."""
+    scheme, _, rest = url.partition("://")
+    hostport, _, prefix = rest.partition("/")
+    if hostport.startswith("["):  # [IPv6]:port
+        host, _, port = hostport[1:].partition("]")
+        port = port.lstrip(":")
+    else:
+        host, _, port = hostport.partition(":")
+    default = 443 if scheme == "https" else 80
+    return scheme, host, int(port) if port.isdigit() else default, ("/" + prefix).rstrip("/")
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out, rest = out + rest[:size], rest[size + 2:]
+    return out
+
+
+def _exchange(config: dict, method: str, target: str, data: bytes, headers: dict) -> tuple:
+    """(status, body) of one HTTP/1.1 request with Connection: close."""
+    scheme, host, port, _ = split_url(config["url"])
+    if scheme == "https":
+        import http.client
+
+        conn = http.client.HTTPSConnection(host, port, timeout=config["timeout"])
+        conn.request(method, target, body=data or None, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        conn.close()
+        return response.status, raw
+    deadline = time.monotonic() + config["timeout"]
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
+             f"Content-Length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
+    with socket.create_connection((host, port), timeout=config["timeout"]) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+        chunks = []
+        while True:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise OSError(f"not an HTTP response: {status_line[:80]!r}")
+    if any(h.lower().replace(" ", "") == "transfer-encoding:chunked" for h in header_lines):
+        body = _dechunk(body)
+    return int(parts[1]), body
+
+
 def request(config: dict, method: str, path: str, body: object = None) -> dict:
     """One HTTP call to Winni. Raises Unreachable (retry later) or ValueError (Winni refused the
     event: retrying would not help)."""
-    parts = urlsplit(config["url"])
-    connection_class = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     headers = {"Accept": "application/json"}
     if config.get("token"):
         headers["Authorization"] = f"Bearer {config['token']}"
-    data = None
+    data = b""
     if body is not None:
         data = json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
     try:
-        conn = connection_class(parts.hostname, parts.port, timeout=config["timeout"])
-        conn.request(method, parts.path.rstrip("/") + path, body=data, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-        conn.close()
-    except (OSError, http.client.HTTPException) as exc:
+        status, raw = _exchange(config, method, split_url(config["url"])[3] + path, data, headers)
+    except Exception as exc:  # noqa: BLE001 - OSError, http.client's errors (HTTPS), a garbled answer
         raise Unreachable(f"{type(exc).__name__}: {exc}") from None
-    if response.status >= 500 or response.status in (401, 403, 408, 429):
+    if status >= 500 or status in (401, 403, 408, 429):
         # 401/403: a token problem the user will fix; keep the events until then.
-        raise Unreachable(f"HTTP {response.status}: {raw[:300]!r}")
-    if response.status >= 400:
-        raise ValueError(f"HTTP {response.status}: {raw[:300]!r}")
+        raise Unreachable(f"HTTP {status}: {raw[:300]!r}")
+    if status >= 400:
+        raise ValueError(f"HTTP {status}: {raw[:300]!r}")
     try:
         return json.loads(raw) if raw else {}
     except ValueError:
@@ -203,6 +255,8 @@ def deliver(config: dict, body: dict) -> None:
 
 
 def session_start(config: dict, payload: dict, project: str) -> str:
+    from urllib.parse import urlencode
+
     query = urlencode({"source": payload.get("source") or "startup", "cwd": payload.get("cwd") or "",
                        "project": project or ""})
     try:
@@ -229,7 +283,7 @@ def main() -> None:
     now = time.time()
     body = {
         "payload": payload,
-        "event_id": uuid.uuid4().hex,
+        "event_id": os.urandom(16).hex(),
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
         "git_branch": branch,
         "project": project,
