@@ -88,6 +88,21 @@ class TestEventsApi:
         assert post(api, event("UserPromptSubmit", prompt="x" * (1024 * 1024 + 1))).status_code == 413
         assert Message.objects.count() == 0
 
+    def test_a_batch_stores_each_event_and_reports_the_refused_ones(self, api):
+        events = [{"payload": event("UserPromptSubmit", prompt="one"), "event_id": "a"},
+                  {"payload": event("UserPromptSubmit"), "event_id": "b"},
+                  {"payload": "not an object"},
+                  {"payload": event("Stop", last_assistant_message="two"), "event_id": "c"},
+                  {"payload": event("UserPromptSubmit", prompt="one"), "event_id": "a"}]
+        results = api.post("/api/v1/capture/events/batch", {"events": events}, format="json").json()["results"]
+        assert [r["stored"] for r in results] == [True, False, False, True, False]
+        assert "events[1]" in results[1]["error"] and "payload.prompt" in results[1]["error"]
+        assert "events[2]" in results[2]["error"]
+        assert results[4]["reason"] == "duplicate"
+        assert list(Message.objects.order_by("turn_number").values_list("content", flat=True)) == ["one", "two"]
+        bad = api.post("/api/v1/capture/events/batch", {"events": "x"}, format="json")
+        assert bad.status_code == 400 and "events" in bad.json()["error"]["fields"]
+
     def test_events_need_a_token(self, anonymous_api):
         assert post(anonymous_api, event("UserPromptSubmit", prompt="x")).status_code == 401
 
@@ -146,11 +161,14 @@ def test_when_winni_is_down_events_are_spooled_and_sent_in_order_later(winni_ser
     # A wrong token is kept for later too (the user will fix it), not dropped.
     bad_token = {**hook_env, "WINNI_URL": winni_server.url, "WINNI_TOKEN": "winni_wrong"}
     assert run_hook(event("UserPromptSubmit", prompt="three"), env=bad_token).returncode == 0
+    # An event Winni will refuse (no prompt) sits in the spool too; it must not block the others.
+    assert run_hook(event("UserPromptSubmit", prompt=None), env=down).returncode == 0
     up = {**hook_env, "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token}
     assert run_hook(event("Stop", last_assistant_message="four"), env=up).returncode == 0
     assert list(Message.objects.order_by("turn_number").values_list("content", flat=True)) == [
         "one", "two", "three", "four"]
     assert open(hook_env["WINNI_HOOK_SPOOL"]).read() == ""
+    assert "refused a spooled event: events[3]" in open(hook_env["WINNI_HOOK_LOG"]).read()
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", '{"hook_event_name": "Stop"}', '{"session_id": 5}'])

@@ -8,29 +8,58 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from winni_site import capture
+from winni_site.errors import ApplicationError
+
+
+class HookEventSerializer(serializers.Serializer):
+    payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
+    event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
+    captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
+    git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+
+
+def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
+    return {
+        "stored": result.stored,
+        "conversation_id": result.conversation_id,
+        "message_id": result.message_id,
+        "turn_number": result.turn_number,
+        "reason": result.reason,
+    }
 
 
 class CaptureEventApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
-        event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
-        captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
-        git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+    @extend_schema(request=HookEventSerializer, responses={200: dict, 201: dict}, operation_id="capture_event")
+    def post(self, request: Request) -> Response:
+        data = HookEventSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = capture.capture_hook_event(**data.validated_data)
+        return Response(_result_dict(result), status=201 if result.stored else 200)
 
-    @extend_schema(request=InputSerializer, responses={200: dict, 201: dict}, operation_id="capture_event")
+
+class CaptureEventBatchApi(APIView):
+    """Events the hook spooled while Winni was away, in order, in one request. Each is stored in
+    its own transaction; a refused event is reported in its result and does not stop the rest."""
+
+    class InputSerializer(serializers.Serializer):
+        events = serializers.ListField(child=serializers.JSONField(), max_length=1000)
+
+    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="capture_event_batch")
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = capture.capture_hook_event(**data.validated_data)
-        body: dict[str, Any] = {
-            "stored": result.stored,
-            "conversation_id": result.conversation_id,
-            "message_id": result.message_id,
-            "turn_number": result.turn_number,
-            "reason": result.reason,
-        }
-        return Response(body, status=201 if result.stored else 200)
+        results: list[dict[str, Any]] = []
+        for index, item in enumerate(data.validated_data["events"]):
+            event = HookEventSerializer(data=item)
+            if not event.is_valid():
+                results.append({"stored": False, "error": f"events[{index}]: {event.errors}"})
+                continue
+            try:
+                results.append(_result_dict(capture.capture_hook_event(**event.validated_data)))
+            except ApplicationError as exc:
+                results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
+        return Response({"results": results})
 
 
 class CaptureSessionStartApi(APIView):

@@ -27,8 +27,10 @@ import time
 DEFAULT_CONFIG = "~/.config/winni/claude-hook.json"
 DEFAULT_SPOOL = "~/.cache/winni/claude-hook-spool.jsonl"
 DEFAULT_LOG = "~/.cache/winni/claude-hook.log"
-# Spooled events sent per call: bounds the time one hook call spends catching up.
-FLUSH_BATCH = 100
+# Spooled events sent per call (one request): bounds the time one hook call spends catching up.
+BATCH_SIZE = 200
+# Well under Winni's request limit (WINNI_MAX_REQUEST_BYTES, 8 MiB by default).
+BATCH_MAX_BYTES = 4 * 1024 * 1024
 SPOOL_MAX_BYTES = 50 * 1024 * 1024
 
 
@@ -136,7 +138,7 @@ def _exchange(config: dict, method: str, target: str, data: bytes, headers: dict
     return int(parts[1]), body
 
 
-def request(config: dict, method: str, path: str, body: object = None) -> dict:
+def request(config: dict, method: str, path: str, body: object = None, timeout: float = 0) -> dict:
     """One HTTP call to Winni. Raises Unreachable (retry later) or ValueError (Winni refused the
     event: retrying would not help)."""
     headers = {"Accept": "application/json"}
@@ -147,7 +149,8 @@ def request(config: dict, method: str, path: str, body: object = None) -> dict:
         data = json.dumps(body).encode("utf-8")
         headers["Content-Type"] = "application/json"
     try:
-        status, raw = _exchange(config, method, split_url(config["url"])[3] + path, data, headers)
+        status, raw = _exchange({**config, "timeout": timeout or config["timeout"]}, method,
+                                split_url(config["url"])[3] + path, data, headers)
     except Exception as exc:  # noqa: BLE001 - OSError, http.client's errors (HTTPS), a garbled answer
         raise Unreachable(f"{type(exc).__name__}: {exc}") from None
     if status >= 500 or status in (401, 403, 408, 429):
@@ -230,28 +233,53 @@ class Spool:
         self.handle.flush()
 
 
+def take_batch(queue: list) -> list:
+    """The oldest events that fit in one request (at least one)."""
+    batch, size = [], 0
+    for event in queue[:BATCH_SIZE]:
+        size += len(json.dumps(event))
+        if batch and size > BATCH_MAX_BYTES:
+            break
+        batch.append(event)
+    return batch
+
+
 def deliver(config: dict, body: dict) -> None:
-    """Send the spooled events, then this one; whatever cannot be sent stays spooled."""
+    """Send the spooled events and then this one (one batch request when there is a backlog);
+    whatever cannot be sent stays spooled, in order."""
     with Spool(config["spool"]) as spool:
         pending = spool.read()
         queue = pending + ([body] if body else [])
+        batch = take_batch(queue)
         sent = 0
         try:
-            for event in queue[: FLUSH_BATCH + 1]:
+            if len(batch) == 1:
                 try:
-                    request(config, "POST", "/api/v1/capture/events", event)
+                    request(config, "POST", "/api/v1/capture/events", batch[0])
                 except ValueError as exc:
-                    log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(event)[:300]}")
-                sent += 1
+                    log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(batch[0])[:300]}")
+                sent = 1
+            elif batch:
+                # A backlog may take longer than one event; Claude Code's own hook timeout is 10 s.
+                answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
+                                 timeout=min(8.0, config["timeout"] * 4))
+                for result in answer.get("results") or []:
+                    if result.get("error"):
+                        log(config, f"Winni refused a spooled event: {result['error']}")
+                sent = len(batch)
+        except ValueError as exc:
+            log(config, f"Winni refused the spooled batch ({exc}); kept for later")
         except Unreachable as exc:
             log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
         remaining = queue[sent:]
         if remaining or pending:
-            if sum(len(json.dumps(e)) for e in remaining) > SPOOL_MAX_BYTES:
-                log(config, "spool over 50 MB: dropping the oldest events")
-                while remaining and sum(len(json.dumps(e)) for e in remaining) > SPOOL_MAX_BYTES:
-                    remaining.pop(0)
-            spool.write(remaining)
+            sizes = [len(json.dumps(e)) for e in remaining]
+            drop = 0
+            while sum(sizes[drop:]) > SPOOL_MAX_BYTES:
+                drop += 1
+            if drop:
+                log(config, f"spool over 50 MB: dropped the {drop} oldest event(s)")
+            spool.write(remaining[drop:])
 
 
 def session_start(config: dict, payload: dict, project: str) -> str:
