@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from contexts import services
-from contexts.models import StartupContext
+from contexts.models import StartupContext, StartupContextAudit
 from winni_site.errors import ApplicationError
 
 
@@ -120,3 +120,30 @@ class StartupContextAdmin(admin.ModelAdmin):
         except ApplicationError as exc:
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
+
+
+@admin.register(StartupContextAudit)
+class StartupContextAuditAdmin(admin.ModelAdmin):
+    """Read-only: the trail of every context, including deleted ones."""
+
+    list_display = ("at", "context_name", "action", "actor", "sha256_before_short", "sha256_after_short")
+    list_filter = ("action",)
+    search_fields = ("context_name", "actor")
+    ordering = ("-at", "-id")
+
+    @admin.display(description="sha256 before")
+    def sha256_before_short(self, obj: StartupContextAudit) -> str:
+        return obj.sha256_before[:12]
+
+    @admin.display(description="sha256 after")
+    def sha256_after_short(self, obj: StartupContextAudit) -> str:
+        return obj.sha256_after[:12]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -191,3 +191,10 @@ def test_admin_edit_one_click_activate_and_audit_trail(client, staff_user):
     deleted = client.post(f"/admin/contexts/startupcontext/{alpha.pk}/delete/", {"post": "yes"})
     assert deleted.status_code == 302
     assert [r.actor for r in services.context_audit(name="alpha")][0] == "admin:root"
+    too_big = client.post("/admin/contexts/startupcontext/add/", {"name": "big", "content": "x" * (1024 * 1024 + 1)},
+                          follow=True)
+    assert "WINNI_MAX_CONTENT_BYTES" in too_big.content.decode()
+    assert not StartupContext.objects.filter(name="big").exists()
+    trail = client.get("/admin/contexts/startupcontextaudit/?q=alpha").content.decode()
+    assert "delete" in trail and "admin:root" in trail
+    assert client.get("/admin/contexts/startupcontextaudit/add/").status_code == 403
