@@ -44,6 +44,46 @@ def run_hook(payload: dict | str, env: dict[str, str]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
+def proxy_overhead(winni_url: str, token: str, samples: int = 100) -> None:
+    """tools/call straight to Winni's /mcp and through `manage.py mcp_proxy` in front of it."""
+    import httpx
+
+    from tests.support import free_port
+
+    port = free_port()
+    proxy = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp_proxy", "--listen", f"127.0.0.1:{port}", "--upstream",
+         f"winni={winni_url}/mcp", "--header", f"winni=Authorization: Bearer {token}"],
+        cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "dewey_get_startup_context", "arguments": {}}}
+        headers = {"accept": "application/json, text/event-stream", "authorization": f"Bearer {token}"}
+        with httpx.Client(timeout=30) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    client.get(f"http://127.0.0.1:{port}/_proxy/health")
+                    break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            for name, url in (("tools/call straight to Winni", f"{winni_url}/mcp"),
+                              ("tools/call through mcp_proxy (logged)", f"http://127.0.0.1:{port}/winni/mcp")):
+                timings = []
+                for _ in tqdm(range(samples), desc=name):
+                    started = time.perf_counter()
+                    response = client.post(url, json=body, headers=headers)
+                    timings.append((time.perf_counter() - started) * 1000)
+                    assert response.status_code == 200 and "\"error\"" not in response.text[:200], response.text[:300]
+                report(name, timings)
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=200)
@@ -100,6 +140,8 @@ def main() -> None:
                [run_hook(event("UserPromptSubmit", prompt=f"down {i}"), down) for i in tqdm(range(50), desc="spool")])
         flush = run_hook(event("UserPromptSubmit", prompt="back"), up)
         print(f"{'first call after Winni is back (flushes 50+1)':<46} {flush:7.1f} ms")
+
+        proxy_overhead(server.url, token)
 
         lines = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
         transcript = work / "big.jsonl"

@@ -63,3 +63,27 @@ def test_prompt_and_resource(winni_server, live_token):
     assert prompt.messages[0].content.text == "# Alpha context"
     assert "winni://contexts/{name}" in [t.uri_template for t in templates.resource_templates]
     assert resource.contents[0].text == "# Alpha context"
+
+
+def test_parallel_activations_over_rest_and_mcp_leave_one_active_and_no_500(winni_server, live_token):
+    import concurrent.futures
+
+    import httpx
+
+    for i in range(10):
+        services.context_set(name=f"ctx-{i}", content=f"content {i}", set_active=False, actor="setup")
+    headers = {"Authorization": f"Bearer {live_token}"}
+
+    def activate(i: int) -> int:
+        if i % 2:
+            return httpx.post(f"{winni_server.url}/api/v1/contexts/ctx-{i}/activate/", headers=headers, timeout=60).status_code
+        from tests.support import McpClient
+
+        McpClient(winni_server.url, live_token).call("dewey_set_startup_context", {"name": f"ctx-{i}", "content": f"v2 {i}"})
+        return 200
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        statuses = list(pool.map(activate, range(10)))
+    assert statuses == [200] * 10
+    assert StartupContext.objects.filter(is_active=True).count() == 1
+    assert StartupContextAudit.objects.filter(action="activate").count() == 10
