@@ -209,6 +209,14 @@ class TestInstaller:
         out = capsys.readouterr().out
         assert 'claude mcp add --transport http winni http://127.0.0.1:9999/mcp --header "Authorization: Bearer winni_x"' in out
 
+    def test_dry_run_prints_and_writes_nothing(self, tmp_path, monkeypatch, capsys):
+        monkeypatch.setenv("HOME", str(tmp_path))
+        call_command("install_claude_hooks", "--user", "--dry-run")
+        printed = json.loads(capsys.readouterr().out)
+        assert set(printed["hooks"]) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact",
+                                         "SessionEnd"}
+        assert not (tmp_path / ".claude").exists() and not (tmp_path / ".config").exists()
+
     def test_it_creates_a_token_when_none_is_given(self, tmp_path, monkeypatch, capsys):
         monkeypatch.setenv("HOME", str(tmp_path))
         call_command("install_claude_hooks", "--user", "--token-name", "laptop")

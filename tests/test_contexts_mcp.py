@@ -64,6 +64,15 @@ def test_prompt_and_resource(winni_server, live_token):
     assert "winni://contexts/{name}" in [t.uri_template for t in templates.resource_templates]
     assert resource.contents[0].text == "# Alpha context"
 
+    async def read_missing(client):
+        try:
+            await client.read_resource("winni://contexts/missing")
+        except Exception as exc:  # noqa: BLE001 - the SDK raises the server's error
+            return str(exc)
+        return "no error"
+
+    assert "missing" in _session(winni_server.url, live_token, read_missing)
+
 
 def test_parallel_activations_over_rest_and_mcp_leave_one_active_and_no_500(winni_server, live_token):
     import concurrent.futures

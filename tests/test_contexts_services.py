@@ -198,3 +198,27 @@ def test_admin_edit_one_click_activate_and_audit_trail(client, staff_user):
     trail = client.get("/admin/contexts/startupcontextaudit/?q=alpha").content.decode()
     assert "delete" in trail and "admin:root" in trail
     assert client.get("/admin/contexts/startupcontextaudit/add/").status_code == 403
+
+
+def test_writes_announce_the_changed_rows_to_the_search_pipeline(django_capture_on_commit_callbacks):
+    from winni_site import searchable
+
+    seen: list[tuple[str, list]] = []
+
+    def receiver(sender, kind, ids, **kwargs):
+        seen.append((kind, ids))
+
+    searchable.searchable_changed.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            alpha = services.context_set(name="alpha", content="Alpha text", actor="t")
+        with django_capture_on_commit_callbacks(execute=True):
+            beta = services.context_set(name="beta", content="Beta text", actor="t")
+        with django_capture_on_commit_callbacks(execute=True):
+            services.context_delete(name="alpha", force=True, actor="t")
+    finally:
+        searchable.searchable_changed.disconnect(receiver)
+    assert seen == [("context", [alpha.pk]), ("context", [beta.pk, alpha.pk]), ("context", [alpha.pk])]
+    registered = searchable.get("context")
+    assert registered.model is StartupContext and "Beta text" in registered.text(beta)
+    assert list(StartupContext.objects.filter(search_vector="beta").values_list("name", flat=True)) == ["beta"]
