@@ -142,6 +142,8 @@ def test_the_hook_program_posts_events_and_prints_the_startup_text(winni_server,
     contexts.context_set(name="alpha", content="ALPHA RULES", actor="t")
     start = run_hook(event("SessionStart", source="startup"), env=hook_env, config=config)
     assert start.returncode == 0 and "ALPHA RULES" in start.stdout
+    unknown_source = run_hook(event("SessionStart", source="teleport"), env=hook_env, config=config)
+    assert "ALPHA RULES" in unknown_source.stdout
     for payload in (event("UserPromptSubmit", prompt="hello"), event("Stop", last_assistant_message="hi there")):
         result = run_hook(payload, env=hook_env, config=config)
         assert (result.returncode, result.stdout) == (0, "")

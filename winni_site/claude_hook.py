@@ -285,8 +285,9 @@ def deliver(config: dict, body: dict) -> None:
 def session_start(config: dict, payload: dict, project: str) -> str:
     from urllib.parse import urlencode
 
-    query = urlencode({"source": payload.get("source") or "startup", "cwd": payload.get("cwd") or "",
-                       "project": project or ""})
+    # A source a newer Claude Code invents still deserves the startup text.
+    source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
+    query = urlencode({"source": source, "cwd": payload.get("cwd") or "", "project": project or ""})
     try:
         return str(request(config, "GET", f"/api/v1/capture/session-start?{query}").get("text") or "")
     except (Unreachable, ValueError) as exc:
