@@ -87,6 +87,17 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
     ]
     assert tool_results and MARKER in json.dumps(tool_results[-1])
 
+    # Each `claude -p` run ended its session (SessionEnd): Winni checkpointed it into the project's
+    # medallion, and the next run's SessionStart printed that medallion.
+    from medallions.models import Medallion, MedallionJob
+
+    assert MedallionJob.objects.filter(status="done").count() == 3
+    medallion = Medallion.objects.get()
+    assert medallion.tags == ["repo:alpha-repo"]
+    second_run = [r for r in fake_api.main_requests() if f"{USE_TOOL} please" in json.dumps(r["messages"])][0]
+    assert "Project checkpoints for alpha-repo" in json.dumps(second_run["messages"])
+    assert "Project checkpoints" not in json.dumps(first_main["messages"])
+
     # Save the transcript as a sample for the import tests when asked to.
     if os.environ.get("WINNI_SAVE_TRANSCRIPT_SAMPLE"):
         shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_TRANSCRIPT_SAMPLE"])

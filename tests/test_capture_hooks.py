@@ -237,3 +237,52 @@ class TestInstaller:
         assert not (tmp_path / ".config").exists()
         with pytest.raises(CommandError, match="not a directory"):
             call_command("install_claude_hooks", "--project", str(tmp_path / "missing"), "--token", "winni_x")
+
+
+@pytest.mark.django_db
+class TestMedallions:
+    """SessionStart prints the project's latest medallions; PreCompact/SessionEnd checkpoint."""
+
+    def test_session_start_prints_the_projects_medallions_after_the_context(self, api, settings):
+        from medallions import services as medallions
+        from tests.medallion_support import document
+
+        contexts.context_set(name="alpha", content="CONTEXT FIRST", actor="t")
+        medallions.medallion_create(document=document({"graph_nodes": [], "tags": ["repo:alpha"]}), actor="t")
+        medallions.medallion_create(document=document({"graph_nodes": [], "tags": ["repo:beta"]},
+                                                      summary={"high_level": "BETA ONLY", "subsystems": []}), actor="t")
+        text = api.get("/api/v1/capture/session-start?source=startup&cwd=/w/x&project=alpha").json()["text"]
+        assert text.index("CONTEXT FIRST") < text.index("# Project checkpoints for alpha")
+        assert "Muse is a CLI for music notes." in text and "BETA ONLY" not in text
+        # The project defaults to the working directory's folder name.
+        assert "BETA ONLY" in api.get("/api/v1/capture/session-start?cwd=/home/u/beta").json()["text"]
+        # Without a project nothing but the context (an empty scope would match every medallion).
+        assert api.get("/api/v1/capture/session-start").json()["text"] == "# Startup context: alpha (from Winni)\n\nCONTEXT FIRST"
+        settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS = 0
+        assert "Project checkpoints" not in api.get("/api/v1/capture/session-start?project=alpha").json()["text"]
+
+    def test_session_end_checkpoints_the_session_into_the_projects_medallion(self, api, django_capture_on_commit_callbacks):
+        from medallions.models import Medallion, MedallionJob
+
+        post(api, event("UserPromptSubmit", prompt="We decided to use PostgreSQL arrays for scopes."), project="alpha")
+        post(api, event("Stop", last_assistant_message="Done. TODO: add a backup job."), project="alpha")
+        with django_capture_on_commit_callbacks(execute=True):
+            ended = post(api, event("SessionEnd", reason="clear"), project="alpha").json()
+        assert ended["reason"] == "SessionEnd: checkpoint queued" and ended["checkpoint_job_id"]
+        job = MedallionJob.objects.get(pk=ended["checkpoint_job_id"])
+        assert job.status == "done" and job.actor == "alice"
+        assert job.evidence["conversation_id"] == str(Conversation.objects.get().id)
+        medallion = Medallion.objects.get()
+        assert medallion.tags == ["repo:alpha"] and medallion.graph_nodes == []
+        text = api.get("/api/v1/capture/session-start?source=clear&project=alpha").json()["text"]
+        assert "#repo:alpha" in text
+
+    def test_no_checkpoint_without_messages_or_when_turned_off(self, api, settings):
+        from medallions.models import MedallionJob
+
+        assert post(api, event("PreCompact", trigger="auto"), project="alpha").json()["reason"] == (
+            "PreCompact: nothing to checkpoint")
+        post(api, event("UserPromptSubmit", prompt="hello"), project="alpha")
+        settings.WINNI_CAPTURE_CHECKPOINT = False
+        assert "checkpoints are off" in post(api, event("SessionEnd", reason="exit"), project="alpha").json()["reason"]
+        assert MedallionJob.objects.count() == 0

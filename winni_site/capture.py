@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
+from medallions import services as medallions
 from winni_site.errors import ApplicationError, InvalidInput
 from winni_site.logs import storage_op
 
@@ -25,6 +26,8 @@ CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
 MCP_PROXY = "mcp-proxy"
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PostToolUse", "PreCompact", "SessionEnd")
+# Before the context is compacted and when the session ends, what was learnt becomes a medallion.
+CHECKPOINT_EVENTS = ("PreCompact", "SessionEnd")
 SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
 
@@ -36,6 +39,7 @@ class CaptureResult:
     message_id: str | None = None
     turn_number: int | None = None
     reason: str = ""
+    checkpoint_job_id: str | None = None
 
 
 def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") -> str:
@@ -121,9 +125,11 @@ def capture_hook_event(
     captured_at: str | None = None,
     git_branch: str | None = None,
     project: str | None = None,
+    actor: str = "",
 ) -> CaptureResult:
     """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
-    (Stop), the tool call and result (PostToolUse). Other events store nothing."""
+    (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
+    session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
     event = _require_str(payload, "hook_event_name")
@@ -139,6 +145,8 @@ def capture_hook_event(
         _require_str(payload, "tool_name")
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
+    elif event in CHECKPOINT_EVENTS:
+        return _checkpoint(session_id=session_id, project=project, cwd=payload.get("cwd"), event=event, actor=actor)
     elif event in HOOK_EVENTS:
         return CaptureResult(stored=False, reason=f"{event} stores no message")
     else:
@@ -184,18 +192,45 @@ def project_scope(name: str | None) -> dict[str, list[str]]:
 
 def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None) -> str:
     """What the SessionStart hook prints (Claude Code adds it to the context): the active startup
-    context, within WINNI_CAPTURE_SESSION_START_CHARS characters."""
+    context, then the project's latest medallions, within WINNI_CAPTURE_SESSION_START_CHARS
+    characters (the context first: it is what the user chose to load)."""
     if source not in SESSION_START_SOURCES:
         raise InvalidInput(
             f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
         )
-    budget = settings.WINNI_CAPTURE_SESSION_START_CHARS
     parts: list[str] = []
     context = contexts.context_get()
     if context is not None:
         parts.append(f"# Startup context: {context.name} (from Winni)\n\n{context.content.strip()}")
+    name = project_name(cwd=cwd, project=project)
+    limit = settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS
+    # Without a project the scope would be empty, which matches every medallion: show none.
+    found = medallions.medallions_latest_for_scope(scope=project_scope(name), limit=limit) if name and limit else []
+    if found:
+        parts.append(f"# Project checkpoints for {name} (medallions from Winni, newest first)\n\n"
+                     + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in found).strip())
     text = "\n\n".join(parts)
-    return cap_text(text, budget) if text else ""
+    return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
+
+
+def _checkpoint(*, session_id: str, project: str | None, cwd: Any, event: str, actor: str) -> CaptureResult:
+    """Queue a medallion checkpoint of the session's conversation for the project's scope."""
+    if not settings.WINNI_CAPTURE_CHECKPOINT:
+        return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
+    name = project_name(cwd=cwd if isinstance(cwd, str) else None, project=project)
+    conversation = (
+        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).order_by("created_at").first()
+    )
+    if name is None or conversation is None or not conversation.messages.exists():
+        return CaptureResult(stored=False, reason=f"{event}: nothing to checkpoint")
+    with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
+        job = medallions.medallion_checkpoint(
+            scope=project_scope(name), evidence={"conversation_id": str(conversation.id)}, wait_seconds=0,
+            actor=actor or CLAUDE_CODE,
+        )
+        log["job_id"] = str(job.id)
+    return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",
+                         checkpoint_job_id=str(job.id))
 
 
 # --- Claude Code transcripts (JSONL) ---------------------------------------------------------

@@ -11,6 +11,10 @@ from winni_site import capture
 from winni_site.errors import ApplicationError
 
 
+def _actor(request: Request) -> str:
+    return getattr(request.auth, "name", None) or str(request.user)
+
+
 class HookEventSerializer(serializers.Serializer):
     payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
     event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
@@ -26,6 +30,7 @@ def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
         "message_id": result.message_id,
         "turn_number": result.turn_number,
         "reason": result.reason,
+        "checkpoint_job_id": result.checkpoint_job_id,
     }
 
 
@@ -34,7 +39,7 @@ class CaptureEventApi(APIView):
     def post(self, request: Request) -> Response:
         data = HookEventSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = capture.capture_hook_event(**data.validated_data)
+        result = capture.capture_hook_event(**data.validated_data, actor=_actor(request))
         return Response(_result_dict(result), status=201 if result.stored else 200)
 
 
@@ -56,7 +61,8 @@ class CaptureEventBatchApi(APIView):
                 results.append({"stored": False, "error": f"events[{index}]: {event.errors}"})
                 continue
             try:
-                results.append(_result_dict(capture.capture_hook_event(**event.validated_data)))
+                results.append(_result_dict(capture.capture_hook_event(**event.validated_data,
+                                                                       actor=_actor(request))))
             except ApplicationError as exc:
                 results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
         return Response({"results": results})
