@@ -61,9 +61,10 @@ class TestEventsApi:
 
     def test_events_without_a_message_store_nothing(self, api):
         assert post(api, event("Stop", last_assistant_message="")).json()["stored"] is False
-        assert post(api, event("SessionEnd", reason="clear")).json() == {
+        assert post(api, event("SessionStart", source="startup")).json() == {
             "stored": False, "conversation_id": None, "message_id": None, "turn_number": None,
-            "reason": "SessionEnd stores no message"}
+            "reason": "SessionStart stores no message", "checkpoint_job_id": None}
+        assert post(api, event("SessionEnd", reason="clear")).json()["reason"] == "SessionEnd: nothing to checkpoint"
         assert Conversation.objects.count() == 0
 
     @pytest.mark.parametrize(
