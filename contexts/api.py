@@ -6,13 +6,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts import outputs, services
+from winni_site.auth import actor_name_from_rest
 from winni_site.errors import NotFound
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
-
-
-def _actor(request: Request) -> str:
-    return getattr(request.auth, "name", None) or str(request.user)
 
 
 class ContextInput(serializers.Serializer):
@@ -37,7 +34,7 @@ class ContextListCreateApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        context = services.context_set(actor=_actor(request), mode="create", **data.validated_data)
+        context = services.context_set(actor=actor_name_from_rest(request), mode="create", **data.validated_data)
         return Response(outputs.context_dict(context), status=201)
 
 
@@ -59,7 +56,9 @@ class ContextDetailApi(APIView):
     def put(self, request: Request, name: str) -> Response:
         data = ContextInput(data=request.data)
         data.is_valid(raise_exception=True)
-        context = services.context_set(name=name, actor=_actor(request), mode="update", **data.validated_data)
+        context = services.context_set(
+            name=name, actor=actor_name_from_rest(request), mode="update", **data.validated_data
+        )
         return Response(outputs.context_dict(context))
 
     @extend_schema(
@@ -68,14 +67,14 @@ class ContextDetailApi(APIView):
     )
     def delete(self, request: Request, name: str) -> Response:
         force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
-        services.context_delete(name=name, force=force, actor=_actor(request))
+        services.context_delete(name=name, force=force, actor=actor_name_from_rest(request))
         return Response(status=204)
 
 
 class ContextActivateApi(APIView):
     @extend_schema(request=None, responses={200: dict}, operation_id="contexts_activate")
     def post(self, request: Request, name: str) -> Response:
-        return Response(outputs.context_dict(services.context_activate(name=name, actor=_actor(request))))
+        return Response(outputs.context_dict(services.context_activate(name=name, actor=actor_name_from_rest(request))))
 
 
 class ContextAuditApi(APIView):

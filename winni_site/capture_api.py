@@ -8,11 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from winni_site import capture
+from winni_site.auth import actor_name_from_rest
 from winni_site.errors import ApplicationError
-
-
-def _actor(request: Request) -> str:
-    return getattr(request.auth, "name", None) or str(request.user)
 
 
 class HookEventSerializer(serializers.Serializer):
@@ -39,7 +36,7 @@ class CaptureEventApi(APIView):
     def post(self, request: Request) -> Response:
         data = HookEventSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = capture.capture_hook_event(**data.validated_data, actor=_actor(request))
+        result = capture.capture_hook_event(**data.validated_data, actor=actor_name_from_rest(request))
         return Response(_result_dict(result), status=201 if result.stored else 200)
 
 
@@ -62,7 +59,7 @@ class CaptureEventBatchApi(APIView):
                 continue
             try:
                 results.append(_result_dict(capture.capture_hook_event(**event.validated_data,
-                                                                       actor=_actor(request))))
+                                                                       actor=actor_name_from_rest(request))))
             except ApplicationError as exc:
                 results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
         return Response({"results": results})
