@@ -211,6 +211,13 @@ WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_ME
 # PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.
 WINNI_CAPTURE_CHECKPOINT = env_bool("WINNI_CAPTURE_CHECKPOINT", True)
 
+# --- Conversations: search and orchestration results ---------------------------------------
+# dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
+# `total` is exact.
+WINNI_SEARCH_CANDIDATES = env_int("WINNI_SEARCH_CANDIDATES", 1000, minimum=100, maximum=100_000)
+# true: store NULL for every Fiedler prompt (a request's `redact: true` does it for one).
+WINNI_REDACT_PROMPTS = env_bool("WINNI_REDACT_PROMPTS", False)
+
 # --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
 # extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
 # server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.
