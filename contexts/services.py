@@ -8,14 +8,14 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from contexts.models import AuditAction, StartupContext, StartupContextAudit
-from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from winni_site.errors import Conflict, InvalidInput, NotFound
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
+from winni_site.validation import validate_text
 
 NAME_MAX = 200
 NAME_EMPTY = "name must not be empty or whitespace"
@@ -27,24 +27,14 @@ WRITE_LOCK_KEY = 0x57_494E_4E49_4358  # "WINNICX"
 
 
 def validate_name(value: Any, *, field: str = "name") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(NAME_EMPTY, field=field)
-    name = value.strip()
+    name = validate_text(value, field=field, empty_message=NAME_EMPTY).strip()
     if len(name) > NAME_MAX:
         raise InvalidInput(NAME_TOO_LONG, field=field)
     return name
 
 
 def validate_context_content(value: Any, *, field: str = "content") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(CONTENT_EMPTY, field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"content is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-    return value
+    return validate_text(value, field=field, empty_message=CONTENT_EMPTY)
 
 
 def content_sha256(content: str | None) -> str:

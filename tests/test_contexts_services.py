@@ -67,6 +67,8 @@ def test_every_write_is_audited_with_actor_and_hashes():
         ({"name": "n" * 201, "content": "x"}, InvalidInput, "name"),
         ({"name": "ok", "content": " \n"}, InvalidInput, "content"),
         ({"name": "ok", "content": "x" * (1024 * 1024 + 1)}, PayloadTooLarge, "content"),
+        ({"name": "ok", "content": "nul \x00 inside"}, InvalidInput, "content"),
+        ({"name": "a\x00b", "content": "x"}, InvalidInput, "name"),
     ],
 )
 def test_bad_input_names_the_field_and_writes_nothing(kwargs, error, field):
