@@ -53,6 +53,10 @@ class TestEventsApi:
         message = Message.objects.get()
         assert message.created_at.isoformat() == "2026-11-21T10:00:00.000001+00:00"
 
+    def test_nul_characters_do_not_lose_the_prompt(self, api):
+        assert post(api, event("UserPromptSubmit", prompt="before\x00after")).status_code == 201
+        assert Message.objects.get().content == "before\ufffdafter"
+
     def test_large_tool_output_is_capped(self, api, settings):
         settings.WINNI_CAPTURE_TOOL_MAX_CHARS = 500
         post(api, event("PostToolUse", tool_name="Read", tool_input={}, tool_response="x" * 5000))

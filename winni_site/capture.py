@@ -89,7 +89,9 @@ def store_in_session(
     created_at: Any = None,
 ) -> CaptureResult:
     """Store one message into the session's conversation, in one transaction; a repeated
-    `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing."""
+    `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
+    text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
+    content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata)
         if dedupe_key and Message.objects.filter(conversation=conversation, metadata__capture_key=dedupe_key).exists():
@@ -380,7 +382,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content,
+                    content=item.content.replace("\x00", "\ufffd"),
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
