@@ -71,21 +71,7 @@ def upstreams():
 
 @pytest.fixture(scope="module")
 def proxy(upstreams, live_server_env):
-    port = free_port()
-    args = [sys.executable, "manage.py", "mcp_proxy", "--listen", f"127.0.0.1:{port}"]
-    for name, server in upstreams.items():
-        args += ["--upstream", f"{name}=http://127.0.0.1:{server.port}/mcp", "--header", f"{name}=Authorization: {UPSTREAM_SECRET}"]
-    process = subprocess.Popen(args, cwd=ROOT, env=live_server_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url + "/_proxy/health", timeout=1)
-            break
-        except OSError:
-            assert process.poll() is None, process.stdout.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "proxy did not start"
-            time.sleep(0.1)
+    process, url = start_proxy(live_server_env, upstreams)
     yield url
     process.terminate()
     process.wait(10)
@@ -127,3 +113,42 @@ def test_unknown_upstreams_and_missing_auth(proxy, upstreams):
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(urllib.request.Request(direct, body, headers), timeout=5)
     assert refused.value.code == 401
+
+
+def start_proxy(env: dict, upstreams: dict) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    args = [sys.executable, "manage.py", "mcp_proxy", "--listen", f"127.0.0.1:{port}"]
+    for name, server in upstreams.items():
+        args += ["--upstream", f"{name}=http://127.0.0.1:{server.port}/mcp",
+                 "--header", f"{name}=Authorization: {UPSTREAM_SECRET}"]
+    process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url + "/_proxy/health", timeout=1)
+            return process, url
+        except OSError:
+            assert process.poll() is None, process.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "proxy did not start"
+            time.sleep(0.1)
+
+
+def test_traffic_flows_when_logging_fails(upstreams, live_server_env):
+    # A database that does not exist: every store fails, the forwarded calls must not notice.
+    env = {**live_server_env, "DATABASE_URL": live_server_env["DATABASE_URL"].replace("/test_winni?", "/no_such_db?")}
+    assert env["DATABASE_URL"] != live_server_env["DATABASE_URL"]
+    process, url = start_proxy(env, {"json": upstreams["json"]})
+    try:
+        client = McpClient(f"{url}/json", token=None, mode="legacy")
+        assert [client.call("add", {"a": i, "b": 1}) for i in range(3)] == [1, 2, 3]
+        deadline = time.monotonic() + 15
+        while True:
+            health = json.loads(urllib.request.urlopen(url + "/_proxy/health", timeout=5).read())
+            if health["failed"] >= 6 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (health["stored"], health["failed"]) == (0, 6)
+    finally:
+        process.terminate()
+        process.wait(10)
