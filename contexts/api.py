@@ -1,5 +1,5 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,6 +18,8 @@ class ContextInput(serializers.Serializer):
 
 
 class ContextListCreateApi(APIView):
+    # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
+    @extend_schema_serializer(component_name="ContextCreate")
     class InputSerializer(ContextInput):
         name = serializers.CharField(allow_blank=True, trim_whitespace=False)
 

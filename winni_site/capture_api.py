@@ -1,7 +1,7 @@
 """REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -44,6 +44,7 @@ class CaptureEventBatchApi(APIView):
     """Events the hook spooled while Winni was away, in order, in one request. Each is stored in
     its own transaction; a refused event is reported in its result and does not stop the rest."""
 
+    @extend_schema_serializer(component_name="CaptureEventBatch")
     class InputSerializer(serializers.Serializer):
         events = serializers.ListField(child=serializers.JSONField(), max_length=1000)
 
