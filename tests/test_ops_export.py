@@ -173,6 +173,11 @@ def _fill_every_store() -> None:
                               tokens_prompt=3, duration_seconds=0.5, conversation_id=str(linked.pk))
     conv.fiedler_result_store(correlation_id="run-1", model="m2", prompt="why?", output="", status="error",
                               error_message="timeout", redact=True)
+    if apps.is_installed("contexts"):
+        from contexts import services as contexts
+
+        contexts.context_set(name="first", content="resume from here", actor="alice")
+        contexts.context_set(name="second", content="no, from here", actor="bob")  # deactivates "first"
     if apps.is_installed("medallions"):
         from medallions import services as medallions
         from tests.medallion_support import document
@@ -200,5 +205,8 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     populated = {name for name, rows in counts.items() if any(rows.values())}
     assert {"conversations", "fiedler_results"} <= populated
     assert counts["fiedler_results"] == {"conversations.fiedlerresult": 2}
+    if apps.is_installed("contexts"):
+        assert counts["contexts"] == {"contexts.startupcontext": 2}
+        assert counts["context_audit"]["contexts.startupcontextaudit"] >= 2
     if apps.is_installed("medallions"):
         assert counts["medallions"] == {"medallions.medallion": 1, "medallions.medallionrevision": 1}
