@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from winni_site.health import healthz
+from winni_site.recall import RecallApi
 
 
 def _app_api_urls() -> list:
@@ -23,5 +24,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("api/v1/recall", RecallApi.as_view(), name="recall"),
     *_app_api_urls(),
 ]

@@ -200,3 +200,29 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# --- Embeddings, semantic memories, hybrid recall (memory app) -------------------------------
+WINNI_EMBEDDING_PROVIDER = env_str("WINNI_EMBEDDING_PROVIDER", "local")
+if WINNI_EMBEDDING_PROVIDER not in ("local", "ollama", "openai", "hash"):
+    raise ImproperlyConfigured(
+        f"WINNI_EMBEDDING_PROVIDER must be local, ollama, openai or hash, got {WINNI_EMBEDDING_PROVIDER!r}"
+    )
+WINNI_EMBEDDING_MODEL = env_str("WINNI_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+if not WINNI_EMBEDDING_MODEL.strip() or len(WINNI_EMBEDDING_MODEL) > 200:
+    raise ImproperlyConfigured("WINNI_EMBEDDING_MODEL must be a name of 1 to 200 characters")
+WINNI_EMBEDDING_DIMENSIONS = env_int("WINNI_EMBEDDING_DIMENSIONS", 384, minimum=2, maximum=2000)
+WINNI_EMBEDDING_URL = env_str("WINNI_EMBEDDING_URL", "http://127.0.0.1:11434")
+WINNI_EMBEDDING_API_KEY = env_str("WINNI_EMBEDDING_API_KEY", "")
+WINNI_EMBEDDING_TIMEOUT = env_float("WINNI_EMBEDDING_TIMEOUT", 60.0, minimum=0.1)
+WINNI_EMBEDDING_BATCH_SIZE = env_int("WINNI_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+# Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
+WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
+# The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
+WINNI_EMBEDDING_SWEEP_SECONDS = env_int("WINNI_EMBEDDING_SWEEP_SECONDS", 60, minimum=5)
+# Hybrid recall: reciprocal-rank fusion k and the weight of each side.
+WINNI_RECALL_RRF_K = env_int("WINNI_RECALL_RRF_K", 60, minimum=1)
+WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
+WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
+WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
+WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
