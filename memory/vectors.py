@@ -24,8 +24,6 @@ from winni_site.logs import storage_op
 
 log = logging.getLogger("winni.embeddings")
 
-# Index names already known to exist in this process (CREATE INDEX IF NOT EXISTS is cheap, not free).
-_indexes_seen: set[str] = set()
 
 
 # --- which model searches use ----------------------------------------------------------------
@@ -85,8 +83,11 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
     """A partial HNSW index (cosine) over this model's vectors of this kind. Built once; bulk loads
     (winni_reembed) call it after loading, which is far faster than inserting into the index."""
     name = index_name(model=model, kind=kind, dimensions=dimensions)
-    if name in _indexes_seen:
-        return name
+    # A catalogue lookup takes no lock; CREATE INDEX IF NOT EXISTS would wait for running writes.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [name])
+        if cursor.fetchone():
+            return name
     with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON memory_embedding USING hnsw "
@@ -94,7 +95,6 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
             f"WHERE model = %s AND kind = %s",
             [model, kind],
         )
-    _indexes_seen.add(name)
     return name
 
 

@@ -215,6 +215,8 @@ WINNI_EMBEDDING_URL = env_str("WINNI_EMBEDDING_URL", "http://127.0.0.1:11434")
 WINNI_EMBEDDING_API_KEY = env_str("WINNI_EMBEDDING_API_KEY", "")
 WINNI_EMBEDDING_TIMEOUT = env_float("WINNI_EMBEDDING_TIMEOUT", 60.0, minimum=0.1)
 WINNI_EMBEDDING_BATCH_SIZE = env_int("WINNI_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+# torch intra-op threads per process for the local model (0 = torch's default: one per core).
+WINNI_EMBEDDING_THREADS = env_int("WINNI_EMBEDDING_THREADS", 1, minimum=0, maximum=64)
 # Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
 # The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
