@@ -37,14 +37,15 @@ def rest_client() -> Any:
     return client
 
 
-def embed_pending(kind: str, batch: int = 256) -> int:
-    """What the Celery worker does after the writes commit, in-process and in large batches."""
+def embed_pending(kind: str, batch: int = 256, scope: Any = None) -> int:
+    """What the Celery worker does after the writes commit, in-process and in large batches
+    (only rows of `scope`, a queryset, when given)."""
     from tqdm import tqdm
 
     from memory import embeddings, vectors
 
     model = embeddings.model_name()
-    keys = [str(pk) for pk in vectors.pending(kind=kind, model=model).order_by("pk").values_list("pk", flat=True)]
+    keys = [str(pk) for pk in vectors.pending(kind=kind, model=model, scope=scope).order_by("pk").values_list("pk", flat=True)]
     with tqdm(total=len(keys), desc=f"embedding {kind}s", unit="row") as bar:
         for chunk in vectors.chunks(keys, batch):
             vectors.embedding_store(kind=kind, ids=chunk, build_index=False)

@@ -146,9 +146,12 @@ def ingest(client: Any, scope: Scope, fresh: bool) -> dict[tuple[str, int], str]
     """Store the scope (unless already there); returns (conversation_id, turn) → turn key."""
     from conversations.models import Conversation
 
+    from conversations.models import Message
+
     existing = Conversation.objects.filter(session_id=scope.name)
-    expected = len(scope.sessions)
-    if fresh or existing.count() != expected:
+    complete = existing.count() == len(scope.sessions) and Message.objects.filter(
+        conversation__session_id=scope.name).count() == sum(len(turns) for _, _, turns in scope.sessions)
+    if fresh or not complete:
         existing.delete()
         for key, when, turns in scope.sessions:
             answer = client.post("/api/v1/conversations/", {"session_id": scope.name,
@@ -239,7 +242,10 @@ def main() -> None:
                     for scope in tqdm(scopes, desc=f"ingest {name} (REST)", unit="scope")}
         ingest_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        embedded = _django.embed_pending("message")
+        from conversations.models import Message
+
+        embedded = _django.embed_pending("message", scope=Message.objects.filter(
+            conversation__session_id__in=[scope.name for scope in scopes]))
         embed_seconds = time.perf_counter() - started
         turns = sum(len(t) for s in scopes for _, _, t in s.sessions)
         print(f"{name}: {len(scopes)} scopes, {turns} turns; ingest {ingest_seconds:.0f} s, "

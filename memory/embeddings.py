@@ -112,40 +112,55 @@ def _post_json(url: str, body: dict[str, Any], *, api_key: str, timeout: float) 
 
 
 @dataclass
-class OllamaProvider:
+class HttpProvider:
+    """An embedding server over HTTP; subclasses name the endpoint and read the answer."""
+
     model: str
     url: str
     api_key: str = ""
     timeout: float = 60.0
-    name: str = "ollama"
+    name: str = "http"
+
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def vectors(self, answer: Any) -> Any:
+        raise NotImplementedError
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        answer = _post_json(f"{self.url.rstrip('/')}/api/embed", {"model": self.model, "input": texts},
-                            api_key=self.api_key, timeout=self.timeout)
-        vectors = answer.get("embeddings") if isinstance(answer, dict) else None
-        if not isinstance(vectors, list):
-            raise EmbeddingError("ollama answer has no 'embeddings' list")
-        return vectors
+        answer = _post_json(self.endpoint(), {"model": self.model, "input": texts}, api_key=self.api_key,
+                            timeout=self.timeout)
+        if not isinstance(answer, dict):
+            raise EmbeddingError(f"{self.name} answer is not a JSON object")
+        return self.vectors(answer)
 
 
 @dataclass
-class OpenAIProvider:
-    model: str
-    url: str
-    api_key: str = ""
-    timeout: float = 60.0
+class OllamaProvider(HttpProvider):
+    name: str = "ollama"
+
+    def endpoint(self) -> str:
+        return f"{self.url.rstrip('/')}/api/embed"
+
+    def vectors(self, answer: Any) -> Any:
+        if not isinstance(answer.get("embeddings"), list):
+            raise EmbeddingError("ollama answer has no 'embeddings' list")
+        return answer["embeddings"]
+
+
+@dataclass
+class OpenAIProvider(HttpProvider):
     name: str = "openai"
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def endpoint(self) -> str:
         base = self.url.rstrip("/")
-        endpoint = f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
-        answer = _post_json(endpoint, {"model": self.model, "input": texts}, api_key=self.api_key,
-                            timeout=self.timeout)
-        data = answer.get("data") if isinstance(answer, dict) else None
-        if not isinstance(data, list):
-            raise EmbeddingError("openai-compatible answer has no 'data' list")
-        ordered = sorted(data, key=lambda item: item.get("index", 0) if isinstance(item, dict) else 0)
-        return [item.get("embedding") if isinstance(item, dict) else None for item in ordered]
+        return f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
+
+    def vectors(self, answer: Any) -> Any:
+        data = answer.get("data")
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise EmbeddingError("openai-compatible answer has no 'data' list of objects")
+        return [item.get("embedding") for item in sorted(data, key=lambda item: item.get("index", 0))]
 
 
 # --- deterministic stand-in ------------------------------------------------------------------
@@ -184,12 +199,10 @@ def provider(model: str | None = None) -> Provider:
     name = model or settings.WINNI_EMBEDDING_MODEL
     if kind == "local":
         return LocalProvider(model=name, batch_size=settings.WINNI_EMBEDDING_BATCH_SIZE)
-    if kind == "ollama":
-        return OllamaProvider(model=name, url=settings.WINNI_EMBEDDING_URL, api_key=settings.WINNI_EMBEDDING_API_KEY,
-                              timeout=settings.WINNI_EMBEDDING_TIMEOUT)
-    if kind == "openai":
-        return OpenAIProvider(model=name, url=settings.WINNI_EMBEDDING_URL, api_key=settings.WINNI_EMBEDDING_API_KEY,
-                              timeout=settings.WINNI_EMBEDDING_TIMEOUT)
+    if kind in ("ollama", "openai"):
+        http_class = OllamaProvider if kind == "ollama" else OpenAIProvider
+        return http_class(model=name, url=settings.WINNI_EMBEDDING_URL, api_key=settings.WINNI_EMBEDDING_API_KEY,
+                          timeout=settings.WINNI_EMBEDDING_TIMEOUT)
     if kind == "hash":
         return HashProvider(model=name, dimensions=settings.WINNI_EMBEDDING_DIMENSIONS)
     raise EmbeddingError(f"unknown WINNI_EMBEDDING_PROVIDER {kind!r}")

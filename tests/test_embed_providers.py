@@ -130,3 +130,36 @@ def test_the_hash_stand_in_is_deterministic_and_similar_for_shared_words(setting
     assert embeddings.embed_texts(["deploy the server"])[0] == a
     similarity = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
     assert similarity(a, b) > similarity(a, c)
+
+
+def test_persona_files_fall_back_to_the_default(settings, tmp_path):
+    from memory import personas
+
+    (tmp_path / "a.md").write_text("persona A")
+    (tmp_path / "b.md").write_text("persona B")
+    settings.WINNI_PERSONA_FILES = [f"venom_identity={tmp_path / 'a.md'}", f"variant2={tmp_path / 'b.md'}",
+                                    f"broken={tmp_path / 'missing.md'}"]
+    assert personas.persona_text("variant2") == ("variant2", "persona B")
+    assert personas.persona_text("nope") == ("venom_identity", "persona A")
+    assert personas.persona_text(None) == ("venom_identity", "persona A")
+    assert personas.persona_text("broken") == ("venom_identity", "persona A")
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.WINNI_PERSONA_FILES = ["no-equals-sign"]
+    with pytest.raises(ImproperlyConfigured, match="WINNI_PERSONA_FILES"):
+        personas.persona_files()
+
+
+def test_bad_embedding_settings_name_the_variable(monkeypatch):
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+
+    for name, value in (("WINNI_EMBEDDING_PROVIDER", "magic"), ("WINNI_EMBEDDING_DIMENSIONS", "0"),
+                        ("WINNI_RECALL_FUSION", "max")):
+        result = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True, text=True,
+            env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test", name: value},
+        )
+        assert result.returncode != 0 and name in result.stderr, (name, result.stderr[-300:])

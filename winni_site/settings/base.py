@@ -221,7 +221,10 @@ WINNI_EMBEDDING_THREADS = env_int("WINNI_EMBEDDING_THREADS", 1, minimum=0, maxim
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
 # The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
 WINNI_EMBEDDING_SWEEP_SECONDS = env_int("WINNI_EMBEDDING_SWEEP_SECONDS", 60, minimum=5)
-# Hybrid recall: reciprocal-rank fusion k and the weight of each side.
+# Hybrid recall: how the full-text and vector rankings are fused, and the weight of each side.
+WINNI_RECALL_FUSION = env_str("WINNI_RECALL_FUSION", "score")
+if WINNI_RECALL_FUSION not in ("score", "rrf"):
+    raise ImproperlyConfigured(f"WINNI_RECALL_FUSION must be score or rrf, got {WINNI_RECALL_FUSION!r}")
 WINNI_RECALL_RRF_K = env_int("WINNI_RECALL_RRF_K", 60, minimum=1)
 WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
 WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
