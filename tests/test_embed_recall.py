@@ -152,3 +152,24 @@ def test_reembed_rejects_unknown_kinds():
 
     with pytest.raises(CommandError, match="unknown kind"):
         call_command("winni_reembed", "--kind", "nope")
+
+
+def test_hybrid_passes_score_to_the_neighbouring_turns(settings, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        chat = conversations.conversation_begin(session_id="ctx")
+        for text in ("what is the office wifi password", "it is written on the fridge", "nice weather today",
+                     "should we order lunch", "yes pizza again"):
+            conversations.message_store(conversation_id=chat.id, role="user", content=text)
+
+    def rank_of_answer() -> tuple[int, float]:
+        hits = recall.recall(query="office wifi password", kinds=["message"], limit=5,
+                             filters={"session_id": "ctx"})["results"]
+        index = [hit["turn"] for hit in hits].index(2)
+        return index, hits[index]["scores"]["context"]
+
+    settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.0
+    without, passed = rank_of_answer()
+    assert passed == 0.0
+    settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
+    with_context, passed = rank_of_answer()
+    assert passed > 0 and with_context == 1 and with_context <= without

@@ -43,6 +43,7 @@ class ScoreDict(TypedDict):
     fts_rank: int | None
     vector_similarity: float | None
     vector_rank: int | None
+    context: float
 
 
 class RecallHitDict(TypedDict):
@@ -124,6 +125,28 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     return scopes, narrowed
 
 
+def message_neighbours(keys: list[str], scope: QuerySet | None) -> dict[str, list[str]]:
+    """The turns right before and after each message (within the scope)."""
+    from conversations.models import Message
+
+    if not keys:
+        return {}
+    rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
+    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in (-1, 1)}
+    around = (scope if scope is not None else Message.objects.all()).filter(
+        conversation_id__in={conversation for _, conversation, _ in rows},
+        turn_number__in={turn for _, turn in wanted},
+    ).values_list("pk", "conversation_id", "turn_number")
+    by_position = {(conversation, turn): str(pk) for pk, conversation, turn in around if (conversation, turn) in wanted}
+    return {
+        str(pk): [by_position[(conversation, turn + step)] for step in (-1, 1) if (conversation, turn + step) in by_position]
+        for pk, conversation, turn in rows
+    }
+
+
+NEIGHBOURS: dict[str, retrieval.Neighbours] = {"message": message_neighbours}
+
+
 def _hit_dict(hit: retrieval.Hit) -> RecallHitDict:
     spec = searchable.get(hit.kind)
     obj = hit.obj
@@ -145,6 +168,7 @@ def _hit_dict(hit: retrieval.Hit) -> RecallHitDict:
             "fts_rank": hit.fts_rank,
             "vector_similarity": None if hit.similarity is None else round(hit.similarity, 4),
             "vector_rank": hit.vector_rank,
+            "context": round(hit.context, 6),
         },
         "conversation_id": str(conversation_id) if conversation_id else None,
         "turn": turn,
@@ -164,7 +188,8 @@ def recall(
     degraded = False
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
         try:
-            hits = retrieval.search(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode)  # type: ignore[arg-type]
+            hits = retrieval.search(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode,  # type: ignore[arg-type]
+                                    neighbours=NEIGHBOURS)
         except EmbeddingUnavailable:
             # semantic needs the provider; say so and answer lexically rather than not at all.
             degraded = True

@@ -226,8 +226,10 @@ WINNI_RECALL_FUSION = env_str("WINNI_RECALL_FUSION", "score")
 if WINNI_RECALL_FUSION not in ("score", "rrf"):
     raise ImproperlyConfigured(f"WINNI_RECALL_FUSION must be score or rrf, got {WINNI_RECALL_FUSION!r}")
 WINNI_RECALL_RRF_K = env_int("WINNI_RECALL_RRF_K", 60, minimum=1)
-WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
-WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 1.0, minimum=0.0, maximum=100.0)
+WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 0.65, minimum=0.0, maximum=100.0)
+WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minimum=0.0, maximum=100.0)
+# Share of a message's score passed to the turns before and after it (0 = off).
+WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
