@@ -100,7 +100,7 @@ def test_bm25_prefers_rare_terms():
 
 def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     assert Embedding.objects.filter(kind="message").count() == 4
-    assert vectors.backlog() == {"memory": 0, "message": 0}
+    assert vectors.backlog()["memory"] == vectors.backlog()["message"] == 0
     name = vectors.index_name(model="hash-bow", kind="message", dimensions=384)
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
