@@ -39,7 +39,7 @@ def test_winni_recall_over_messages_and_memories(mcp):
     assert {hit["kind"] for hit in out["results"]} == {"message", "memory"}
     message = next(hit for hit in out["results"] if hit["kind"] == "message")
     assert message["conversation_id"] == cid and message["turn"] == 1
-    assert set(message["scores"]) == {"fused", "fts", "fts_rank", "vector_similarity", "vector_rank"}
+    assert set(message["scores"]) == {"fused", "fts", "fts_rank", "vector_similarity", "vector_rank", "context"}
     only = mcp.call("winni_recall", {"query": "invoice", "session_id": "s-recall", "mode": "fts"})
     assert [hit["kind"] for hit in only["results"]] == ["message"]
     assert "kinds" in mcp.call_error("winni_recall", {"query": "x", "kinds": ["nope"]})
