@@ -5,13 +5,13 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, Message, Role
-from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from winni_site.errors import Conflict, InvalidInput, NotFound
+from winni_site.limits import check_content_size
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
 
@@ -42,13 +42,7 @@ def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] 
 def validate_content(value: Any, *, field: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-    return value
+    return check_content_size(value, field=field)
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:

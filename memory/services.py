@@ -7,13 +7,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Memory
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
+from winni_site.errors import InvalidInput, NotFound
+from winni_site.limits import check_content_size
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
 
@@ -53,13 +53,7 @@ def content_hash(content: str) -> str:
 def validate_content(value: Any, *, field: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-    return value.strip()
+    return check_content_size(value, field=field).strip()
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
@@ -83,9 +77,7 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
 def validate_query(value: Any, *, field: str = "query") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
-    if len(value.encode("utf-8")) > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(f"{field} is larger than WINNI_MAX_CONTENT_BYTES", field=field)
-    return value.strip()
+    return check_content_size(value, field=field).strip()
 
 
 def validate_limit(value: Any, *, low: int = 1, high: int = 20, field: str = "limit") -> int:
