@@ -168,10 +168,14 @@ def orphans_delete(*, kind: str) -> int:
     return deleted
 
 
+BACKLOG_COUNT_CAP = 100_000
+
+
 def backlog() -> dict[str, int]:
-    """Rows per kind that have no vector under the configured model yet."""
+    """Rows per kind that have no vector under the configured model yet, counted up to
+    BACKLOG_COUNT_CAP (so /healthz stays cheap on a large database that is being re-embedded)."""
     model_name = embeddings.model_name()
-    return {kind: pending(kind=kind, model=model_name).count() for kind in searchable.kinds()}
+    return {kind: pending(kind=kind, model=model_name)[:BACKLOG_COUNT_CAP].count() for kind in searchable.kinds()}
 
 
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
