@@ -13,7 +13,7 @@ from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Memory
 from winni_site.errors import InvalidInput, NotFound
-from winni_site.limits import check_content_size
+from winni_site.limits import validate_storable
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
 
@@ -53,7 +53,7 @@ def content_hash(content: str) -> str:
 def validate_content(value: Any, *, field: str = "content") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return check_content_size(value, field=field).strip()
+    return validate_storable(value, field=field).strip()
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
@@ -77,7 +77,7 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
 def validate_query(value: Any, *, field: str = "query") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
-    return check_content_size(value, field=field).strip()
+    return validate_storable(value, field=field).strip()
 
 
 def validate_limit(value: Any, *, low: int = 1, high: int = 20, field: str = "limit") -> int:

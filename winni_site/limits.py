@@ -1,11 +1,15 @@
-"""The content size limit every store applies (WINNI_MAX_CONTENT_BYTES, SPEC "Defaults that matter")."""
+"""What every store checks before writing text (SPEC "Defaults that matter"): PostgreSQL cannot
+store NUL characters, and no text is larger than WINNI_MAX_CONTENT_BYTES."""
 from django.conf import settings
 
-from winni_site.errors import PayloadTooLarge
+from winni_site.errors import InvalidInput, PayloadTooLarge
 
 
-def check_content_size(value: str, *, field: str) -> str:
-    """`value` unchanged, or PayloadTooLarge naming the field, its size and the limit."""
+def validate_storable(value: str, *, field: str) -> str:
+    """Text PostgreSQL can store (no NUL) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
+    InvalidInput / PayloadTooLarge (REST 413), instead of failing inside the INSERT."""
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL (\\x00) characters", field=field)
     size = len(value.encode("utf-8"))
     if size > settings.WINNI_MAX_CONTENT_BYTES:
         raise PayloadTooLarge(

@@ -233,6 +233,13 @@ WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, mini
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
+# --- Conversations: search and orchestration results ---------------------------------------
+# dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
+# `total` is exact.
+WINNI_SEARCH_CANDIDATES = env_int("WINNI_SEARCH_CANDIDATES", 1000, minimum=100, maximum=100_000)
+# true: store NULL for every Fiedler prompt (a request's `redact: true` does it for one).
+WINNI_REDACT_PROMPTS = env_bool("WINNI_REDACT_PROMPTS", False)
+
 # --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
 # extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
 # server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.
