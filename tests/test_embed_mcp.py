@@ -42,6 +42,8 @@ def test_winni_recall_over_messages_and_memories(mcp):
     assert set(message["scores"]) == {"fused", "fts", "fts_rank", "vector_similarity", "vector_rank", "context"}
     only = mcp.call("winni_recall", {"query": "invoice", "session_id": "s-recall", "mode": "fts"})
     assert [hit["kind"] for hit in only["results"]] == ["message"]
+    searched = mcp.call("dewey_search", {"query": "invoice service", "mode": "hybrid", "session_id": "s-recall"})
+    assert [hit["turn"] for hit in searched["results"]] == [1]
     assert "kinds" in mcp.call_error("winni_recall", {"query": "x", "kinds": ["nope"]})
     assert "query" in mcp.call_error("winni_recall", {"query": " "})
     assert "limit" in mcp.call_error("winni_recall", {"query": "x", "limit": 0})

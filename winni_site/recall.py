@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from conversations.services import message_neighbours
 from memory import retrieval
 from memory.embeddings import EmbeddingUnavailable
 from winni_site import searchable
@@ -125,26 +126,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     return scopes, narrowed
 
 
-def message_neighbours(keys: list[str], scope: QuerySet | None) -> dict[str, list[str]]:
-    """The turns right before and after each message (within the scope)."""
-    from conversations.models import Message
-
-    if not keys:
-        return {}
-    rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
-    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in (-1, 1)}
-    around = (scope if scope is not None else Message.objects.all()).filter(
-        conversation_id__in={conversation for _, conversation, _ in rows},
-        turn_number__in={turn for _, turn in wanted},
-    ).values_list("pk", "conversation_id", "turn_number")
-    by_position = {(conversation, turn): str(pk) for pk, conversation, turn in around if (conversation, turn) in wanted}
-    return {
-        str(pk): [by_position[(conversation, turn + step)] for step in (-1, 1) if (conversation, turn + step) in by_position]
-        for pk, conversation, turn in rows
-    }
-
-
-NEIGHBOURS: dict[str, retrieval.Neighbours] = {"message": message_neighbours}
+NEIGHBOURS: dict[str, retrieval.Neighbours] = {"message": message_neighbours}  # per kind, optional
 
 
 def _hit_dict(hit: retrieval.Hit) -> RecallHitDict:
