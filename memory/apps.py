@@ -26,13 +26,15 @@ def _on_searchable_changed(sender: Any, kind: str, ids: list[Any], **kwargs: Any
 def _embedding_health() -> dict[str, Any]:
     from memory import embeddings, vectors
 
-    waiting = vectors.backlog()
+    waiting, age = vectors.backlog_recorded()
     active = vectors.model_active()
     return {
         "status": "ok",
         "provider": embeddings.provider().name,
         "model": embeddings.model_name(),
         "search_model": active.name,
-        "backlog": sum(waiting.values()),
+        # Counted by the beat sweep (WINNI_EMBEDDING_SWEEP_SECONDS); null until its first run.
+        "backlog": None if waiting is None else sum(waiting.values()),
         "backlog_by_kind": waiting,
+        "backlog_counted_seconds_ago": None if age is None else round(age, 1),
     }

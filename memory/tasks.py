@@ -43,6 +43,9 @@ def embed_backlog() -> int:
     whose rows are gone."""
     model = embeddings.model_name()
     queued = 0
+    # Counted here, once a sweep, and kept for /healthz: counting rows without a vector means an
+    # anti-join over every row, too slow for a health check on a large database.
+    vectors.backlog_record(vectors.backlog())
     for kind in searchable.kinds():
         vectors.orphans_delete(kind=kind)
         keys = [str(pk) for pk in vectors.pending(kind=kind, model=model).values_list("pk", flat=True)[:SWEEP_BATCH]]

@@ -178,6 +178,32 @@ def backlog() -> dict[str, int]:
     return {kind: pending(kind=kind, model=model_name)[:BACKLOG_COUNT_CAP].count() for kind in searchable.kinds()}
 
 
+BACKLOG_KEY = "winni:embeddings:backlog"
+
+
+def backlog_record(counts: dict[str, int]) -> None:
+    import json
+    import time
+
+    from winni_site import health
+
+    health._redis().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
+
+
+def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
+    """The backlog the last sweep counted, and how many seconds ago (None, None before the first)."""
+    import json
+    import time
+
+    from winni_site import health
+
+    raw = health._redis().get(BACKLOG_KEY)
+    if raw is None:
+        return None, None
+    data = json.loads(raw)
+    return data["counts"], max(0.0, time.time() - data["at"])
+
+
 def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
