@@ -29,6 +29,8 @@ MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
 # Seed 003: results under this relevance are not worth showing.
 RELEVANCE_CUTOFF = 30.0
+# Full-text matches checked for a missing vector on every search (read-your-writes).
+FRESH_CANDIDATES = 20
 _SPACE = re.compile(r"\s+")
 
 
@@ -149,11 +151,14 @@ def _semantic(*, query: str, query_vector: list[float], scope: Any, limit: int, 
     model = vectors.model_active()
     found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
                                  scope=scope if filtered else None))
-    # Memories without a vector yet: full-text candidates, embedded now (a handful at most).
-    waiting = vectors.pending(kind=KIND, model=model.name, scope=scope)
+    # Memories without a vector yet: the best full-text matches that lack one are embedded now
+    # (a handful at most). Checking the top matches is cheap; an anti-join over every memory is not.
     lexemes = retrieval.query_lexemes(query)
-    fresh = retrieval.bm25(kind=KIND, lexemes=lexemes, scope=waiting, limit=limit, filtered=True)
-    fresh_keys = [key for key, _ in fresh if key not in found]
+    lexical = [key for key, _ in retrieval.bm25(kind=KIND, lexemes=lexemes, scope=scope, limit=FRESH_CANDIDATES,
+                                                 filtered=filtered) if key not in found]
+    have = set(vectors.Embedding.objects.filter(kind=KIND, model=model.name, object_id__in=lexical)
+               .values_list("object_id", flat=True))
+    fresh_keys = [key for key in lexical if key not in have]
     if fresh_keys and model.name == embeddings.model_name():
         rows = {str(m.pk): m for m in Memory.objects.filter(pk__in=fresh_keys)}
         keys = [key for key in fresh_keys if key in rows]
