@@ -27,6 +27,11 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
             name="backup",
         )
     sender.add_periodic_task(24 * 3600.0, sender.signature("winni_site.tasks.retention_purge"), name="retention purge")
+    sender.add_periodic_task(
+        float(settings.WINNI_EMBEDDING_SWEEP_SECONDS),
+        sender.signature("memory.tasks.embed_backlog"),
+        name="embedding backlog sweep",
+    )
 
 
 @worker_ready.connect
