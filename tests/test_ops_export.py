@@ -173,6 +173,13 @@ def _fill_every_store() -> None:
                               tokens_prompt=3, duration_seconds=0.5, conversation_id=str(linked.pk))
     conv.fiedler_result_store(correlation_id="run-1", model="m2", prompt="why?", output="", status="error",
                               error_message="timeout", redact=True)
+    if portable.model_exists("memory.Memory"):
+        from memory import services as memories
+        from memory import vectors
+
+        memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1})
+        memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
+        vectors.embedding_store(kind="memory", ids=[memory.id], build_index=False)
     if apps.is_installed("contexts"):
         from contexts import services as contexts
 
@@ -205,6 +212,10 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     populated = {name for name, rows in counts.items() if any(rows.values())}
     assert {"conversations", "fiedler_results"} <= populated
     assert counts["fiedler_results"] == {"conversations.fiedlerresult": 2}
+    if portable.model_exists("memory.Memory"):
+        assert counts["memories"] == {"memory.memory": 2}
+        assert counts["embeddings"] == {"memory.embedding": 1}
+        assert counts["embedding_models"] == {"memory.embeddingmodel": 1}
     if apps.is_installed("contexts"):
         assert counts["contexts"] == {"contexts.startupcontext": 2}
         assert counts["context_audit"]["contexts.startupcontextaudit"] >= 2

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from winni_site import pgtools, searchable
+from winni_site.portable import model_exists
 from winni_site.logs import storage_op
 
 
@@ -45,15 +46,6 @@ RETENTION: list[Retention] = [
 EXPIRERS: dict[str, Callable[[dt.datetime], int]] = {}
 
 
-def _installed(rule: Retention) -> bool:
-    app_label, model_name = rule.model.split(".")
-    try:
-        apps.get_model(app_label, model_name)
-        return True
-    except LookupError:
-        return False
-
-
 def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) -> dict[str, dict[str, Any]]:
     """Delete rows older than each store's WINNI_RETENTION_DAYS_* (0 = keep forever).
 
@@ -62,7 +54,7 @@ def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) ->
     report: dict[str, dict[str, Any]] = {}
     for rule in RETENTION:
         days = int(getattr(settings, rule.setting, 0))
-        if not days or not _installed(rule):
+        if not days or not model_exists(rule.model):
             report[rule.store] = {"days": days, "cutoff": None, "rows": 0, "dry_run": dry_run}
             continue
         cutoff = now - dt.timedelta(days=days)

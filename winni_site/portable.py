@@ -80,17 +80,17 @@ NOT_EXPORTED = {
 }
 
 
+def model_exists(label: str) -> bool:
+    try:
+        apps.get_model(label)
+        return True
+    except LookupError:
+        return False
+
+
 def installed_stores() -> list[Portable]:
     """The stores whose models exist in this installation."""
-    found = []
-    for store in STORES:
-        try:
-            for label in [store.model, *store.children.values()]:
-                apps.get_model(label)
-        except LookupError:
-            continue
-        found.append(store)
-    return found
+    return [store for store in STORES if all(model_exists(label) for label in [store.model, *store.children.values()])]
 
 
 # --- one row ⇄ one JSON object ----------------------------------------------------------------
