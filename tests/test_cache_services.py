@@ -271,6 +271,9 @@ def test_bad_input_names_the_field_and_writes_nothing(db, settings):
     assert too_large.value.field == "answer" and "WINNI_MAX_CONTENT_BYTES" in too_large.value.message
     with pytest.raises(PayloadTooLarge):
         librarian.librarian_ask(query="x" * (1024 * 1024 + 1))
+    with pytest.raises(InvalidInput) as nul:
+        librarian.librarian_ask(query="a\x00b")
+    assert nul.value.field == "query" and "NUL" in nul.value.message
     with pytest.raises(InvalidInput) as days:
         librarian.librarian_hit_rate_series(days=0)
     assert days.value.field == "days"
