@@ -15,7 +15,8 @@ class _QuerySerializer(serializers.Serializer):
 
 class CacheAskApi(APIView):
     class InputSerializer(_QuerySerializer):
-        pass
+        class Meta:
+            ref_name = "CacheAskInput"
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="cache_ask")
     def post(self, request: Request) -> Response:
@@ -26,6 +27,9 @@ class CacheAskApi(APIView):
 
 class CacheRememberApi(APIView):
     class InputSerializer(_QuerySerializer):
+        class Meta:
+            ref_name = "CacheRememberInput"
+
         answer = serializers.CharField(trim_whitespace=False, allow_blank=True)
         pin = serializers.BooleanField(required=False, default=False)
 
@@ -39,7 +43,8 @@ class CacheRememberApi(APIView):
 
 class CacheForgetApi(APIView):
     class InputSerializer(_QuerySerializer):
-        pass
+        class Meta:
+            ref_name = "CacheForgetInput"
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="cache_forget")
     def post(self, request: Request) -> Response:
@@ -50,6 +55,9 @@ class CacheForgetApi(APIView):
 
 class CacheFeedbackApi(APIView):
     class InputSerializer(_QuerySerializer):
+        class Meta:
+            ref_name = "CacheFeedbackInput"
+
         helpful = serializers.BooleanField()
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="cache_feedback")
@@ -62,6 +70,9 @@ class CacheFeedbackApi(APIView):
 
 class CacheStatsApi(APIView):
     class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "CacheStatsInput"
+
         days = serializers.IntegerField(required=False, min_value=1, max_value=365)
 
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="cache_stats")
