@@ -7,7 +7,8 @@ bench/cache_pairs.jsonl (our own hand-written data).
     .venv/bin/python bench/cache.py                   # 10,000 entries, 300 calls per path
     .venv/bin/python bench/cache.py --entries 2000 --samples 100
 
-The data dir (default /tmp/winni-bench-cache) is wiped first.
+The data dir (default /tmp/winni-bench-cache) is wiped first, unless --reuse is given (then an
+already filled cache is measured again).
 """
 from __future__ import annotations
 
@@ -105,15 +106,16 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=10_000, help="cached answers")
     parser.add_argument("--samples", type=int, default=300, help="calls per measured path")
     parser.add_argument("--data-dir", default="/tmp/winni-bench-cache")
+    parser.add_argument("--reuse", action="store_true", help="keep the data dir and its cached answers")
     args = parser.parse_args()
 
     data_dir = Path(args.data_dir)
-    if data_dir.exists():
+    if data_dir.exists() and not args.reuse:
         # In a child process: the embedded server handle is cached per data dir in this one.
         subprocess.run([sys.executable, "-c", f"from pathlib import Path; from winni_site import embedded; "
                         f"embedded.stop_all(Path({str(data_dir)!r}))"], cwd=ROOT, check=True)
         shutil.rmtree(data_dir)
-    data_dir.mkdir(parents=True)
+    data_dir.mkdir(parents=True, exist_ok=True)
     os.environ["WINNI_DATA_DIR"] = str(data_dir)
     os.environ["WINNI_LOG_LEVEL"] = "WARNING"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
@@ -125,6 +127,7 @@ def main() -> None:
     from django.db import connection
     from tqdm import tqdm
 
+    from django.utils import timezone
     from pgvector.django import CosineDistance
 
     from memory import librarian
@@ -146,7 +149,7 @@ def main() -> None:
 
     started = time.perf_counter()
     with tqdm(total=len(questions), desc="seeding", unit="answer") as bar:
-        for start in range(0, len(questions), 256):
+        for start in range(0, len(questions) if not args.reuse else 0, 256):
             batch = questions[start:start + 256]
             librarian.librarian_seed(pairs=[(q, ANSWER.format(q=q)) for q in batch])
             bar.update(len(batch))
@@ -157,7 +160,7 @@ def main() -> None:
         total_bytes = cursor.fetchone()[0]
     row_bytes = librarian.librarian_memory_stats()["bytes_per_cached_answer"]
 
-    _, token = auth.token_create(name="bench-cache")
+    _, token = auth.token_create(name=f"bench-cache-{os.getpid()}")
     server = LiveServer(child_env(connection.settings_dict))
     try:
         rng = random.Random(5)
@@ -212,6 +215,17 @@ def main() -> None:
             hits = sum(o is not None for o in outcomes)
         return 100 * hits / len(chosen)
 
+    # Where an L2 hit's time goes: the query embedding (CPU-bound model call) and the HNSW lookup.
+    embed_ms, lookup_ms = [], []
+    for pair in tqdm(paraphrases[:60], desc="L2 breakdown", unit="query"):
+        started = time.perf_counter()
+        vector = embed_texts([pair["asked"]])[0]
+        embed_ms.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        librarian._semantic_candidates(vector, timezone.now())
+        lookup_ms.append((time.perf_counter() - started) * 1000)
+    load = os.getloadavg()[0]
+
     def line(name: str, samples: list[tuple[float, Any]]) -> str:
         times = [t for t, _ in samples]
         return (f"{name:<22} p50 {percentile(times, 50):6.1f} ms   p95 {percentile(times, 95):6.1f} ms   "
@@ -220,9 +234,13 @@ def main() -> None:
     threshold = settings.LIBRARIAN_SIMILARITY_THRESHOLD
     print()
     print(f"answer cache, {cached} cached answers, threshold {threshold}, 2-core machine, {time.strftime('%Y-%m-%d')}")
-    print(f"seeding: {seed_seconds:.1f} s ({cached / seed_seconds:.0f} answers/s incl. embeddings)")
+    if not args.reuse:
+        print(f"seeding: {seed_seconds:.1f} s ({cached / seed_seconds:.0f} answers/s incl. embeddings)")
     print(line("L1 exact hit (MCP)", l1))
     print(line("L2 semantic hit (MCP)", l2))
+    print(f"  of which, in-process: query embedding p50 {percentile(embed_ms, 50):.1f} ms p95 {percentile(embed_ms, 95):.1f} ms, "
+          f"HNSW lookup p50 {percentile(lookup_ms, 50):.1f} ms p95 {percentile(lookup_ms, 95):.1f} ms")
+    print(f"  (1-minute load average at the end: {load:.1f} on {os.cpu_count()} cores)")
     print(f"storage per cached answer: {row_bytes} B row (answer ≈ {len(ANSWER) + 40} B, vector 1.5 KiB), "
           f"{total_bytes / cached / 1024:.1f} KiB with indexes and TOAST ({total_bytes / 1024 / 1024:.1f} MiB total)")
     print(f"paraphrase recall at {threshold}: {100 * true_hits / len(paraphrases):.1f}% "
