@@ -22,16 +22,16 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from conversations.services import validate_storable
 from memory import embeddings
 from memory.librarian_models import TIER_ORDER, LibrarianHourlyStats, QueryMemory, Tier
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
+from winni_site.errors import InvalidInput, NotFound
 from winni_site.logs import storage_op
 
 QUERY_EMPTY = "query must not be empty or whitespace"
 ANSWER_EMPTY = "answer must not be empty or whitespace"
 QUERY_UNKNOWN = "no cached query matches {query!r} (feedback and forget need the exact query, after normalisation)"
 DAYS_RANGE = "days must be between 1 and 365"
-NUL_CHARACTER = "must not contain NUL characters"
 
 # Confidence of a computed (retrieved, unjudged) answer, of an answer given by a caller
 # (remember / seed), and the steps feedback moves it by.
@@ -110,28 +110,17 @@ def semantic_guard_allows(query: str, cached_query: str) -> bool:
 # --- validation --------------------------------------------------------------------------------
 
 
-def _check_size(value: str, *, field: str) -> None:
-    if "\x00" in value:
-        raise InvalidInput(f"{field}: {NUL_CHARACTER}", field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-
-
 def validate_query(value: Any, *, field: str = "query") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
-    _check_size(value, field=field)
+    validate_storable(value, field=field)
     return value.strip()
 
 
 def validate_answer(value: Any, *, field: str = "answer") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {ANSWER_EMPTY}", field=field)
-    _check_size(value, field=field)
+    validate_storable(value, field=field)
     return value
 
 
