@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import re
 import time
 from collections import Counter
@@ -224,6 +225,51 @@ def knowledge_answer(query: str) -> Knowledge:
     return Knowledge("\n".join(lines), sources)
 
 
+# --- the optional judgment model (seed 002 §12.3) --------------------------------------------------
+
+JUDGE_SYSTEM = (
+    "You rate answers before they are cached. Given a question and an answer, reply with one number "
+    "between 0 and 1: how completely and accurately the answer answers the question (0 useless, 1 "
+    "complete and accurate). Reply with the number only."
+)
+# A rating below this keeps the answer out of the cache.
+JUDGMENT_MIN = 0.5
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+judge_log = logging.getLogger("winni.librarian")
+
+
+def judge_answer(query: str, answer: str) -> float | None:
+    """The configured LLM's rating of an answer (0–1), or None when the provider fails or the
+    reply holds no number (the answer is then treated as unjudged). Slow: call it outside
+    transactions. Uses the medallions' provider layer (WINNI_MEDALLION_LLM_*)."""
+    from medallions import llm
+
+    provider = llm.provider_from_settings()
+    try:
+        reply = provider.complete(system=JUDGE_SYSTEM, prompt=f"Question:\n{query}\n\nAnswer:\n{answer}")  # type: ignore[attr-defined]
+    except llm.MedallionLLMError as exc:
+        judge_log.warning("judgment model failed", extra={"fields": {"error": str(exc)[:300]}})
+        return None
+    match = _NUMBER.search(reply)
+    if match is None:
+        judge_log.warning("judgment model gave no rating", extra={"fields": {"reply": reply[:200]}})
+        return None
+    return round(min(1.0, max(0.0, float(match.group()))), 4)
+
+
+def _judgment(text: str, key: str, knowledge: Knowledge, compute_time_ms: int) -> float | None:
+    """Rate the answer only when the cache decision (by ask count and compute time) is about to
+    store it: the judgment gates caching and becomes the confidence."""
+    if not settings.LIBRARIAN_JUDGMENT_MODEL or not knowledge.sources:
+        return None
+    entry = QueryMemory.objects.defer("embedding").filter(query_hash=key).first() or QueryMemory(ask_count=0)
+    entry.ask_count += 1
+    entry.confidence = None
+    if not should_cache(entry, compute_time_ms=compute_time_ms, has_sources=True):
+        return None
+    return judge_answer(text, knowledge.answer)
+
+
 def _compute(query: str) -> tuple[Knowledge, int]:
     started = time.perf_counter()
     knowledge = knowledge_answer(query)
@@ -323,7 +369,8 @@ def _semantic_candidates(vector: list[float], now: dt.datetime) -> list[QueryMem
 
 
 def _record_miss(
-    text: str, key: str, knowledge: Knowledge, compute_time_ms: int, vector: list[float] | None, now: dt.datetime
+    text: str, key: str, knowledge: Knowledge, compute_time_ms: int, vector: list[float] | None, now: dt.datetime,
+    rating: float | None = None,
 ) -> tuple[QueryMemory, bool]:
     """Track the query; store the answer when the cache decision says so. Returns (entry, cached)."""
     with transaction.atomic():
@@ -341,7 +388,10 @@ def _record_miss(
             # The vector made for the L2 lookup is the one the worker would make: keep it.
             entry.embedding = vector
             entry.embedding_model = embeddings.model_name()
+        if rating is not None:
+            entry.confidence = rating
         cached = should_cache(entry, compute_time_ms=compute_time_ms, has_sources=bool(knowledge.sources))
+        cached = cached and (rating is None or rating >= JUDGMENT_MIN)
         if cached:
             if entry.answer is not None and entry.answer != knowledge.answer:
                 # Confidence and feedback were about the previous answer.
@@ -351,7 +401,9 @@ def _record_miss(
             entry.answer = knowledge.answer
             entry.sources = knowledge.sources
             entry.expires_at = _expiry(now, pinned=entry.pinned)
-            if entry.confidence is None:
+            if rating is not None:
+                entry.confidence = rating
+            elif entry.confidence is None:
                 entry.confidence = COMPUTED_CONFIDENCE
         elif entry.answer is not None:
             # Expired (that is why this was a miss): the stale answer goes.
@@ -394,7 +446,10 @@ def librarian_ask(*, query: str) -> AskResult:
                                      similarity=round(1.0 - distance, 4), sources=entry.sources,
                                      confidence=entry.confidence)
         knowledge, compute_time_ms = _compute(text)
-        entry, cached = _record_miss(text, key, knowledge, compute_time_ms, vector, now)
+        rating = _judgment(text, key, knowledge, compute_time_ms)
+        entry, cached = _record_miss(text, key, knowledge, compute_time_ms, vector, now, rating)
+        if rating is not None:
+            log["judgment"] = rating
         log.update(match=MISS, entry_id=entry.pk, cached=cached, compute_ms=compute_time_ms)
     if cached:
         librarian_evict_over_limit()

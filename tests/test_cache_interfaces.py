@@ -88,6 +88,7 @@ def test_admin_edit_remembers_the_new_answer(client, staff_user):
     ("LIBRARIAN_SIMILARITY_THRESHOLD", "1.5"),
     ("LIBRARIAN_CACHE_THRESHOLD", "0"),
     ("LIBRARIAN_MAX_CACHED", "lots"),
+    ("LIBRARIAN_JUDGMENT_MODEL", "true"),  # with the default offline extractive provider
 ])
 def test_out_of_range_settings_refuse_to_start(tmp_path, variable, value):
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev", "WINNI_DATA_DIR": str(tmp_path),
