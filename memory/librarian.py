@@ -17,17 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db import connection, models, transaction
-from django.db.models import F, Q, Sum
+from django.db.models import Q, Sum
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from conversations.services import validate_storable
 from memory import embeddings
-from memory.librarian_models import TIER_ORDER, LibrarianHourlyStats, QueryMemory, Tier
+from memory.librarian_models import (
+    QUERY_EMBEDDING_DIMENSIONS, TIER_ORDER, LibrarianHourlyStats, QueryMemory, Tier,
+)
 from winni_site.errors import InvalidInput, NotFound
 from winni_site.logs import storage_op
+from winni_site.validation import validate_storable
 
 QUERY_EMPTY = "query must not be empty or whitespace"
 ANSWER_EMPTY = "answer must not be empty or whitespace"
@@ -45,7 +46,7 @@ FEEDBACK_DOWN = 0.2
 SEMANTIC_CANDIDATES = 3
 KNOWLEDGE_PASSAGES = 3
 PASSAGE_CHARS = 600
-KNOWLEDGE_MAX_WORDS = 64
+RECALL_QUERY_CHARS = 2000
 NO_KNOWLEDGE_ANSWER = "Winni has nothing stored that matches this question."
 
 
@@ -191,37 +192,25 @@ class Knowledge:
 
 
 def knowledge_answer(query: str) -> Knowledge:
-    """The best matching stored passages with their sources, labelled as retrieved text.
+    """The best matching stored passages (messages, memories, medallions, contexts: the hybrid
+    `winni_recall`) with their sources, labelled as retrieved text, never generated."""
+    # Imported here: winni_site.recall sits above the apps and imports their search services.
+    from winni_site.recall import recall
 
-    Full-text search over messages (any of the query's words, ranked); the one function to swap
-    for the hybrid `winni_recall` once it exists."""
-    from conversations.models import Message
-
-    words = list(dict.fromkeys(word for word in re.findall(r"\w+", query.lower()) if word not in ("or", "and")))
-    words = words[:KNOWLEDGE_MAX_WORDS]
-    if not words:
-        return Knowledge(NO_KNOWLEDGE_ANSWER, [])
-    search = SearchQuery(" or ".join(words), config="english", search_type="websearch")
-    hits = list(
-        Message.objects.filter(search_vector=search)
-        .annotate(rank=SearchRank(F("search_vector"), search))
-        .order_by("-rank", "-created_at")
-        .only("id", "conversation_id", "turn_number", "role", "content")[:KNOWLEDGE_PASSAGES]
-    )
+    hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES)["results"]
     if not hits:
         return Knowledge(NO_KNOWLEDGE_ANSWER, [])
-    lines = ["Retrieved from Winni's stored conversations (passages, not a generated answer):"]
+    lines = ["Retrieved from Winni's memory (passages, not a generated answer):"]
     sources = []
-    for number, message in enumerate(hits, start=1):
-        passage = message.content if len(message.content) <= PASSAGE_CHARS else message.content[:PASSAGE_CHARS] + "…"
-        lines.append(f"[{number}] conversation {message.conversation_id}, turn {message.turn_number} ({message.role}): {passage}")
-        sources.append({
-            "kind": "message",
-            "id": str(message.id),
-            "label": f"turn {message.turn_number} ({message.role})",
-            "conversation_id": str(message.conversation_id),
-            "score": round(float(message.rank), 4),
-        })
+    for number, hit in enumerate(hits, start=1):
+        text = hit["text"]
+        passage = text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS] + "…"
+        where = f"conversation {hit['conversation_id']}, " if hit.get("conversation_id") else ""
+        lines.append(f"[{number}] {hit['kind']} {where}{hit['label']}: {passage}")
+        source = {"kind": hit["kind"], "id": hit["id"], "label": hit["label"], "score": round(float(hit["score"]), 4)}
+        if hit.get("conversation_id"):
+            source["conversation_id"] = hit["conversation_id"]
+        sources.append(source)
     return Knowledge("\n".join(lines), sources)
 
 
@@ -309,9 +298,14 @@ class AskResult:
     confidence: float | None = None
 
 
+def _vectors_fit() -> bool:
+    """The cache stores 384-d query vectors; with a model of another size, L2 is off."""
+    return embeddings.dimensions() == QUERY_EMBEDDING_DIMENSIONS
+
+
 def _schedule_embedding(entry: QueryMemory) -> None:
     """Warm, hot and core entries need a query vector for L2; make it in the worker."""
-    if entry.tier != Tier.COLD and entry.embedding_model != embeddings.model_name():
+    if entry.tier != Tier.COLD and entry.embedding_model != embeddings.model_name() and _vectors_fit():
         from memory.librarian_tasks import librarian_embed
 
         entry_id = entry.pk
@@ -430,7 +424,7 @@ def librarian_ask(*, query: str) -> AskResult:
             return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,
                              sources=entry.sources, confidence=entry.confidence)
         vector = None
-        if settings.LIBRARIAN_SEMANTIC_SEARCH:
+        if settings.LIBRARIAN_SEMANTIC_SEARCH and _vectors_fit():
             vector = embeddings.embed_texts([text])[0]
             for candidate in _semantic_candidates(vector, now):
                 distance = float(candidate.distance)  # type: ignore[attr-defined]
@@ -559,7 +553,7 @@ def librarian_set_pinned(*, entry_ids: Iterable[int], pinned: bool) -> int:
 def librarian_embed(*, entry_id: int) -> bool:
     """Store the query vector of one entry; False when there is nothing to do."""
     entry = QueryMemory.objects.defer("embedding").filter(pk=entry_id).first()
-    if entry is None or entry.embedding_model == embeddings.model_name():
+    if entry is None or entry.embedding_model == embeddings.model_name() or not _vectors_fit():
         return False
     # The model call is slow: outside any transaction.
     vector = embeddings.embed_texts([entry.query_text])[0]
@@ -624,6 +618,7 @@ def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[s
     existing = {entry.query_hash: entry for entry in QueryMemory.objects.defer("embedding").filter(query_hash__in=cleaned)}
     model = embeddings.model_name()
     to_embed = [key for key in cleaned if key not in existing or existing[key].embedding_model != model]
+    to_embed = to_embed if _vectors_fit() else []
     vectors = dict(zip(to_embed, embeddings.embed_texts([cleaned[key][0] for key in to_embed])))
     now = timezone.now()
     counts = {"created": 0, "updated": 0, "unchanged": 0}

@@ -14,6 +14,13 @@ from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 
+@pytest.fixture(autouse=True)
+def real_model(settings):
+    """Semantic matching is what these tests check: the real all-MiniLM-L6-v2, not the stand-in."""
+    settings.WINNI_EMBEDDING_PROVIDER = "local"
+    settings.WINNI_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
 DB_QUESTION = "How do I configure the database connection?"
 DB_PARAPHRASE = "How can I configure the database connection?"
 
@@ -55,7 +62,7 @@ def test_a_first_miss_answers_from_stored_conversations_and_tracks_the_query(kno
     result = librarian.librarian_ask(query="How do I set the DATABASE_URL?")
     assert (result.match, result.cached) == ("miss", False)
     assert "DATABASE_URL to postgresql://" in result.answer
-    assert result.answer.startswith("Retrieved from Winni's stored conversations")
+    assert result.answer.startswith("Retrieved from Winni's memory")
     assert result.sources and result.sources[0]["conversation_id"] == str(knowledge)
     entry = QueryMemory.objects.get()
     assert (entry.ask_count, entry.tier, entry.answer, entry.embedding_model) == (1, "cold", None, "")

@@ -23,6 +23,11 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         name="worker heartbeat",
     )
     sender.add_periodic_task(
+        float(settings.WINNI_EMBEDDING_SWEEP_SECONDS),
+        sender.signature("memory.tasks.embed_backlog"),
+        name="embedding backlog sweep",
+    )
+    sender.add_periodic_task(
         float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
         sender.signature("memory.librarian_tasks.librarian_evict"),
         name="answer cache expiry and eviction",

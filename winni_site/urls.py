@@ -5,7 +5,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
 from winni_site.health import healthz
+from winni_site.recall import RecallApi
 
 
 def _app_api_urls() -> list:
@@ -24,5 +26,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/v1/cache/", include("memory.librarian_urls")),
+    path("api/v1/capture/events", CaptureEventApi.as_view(), name="capture-events"),
+    path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
+    path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
+    path("api/v1/recall", RecallApi.as_view(), name="recall"),
     *_app_api_urls(),
 ]

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0001_initial'),
+        ('memory', '0002_memories_embeddings'),
     ]
 
     operations = [
