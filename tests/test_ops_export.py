@@ -180,6 +180,10 @@ def _fill_every_store() -> None:
         memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1})
         memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
         vectors.embedding_store(kind="memory", ids=[memory.id], build_index=False)
+    if portable.model_exists("memory.QueryMemory"):
+        from memory import librarian
+
+        librarian.librarian_remember(query="How are backups kept?", answer="the newest seven", pin=True)
     if apps.is_installed("contexts"):
         from contexts import services as contexts
 
@@ -216,6 +220,8 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
         assert counts["memories"] == {"memory.memory": 2}
         assert counts["embeddings"] == {"memory.embedding": 1}
         assert counts["embedding_models"] == {"memory.embeddingmodel": 1}
+    if portable.model_exists("memory.QueryMemory"):
+        assert counts["cache_entries"] == {"memory.querymemory": 1}
     if apps.is_installed("contexts"):
         assert counts["contexts"] == {"contexts.startupcontext": 2}
         assert counts["context_audit"]["contexts.startupcontextaudit"] >= 2

@@ -107,3 +107,15 @@ def test_fiedler_results_have_their_own_retention(settings):
     assert report["fiedler_results"]["rows"] == 1 and report["conversations"]["rows"] == 0
     assert list(FiedlerResult.objects.values_list("correlation_id", flat=True)) == ["new"]
     assert Conversation.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_vacuum_expires_cache_answers_past_their_ttl(capsys):
+    from memory import librarian
+    from memory.librarian_models import QueryMemory
+
+    entry, _ = librarian.librarian_remember(query="when do backups run?", answer="every 24 hours")
+    QueryMemory.objects.filter(pk=entry.pk).update(expires_at=timezone.now() - dt.timedelta(minutes=1))
+    call_command("winni_vacuum")
+    assert "expired 1 cache entries past their TTL" in capsys.readouterr().out
+    assert QueryMemory.objects.get(pk=entry.pk).answer is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from importlib.util import find_spec
 from typing import Any, Callable
 
 from django.apps import apps
@@ -42,8 +43,17 @@ RETENTION: list[Retention] = [
               keep={"pinned": True}),
 ]
 
+def _expire_cache_entries(now: dt.datetime) -> int:
+    """The answer cache's own clean-up: answers past their TTL are dropped (statistics stay)."""
+    from memory.librarian import librarian_evict
+
+    return librarian_evict()["expired"]
+
+
 # name → callable(now) returning how many rows it expired; run by winni_vacuum before VACUUM.
-EXPIRERS: dict[str, Callable[[dt.datetime], int]] = {}
+EXPIRERS: dict[str, Callable[[dt.datetime], int]] = (
+    {"cache entries past their TTL": _expire_cache_entries} if find_spec("memory.librarian") else {}
+)
 
 
 def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) -> dict[str, dict[str, Any]]:
