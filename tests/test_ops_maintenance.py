@@ -119,3 +119,17 @@ def test_vacuum_expires_cache_answers_past_their_ttl(capsys):
     call_command("winni_vacuum")
     assert "expired 1 cache entries past their TTL" in capsys.readouterr().out
     assert QueryMemory.objects.get(pk=entry.pk).answer is None
+
+
+@pytest.mark.django_db
+def test_cache_retention_spares_pinned_entries(settings):
+    from memory import librarian
+    from memory.librarian_models import QueryMemory
+
+    old, _ = librarian.librarian_remember(query="an old question", answer="old")
+    pinned, _ = librarian.librarian_remember(query="a pinned question", answer="kept", pin=True)
+    librarian.librarian_remember(query="a recent question", answer="new")
+    QueryMemory.objects.filter(pk__in=[old.pk, pinned.pk]).update(last_asked=timezone.now() - dt.timedelta(days=9))
+    settings.WINNI_RETENTION_DAYS_CACHE = 3
+    assert maintenance.retention_purge()["cache_entries"]["rows"] == 1
+    assert sorted(QueryMemory.objects.values_list("query_text", flat=True)) == ["a pinned question", "a recent question"]
