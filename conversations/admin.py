@@ -3,6 +3,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from conversations.models import Conversation, Message
+from winni_site.admin_views import TranscriptAdminMixin
 
 
 class MessageInline(admin.TabularInline):
@@ -19,7 +20,7 @@ class MessageInline(admin.TabularInline):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(TranscriptAdminMixin, admin.ModelAdmin):
     list_display = ("id", "session_id", "message_count", "created_at", "updated_at")
     search_fields = ("session_id",)
     readonly_fields = ("id", "session_id", "metadata", "created_at", "updated_at")
