@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from importlib.util import find_spec
 from typing import Any
 
 from django.contrib import admin
@@ -22,6 +23,7 @@ from winni_site import charts, dashboard, searchable
 
 TRANSCRIPT_PAGE_SIZE = 200
 SEARCH_LIMIT = 20
+SEARCH_CANDIDATES = 2000
 
 
 def can_view(request: HttpRequest, model: type[Model] | None) -> bool:
@@ -51,10 +53,7 @@ def object_url(obj: Model) -> str | None:
         return transcript_url(obj.conversation_id, obj.turn_number)
     if type(obj).__name__ == "Conversation":
         return transcript_url(obj.pk)
-    try:
-        return reverse(f"admin:{obj._meta.app_label}_{obj._meta.model_name}_change", args=[obj.pk])
-    except NoReverseMatch:
-        return None
+    return _change_url(type(obj), obj.pk)
 
 
 # --- dashboard ------------------------------------------------------------------------------
@@ -133,15 +132,50 @@ def search(request: HttpRequest) -> HttpResponse:
 
 
 def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str, Any]]:
-    """Full-text hits per searchable kind the user may view, best group first."""
+    """winni_recall's hybrid ranking over the kinds the user may view, grouped by kind (best
+    group first); a plain full-text search per kind while winni_recall is not installed."""
+    kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
+    if not kinds:
+        return []
+    if find_spec("winni_site.recall") is None:
+        return _fts_groups(kinds, query, limit)
+    from winni_site.recall import recall
+
+    words = _query_words(query)
+    result = recall(query=query, kinds=kinds, limit=limit)
+    groups: dict[str, dict[str, Any]] = {}
+    for hit in result["results"]:
+        model = searchable.get(hit["kind"]).model
+        if hit["kind"] == "message" and hit["conversation_id"]:
+            url: str | None = transcript_url(hit["conversation_id"], hit["turn"])
+        else:
+            url = _change_url(model, hit["id"])
+        group = groups.setdefault(hit["kind"], {
+            "kind": hit["kind"], "title": str(model._meta.verbose_name_plural).capitalize(), "hits": [],
+            "best": hit["score"]})
+        group["hits"].append({"kind": hit["kind"], "id": hit["id"], "title": hit["label"], "score": hit["score"],
+                              "snippet": snippet(hit["text"], words), "url": url, "extra": ""})
+    return sorted(groups.values(), key=lambda group: -group["best"])
+
+
+def _change_url(model: type[Model], pk: Any) -> str | None:
+    try:
+        return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
+    except NoReverseMatch:
+        return None
+
+
+def _fts_groups(kinds: list[str], query: str, limit: int) -> list[dict[str, Any]]:
     words = _query_words(query)
     groups = []
-    for kind in searchable.kinds():
+    for kind in kinds:
         entry = searchable.get(kind)
-        if not can_view(request, entry.model):
-            continue
         ts_query = SearchQuery(query, config="english", search_type="websearch")
-        rows = (entry.model._default_manager.filter(search_vector=ts_query)
+        manager = entry.model._default_manager
+        # Rank at most SEARCH_CANDIDATES matches: a word in most rows would otherwise rank the
+        # whole table on every search (seconds at a million messages).
+        candidates = manager.filter(search_vector=ts_query).values("pk")[:SEARCH_CANDIDATES]
+        rows = (manager.filter(pk__in=candidates)
                 .annotate(rank=SearchRank(F("search_vector"), ts_query)).order_by("-rank")[:limit])
         hits = [{"kind": kind, "id": str(row.pk), "title": entry.label(row), "score": float(row.rank),
                  "snippet": snippet(entry.text(row), words), "url": object_url(row),
