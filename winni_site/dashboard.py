@@ -12,8 +12,9 @@ import redis
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import Count, F, Func, Value
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import Count
+from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from winni_site import health, searchable
@@ -96,33 +97,24 @@ def messages_per_day(days: int = 30) -> list[tuple[dt.date, int]]:
         Message.objects.filter(created_at__gte=start)
         .annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
         .values("day")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # count(*) lets PostgreSQL answer from the created_at index alone
         .order_by()
     )
     per_day = {row["day"]: row["n"] for row in rows}
     return [(first + dt.timedelta(days=i), per_day.get(first + dt.timedelta(days=i), 0)) for i in range(days)]
 
 
-def conversation_source_expression() -> Func:
-    """metadata->>'source', lower-cased; conversations without one came in through the API."""
-    return Coalesce(
-        Func(Func(F("metadata"), Value("source"), function="jsonb_extract_path_text"), function="lower"),
-        Value(DEFAULT_SOURCE),
-        output_field=models.TextField(),
-    )
-
-
 def conversations_per_source() -> list[tuple[str, int]]:
-    """Claude Code, API and proxy first (zero when none), then any other source, largest first."""
+    """Claude Code, API and proxy first (zero when none), then any other source, largest first.
+    The source is metadata.source, lower-cased; conversations without one came in through the API.
+    (Grouped on the raw value and normalised here: half the cost of lower()/coalesce in SQL.)"""
     from conversations.models import Conversation
 
-    rows = (
-        Conversation.objects.annotate(source=conversation_source_expression())
-        .values("source")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    counts = {row["source"]: row["n"] for row in rows}
+    rows = Conversation.objects.values(source=KT("metadata__source")).annotate(n=Count("*")).order_by()
+    counts: dict[str, int] = {}
+    for row in rows:
+        source = (row["source"] or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE
+        counts[source] = counts.get(source, 0) + row["n"]
     known = [(source, counts.pop(source, 0)) for source in SOURCES]
     return known + sorted(counts.items(), key=lambda item: -item[1])
 
