@@ -25,6 +25,9 @@ def corpus(db: Any) -> AdminCorpus:
 
 @pytest.fixture
 def admin_client(client: Any, staff_user: Any) -> Any:
+    from django.core.cache import cache
+
+    cache.clear()  # the dashboard's status panel is cached for a few seconds
     client.force_login(staff_user)
     return client
 

@@ -24,6 +24,24 @@ def _plain(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 or value == int(value) else f"{value:.2g}"
 
 
+# Margins of the charts with axes (bar, line): room for the value ticks left, day labels below.
+LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 24
+
+
+def _axes(kind: str, title: str, width: int, height: int, top_value: float,
+          fmt: Callable[[float], str]) -> dict[str, Any]:
+    """The frame both axis charts share: plot size, three value ticks, label baseline."""
+    plot_h = height - TOP - BOTTOM
+    return {"kind": kind, "title": title, "width": width, "height": height,
+            "plot_w": width - LEFT - RIGHT, "plot_h": plot_h, "left": LEFT, "right": width - RIGHT,
+            "base": TOP + plot_h, "label_y": height - 6,
+            "ticks": [{"y": round(TOP + plot_h - plot_h * f, 1), "text": fmt(top_value * f)} for f in (0, 0.5, 1)]}
+
+
+def _label_due(i: int, count: int, label_every: int) -> bool:
+    return i % label_every == 0 or i == count - 1
+
+
 def bar_chart(
     points: Sequence[tuple[str, Number]],
     *,
@@ -34,22 +52,19 @@ def bar_chart(
     fmt: Callable[[float], str] = _plain,
 ) -> dict[str, Any]:
     """Vertical bars, one per (label, value), e.g. messages per day."""
-    left, right, top, bottom = 44, 8, 10, 24
-    plot_w, plot_h = width - left - right, height - top - bottom
     top_value = nice_max(max((float(v) for _, v in points), default=0))
-    slot = plot_w / max(len(points), 1)
+    chart = _axes("bar", title, width, height, top_value, fmt)
+    plot_h = chart["plot_h"]
+    slot = chart["plot_w"] / max(len(points), 1)
     bars, labels = [], []
     for i, (label, value) in enumerate(points):
         h = plot_h * float(value) / top_value
-        x = left + i * slot + slot * 0.12
-        bars.append({"x": round(x, 1), "y": round(top + plot_h - h, 1), "w": round(slot * 0.76, 1),
+        x = LEFT + i * slot + slot * 0.12
+        bars.append({"x": round(x, 1), "y": round(TOP + plot_h - h, 1), "w": round(slot * 0.76, 1),
                      "h": round(h, 1), "label": label, "value": value, "text": fmt(float(value))})
-        if i % label_every == 0 or i == len(points) - 1:
-            labels.append({"x": round(left + i * slot + slot / 2, 1), "text": label})
-    ticks = [{"y": round(top + plot_h - plot_h * f, 1), "text": fmt(top_value * f)} for f in (0, 0.5, 1)]
-    return {"kind": "bar", "title": title, "width": width, "height": height, "bars": bars, "labels": labels,
-            "ticks": ticks, "left": left, "right": width - right, "base": top + plot_h, "label_y": height - 6,
-            "total": sum(float(v) for _, v in points), "empty": not any(float(v) for _, v in points)}
+        if _label_due(i, len(points), label_every):
+            labels.append({"x": round(LEFT + i * slot + slot / 2, 1), "text": label})
+    return {**chart, "bars": bars, "labels": labels, "empty": not any(float(v) for _, v in points)}
 
 
 def hbar_chart(
@@ -84,28 +99,25 @@ def line_chart(
     fmt: Callable[[float], str] = _plain,
 ) -> dict[str, Any]:
     """A line through the points that have a value (None leaves a gap), e.g. hit rate per day."""
-    left, right, top, bottom = 44, 8, 10, 24
-    plot_w, plot_h = width - left - right, height - top - bottom
-    step = plot_w / max(len(points) - 1, 1)
+    chart = _axes("line", title, width, height, top_value, fmt)
+    plot_h = chart["plot_h"]
+    step = chart["plot_w"] / max(len(points) - 1, 1)
     dots, segments, current, labels = [], [], [], []
     for i, (label, value) in enumerate(points):
-        x = round(left + i * step, 1)
-        if i % label_every == 0 or i == len(points) - 1:
+        x = round(LEFT + i * step, 1)
+        if _label_due(i, len(points), label_every):
             labels.append({"x": x, "text": label})
         if value is None:
             if current:
                 segments.append(" ".join(current))
             current = []
             continue
-        y = round(top + plot_h - plot_h * min(value, top_value) / top_value, 1)
+        y = round(TOP + plot_h - plot_h * min(value, top_value) / top_value, 1)
         current.append(f"{x},{y}")
         dots.append({"x": x, "y": y, "label": label, "value": value, "text": fmt(value)})
     if current:
         segments.append(" ".join(current))
-    ticks = [{"y": round(top + plot_h - plot_h * f, 1), "text": fmt(top_value * f)} for f in (0, 0.5, 1)]
-    return {"kind": "line", "title": title, "width": width, "height": height, "dots": dots, "segments": segments,
-            "labels": labels, "ticks": ticks, "left": left, "right": width - right, "base": top + plot_h,
-            "label_y": height - 6, "empty": not dots}
+    return {**chart, "dots": dots, "segments": segments, "labels": labels, "empty": not dots}
 
 
 def human_bytes(value: float) -> str:
