@@ -186,3 +186,23 @@ def test_dashboard_uses_estimates_for_big_tables(admin_client: Any, corpus: Admi
         cursor.execute("ANALYZE conversations_message")
     html = admin_client.get("/admin/").content.decode()
     assert re.search(r'data-store="Messages".*?≈ \d+', html, re.S)
+
+
+def test_the_record_view_links_to_the_transcript(admin_client: Any, corpus: AdminCorpus):
+    html = admin_client.get(reverse("admin:conversations_conversation_change", args=[corpus.claude.id])).content.decode()
+    assert reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id]) in html
+
+
+def test_admin_posts_need_the_csrf_token(staff_user: Any, corpus: AdminCorpus):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff_user)
+    changelist = reverse("admin:conversations_conversation_changelist")
+    response = client.post(changelist, {"action": "delete_selected", "_selected_action": [str(corpus.api.id)],
+                                        "post": "yes"})
+    assert response.status_code == 403
+    assert Conversation.objects.filter(pk=corpus.api.id).exists()
+    # Every form the admin's own pages render carries the token (the search box is a GET form).
+    html = client.get(changelist).content.decode()
+    assert html.count('<form') == html.count('method="get"') + html.count('name="csrfmiddlewaretoken"')
