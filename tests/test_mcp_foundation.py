@@ -86,3 +86,23 @@ def test_content_over_one_mib_is_a_tool_error(mcp_legacy):
 def test_every_response_carries_a_request_id(winni_server):
     response = httpx.get(winni_server.url + "/healthz", headers={"x-request-id": "abc123"})
     assert response.headers["x-request-id"] == "abc123"
+
+
+def test_tool_calls_do_not_leak_database_connections(mcp_legacy):
+    """Tools run in the SDK's worker threads; their connections must be reused, not piled up."""
+    from django.db import connection
+
+    def server_connections() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            return cursor.fetchone()[0]
+
+    cid = mcp_legacy.call("dewey_begin_conversation", {})["conversation_id"]
+    for _ in range(5):
+        mcp_legacy.call("dewey_get_conversation", {"conversation_id": cid})
+    warmed = server_connections()
+    for _ in range(40):
+        mcp_legacy.call("dewey_get_conversation", {"conversation_id": cid})
+    assert server_connections() <= warmed + 2

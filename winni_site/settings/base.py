@@ -206,3 +206,26 @@ LOGGING = {
 # Admin lists and store counts use PostgreSQL's row estimate (pg_class.reltuples) for tables at
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
+# --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
+# extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
+# server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.
+WINNI_MEDALLION_LLM_PROVIDER = env_str("WINNI_MEDALLION_LLM_PROVIDER", "extractive").strip().lower()
+if WINNI_MEDALLION_LLM_PROVIDER not in ("extractive", "openai", "anthropic"):
+    raise ImproperlyConfigured(
+        f"WINNI_MEDALLION_LLM_PROVIDER must be extractive, openai or anthropic, got {WINNI_MEDALLION_LLM_PROVIDER!r}"
+    )
+WINNI_MEDALLION_LLM_BASE_URL = env_str("WINNI_MEDALLION_LLM_BASE_URL", "")
+if WINNI_MEDALLION_LLM_BASE_URL and not WINNI_MEDALLION_LLM_BASE_URL.startswith(("http://", "https://")):
+    raise ImproperlyConfigured(f"WINNI_MEDALLION_LLM_BASE_URL must start with http:// or https://, got {WINNI_MEDALLION_LLM_BASE_URL!r}")
+WINNI_MEDALLION_LLM_API_KEY = env_str("WINNI_MEDALLION_LLM_API_KEY", "")
+WINNI_MEDALLION_LLM_MODEL = env_str("WINNI_MEDALLION_LLM_MODEL", "")
+if WINNI_MEDALLION_LLM_PROVIDER != "extractive" and not WINNI_MEDALLION_LLM_MODEL:
+    raise ImproperlyConfigured(
+        f"WINNI_MEDALLION_LLM_MODEL must name a model when WINNI_MEDALLION_LLM_PROVIDER is {WINNI_MEDALLION_LLM_PROVIDER}"
+    )
+WINNI_MEDALLION_LLM_JSON_MODE = env_str("WINNI_MEDALLION_LLM_JSON_MODE", "object").strip().lower()
+if WINNI_MEDALLION_LLM_JSON_MODE not in ("object", "schema", "off"):
+    raise ImproperlyConfigured(f"WINNI_MEDALLION_LLM_JSON_MODE must be object, schema or off, got {WINNI_MEDALLION_LLM_JSON_MODE!r}")
+WINNI_MEDALLION_LLM_TIMEOUT_SECONDS = env_float("WINNI_MEDALLION_LLM_TIMEOUT_SECONDS", 120.0, minimum=1, maximum=3600)
+# Evidence beyond this many characters is trimmed (oldest transcript text first) before prompting.
+WINNI_MEDALLION_LLM_MAX_INPUT_CHARS = env_int("WINNI_MEDALLION_LLM_MAX_INPUT_CHARS", 48_000, minimum=1000)
