@@ -150,3 +150,24 @@ def test_long_transcript_pages(page: Any, corpus: AdminCorpus):
     page.locator(".winni-pages a", has_text="later").first.click()
     assert page.locator(".winni-turn").count() == LONG_TURNS - 200
     shot(page, "05-transcript-page-2")
+
+
+# --- the stores' own editors, reached from the dashboard ------------------------------------
+
+
+def test_an_invalid_medallion_shows_the_error_inline_and_saves_nothing(admin_page: Any):
+    from medallions.models import Medallion
+
+    page = admin_page
+    page.click('[data-store="Medallions"] a')
+    page.click(".object-tools a.addlink")
+    page.fill("#id_graph_nodes", "repo:winni")
+    page.fill("#id_high_level", "The admin dashboard.")
+    page.fill("#id_decisions", '[{"id": "d1", "statement": "Use SVG charts", "rationale": "offline",'
+                               ' "confidence": 1.7, "status": "active"}]')
+    page.click("input[name=_save]")
+    error = page.locator(".field-decisions .errorlist").first
+    assert "decisions[0].confidence" in error.inner_text()
+    assert page.locator("#id_decisions").input_value().startswith('[{"id": "d1"')  # the input is kept
+    shot(page, "08-medallion-error")
+    assert Medallion.objects.count() == 0

@@ -206,6 +206,7 @@ LOGGING = {
 # Admin lists and store counts use PostgreSQL's row estimate (pg_class.reltuples) for tables at
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
+
 # --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
 # extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
 # server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.
