@@ -76,3 +76,55 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.turn_number} {self.role}"
+
+
+class FiedlerStatus(models.TextChoices):
+    SUCCESS = "success"
+    ERROR = "error"
+
+
+class FiedlerResult(models.Model):
+    """One model's answer in an orchestration run ("Fiedler"), grouped by correlation_id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    correlation_id = models.CharField(max_length=255)
+    model = models.CharField(max_length=200)
+    # NULL when redacted (WINNI_REDACT_PROMPTS or the request's `redact`): then not indexed either.
+    prompt = models.TextField(null=True, blank=True)
+    output = models.TextField(blank=True)
+    tokens_prompt = models.PositiveIntegerField(null=True, blank=True)
+    tokens_completion = models.PositiveIntegerField(null=True, blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=FiedlerStatus.choices, default=FiedlerStatus.SUCCESS)
+    error_message = models.TextField(null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="fiedler_results"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    # Single-column vectors joined with || keep the expression immutable (a multi-column
+    # SearchVector would use CONCAT, which PostgreSQL does not accept in a generated column).
+    search_vector = models.GeneratedField(
+        expression=SearchVector("prompt", config="english") + SearchVector("output", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=FiedlerStatus.values), name="fiedler_status_valid"),
+            models.CheckConstraint(condition=_metadata_is_object("metadata"), name="fiedler_metadata_is_object"),
+            models.CheckConstraint(
+                condition=Q(duration_seconds__isnull=True) | Q(duration_seconds__gte=0), name="fiedler_duration_positive"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["correlation_id"], name="fiedler_correlation"),
+            models.Index(fields=["model", "-created_at"], name="fiedler_model_created"),
+            models.Index(fields=["-created_at"], name="fiedler_created"),
+            GinIndex(fields=["search_vector"], name="fiedler_search_vector"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.correlation_id} {self.model}"

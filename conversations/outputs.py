@@ -1,7 +1,8 @@
 """The return shapes of seed 001 §5, shared by MCP tools and REST views (one place per shape)."""
 from typing import Any, TypedDict
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, FiedlerResult, Message
+from conversations.services import SearchHit, SearchPage
 
 
 class MessageDict(TypedDict):
@@ -71,4 +72,237 @@ def conversation_dict(conversation: Conversation, messages: list[Message]) -> Co
         "updated_at": conversation.updated_at.isoformat(),
         "metadata": conversation.metadata,
         "messages": [message_dict(message) for message in messages],
+    }
+
+
+class BulkStoredDict(TypedDict):
+    conversation_id: str
+    stored: int
+    message_ids: list[str]
+    first_turn: int
+    last_turn: int
+
+
+class ConversationSummaryDict(TypedDict):
+    id: str
+    session_id: str | None
+    created_at: str
+    updated_at: str
+    message_count: int
+    metadata: dict[str, Any] | None
+
+
+class ConversationListDict(TypedDict):
+    conversations: list[ConversationSummaryDict]
+    total: int
+    total_is_estimate: bool
+    limit: int
+    offset: int
+
+
+class DeletedDict(TypedDict):
+    deleted: bool
+    conversation_id: str
+    messages_deleted: int
+
+
+# Context messages are cut to this many characters (a hit's own content is never cut): twenty
+# hits with four 1 MiB neighbours each would otherwise make an 80 MiB answer.
+CONTEXT_MAX_CHARS = 2000
+
+
+class ContextMessageDict(TypedDict):
+    message_id: str
+    turn: int
+    role: str
+    content: str
+    truncated: bool
+    created_at: str
+
+
+class SearchHitDict(TypedDict):
+    conversation_id: str
+    message_id: str
+    turn: int
+    role: str
+    content: str
+    rank: float
+    snippet: str
+    created_at: str
+    session_id: str | None
+    conversation_metadata: dict[str, Any] | None
+    context: list[ContextMessageDict]
+
+
+class SearchPageDict(TypedDict):
+    query: str
+    results: list[SearchHitDict]
+    total: int
+    total_is_estimate: bool
+    limit: int
+    offset: int
+
+
+def bulk_stored_dict(conversation: Conversation, messages: list[Message]) -> BulkStoredDict:
+    return {
+        "conversation_id": str(conversation.id),
+        "stored": len(messages),
+        "message_ids": [str(message.id) for message in messages],
+        "first_turn": messages[0].turn_number,
+        "last_turn": messages[-1].turn_number,
+    }
+
+
+def conversation_list_dict(
+    conversations: list[Conversation], total: int, estimate: bool, limit: int, offset: int
+) -> ConversationListDict:
+    return {
+        "conversations": [
+            {
+                "id": str(conversation.id),
+                "session_id": conversation.session_id,
+                "created_at": conversation.created_at.isoformat(),
+                "updated_at": conversation.updated_at.isoformat(),
+                "message_count": conversation.message_count,  # type: ignore[attr-defined]
+                "metadata": conversation.metadata,
+            }
+            for conversation in conversations
+        ],
+        "total": total,
+        "total_is_estimate": estimate,
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+def deleted_dict(conversation_id: str, messages_deleted: int) -> DeletedDict:
+    return {"deleted": True, "conversation_id": conversation_id, "messages_deleted": messages_deleted}
+
+
+def search_hit_dict(hit: SearchHit) -> SearchHitDict:
+    message = hit.message
+    return {
+        "conversation_id": str(message.conversation_id),
+        "message_id": str(message.id),
+        "turn": message.turn_number,
+        "role": message.role,
+        "content": message.content,
+        "rank": round(hit.rank, 6),
+        "snippet": hit.snippet,
+        "created_at": message.created_at.isoformat(),
+        "session_id": message.conversation.session_id,
+        "conversation_metadata": message.conversation.metadata,
+        "context": [
+            {
+                "message_id": str(other.id),
+                "turn": other.turn_number,
+                "role": other.role,
+                "content": other.content[:CONTEXT_MAX_CHARS],
+                "truncated": len(other.content) > CONTEXT_MAX_CHARS,
+                "created_at": other.created_at.isoformat(),
+            }
+            for other in hit.context
+        ],
+    }
+
+
+def search_page_dict(page: SearchPage) -> SearchPageDict:
+    return {
+        "query": page.query,
+        "results": [search_hit_dict(hit) for hit in page.hits],
+        "total": page.total,
+        "total_is_estimate": page.total_is_estimate,
+        "limit": page.limit,
+        "offset": page.offset,
+    }
+
+
+# --- Fiedler ---------------------------------------------------------------------------------
+
+
+class FiedlerStoredDict(TypedDict):
+    id: str
+    correlation_id: str
+    created_at: str
+    prompt_redacted: bool
+
+
+class FiedlerResultDict(TypedDict):
+    id: str
+    correlation_id: str
+    model: str
+    prompt: str | None
+    output: str
+    tokens_prompt: int | None
+    tokens_completion: int | None
+    duration_seconds: float | None
+    status: str
+    error_message: str | None
+    metadata: dict[str, Any] | None
+    conversation_id: str | None
+    created_at: str
+
+
+class FiedlerCorrelationDict(TypedDict):
+    correlation_id: str
+    results: list[FiedlerResultDict]
+
+
+class FiedlerBatchDict(TypedDict):
+    stored: int
+    results: list[FiedlerStoredDict]
+
+
+class FiedlerQueryDict(TypedDict):
+    results: list[FiedlerResultDict]
+    total: int
+    total_is_estimate: bool
+    limit: int
+    offset: int
+
+
+def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
+    return {
+        "id": str(result.id),
+        "correlation_id": result.correlation_id,
+        "created_at": result.created_at.isoformat(),
+        "prompt_redacted": result.prompt is None,
+    }
+
+
+def fiedler_result_dict(result: FiedlerResult) -> FiedlerResultDict:
+    return {
+        "id": str(result.id),
+        "correlation_id": result.correlation_id,
+        "model": result.model,
+        "prompt": result.prompt,
+        "output": result.output,
+        "tokens_prompt": result.tokens_prompt,
+        "tokens_completion": result.tokens_completion,
+        "duration_seconds": result.duration_seconds,
+        "status": result.status,
+        "error_message": result.error_message,
+        "metadata": result.metadata,
+        "conversation_id": str(result.conversation_id) if result.conversation_id else None,
+        "created_at": result.created_at.isoformat(),
+    }
+
+
+def fiedler_correlation_dict(correlation_id: str, results: list[FiedlerResult]) -> FiedlerCorrelationDict:
+    return {"correlation_id": correlation_id, "results": [fiedler_result_dict(result) for result in results]}
+
+
+def fiedler_batch_dict(results: list[FiedlerResult]) -> FiedlerBatchDict:
+    return {"stored": len(results), "results": [fiedler_stored_dict(result) for result in results]}
+
+
+def fiedler_query_dict(
+    results: list[FiedlerResult], total: int, estimate: bool, limit: int, offset: int
+) -> FiedlerQueryDict:
+    return {
+        "results": [fiedler_result_dict(r) for r in results],
+        "total": total,
+        "total_is_estimate": estimate,
+        "limit": limit,
+        "offset": offset,
     }

@@ -207,6 +207,13 @@ LOGGING = {
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
 
+# --- Conversations: search and orchestration results ---------------------------------------
+# dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
+# `total` is exact.
+WINNI_SEARCH_CANDIDATES = env_int("WINNI_SEARCH_CANDIDATES", 1000, minimum=100, maximum=100_000)
+# true: store NULL for every Fiedler prompt (a request's `redact: true` does it for one).
+WINNI_REDACT_PROMPTS = env_bool("WINNI_REDACT_PROMPTS", False)
+
 # --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
 # extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
 # server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.

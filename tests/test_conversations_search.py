@@ -1,0 +1,162 @@
+import datetime as dt
+
+import pytest
+
+from conversations import services
+from conversations.models import Message
+from winni_site.errors import InvalidInput
+
+pytestmark = pytest.mark.django_db
+
+
+def _store(content, *, conversation=None, role="user", at=None, session_id=None):
+    if conversation is None:
+        conversation = services.conversation_begin(session_id=session_id, metadata={"project": "winni"})
+    message = services.message_store(conversation_id=conversation.id, role=role, content=content, created_at=at)
+    return conversation, message
+
+
+def _contents(page):
+    return [hit.message.content for hit in page.hits]
+
+
+def test_ranked_case_insensitive_with_stemming_and_snippet():
+    _store("We talked about the weather and lunch.")
+    _store("Postgres INDEXES: the GIN index makes full-text search on the index column fast; index it.")
+    _store("An index was mentioned once.")
+    page = services.message_search(query="Index")
+    assert _contents(page) == [
+        "Postgres INDEXES: the GIN index makes full-text search on the index column fast; index it.",
+        "An index was mentioned once.",
+    ]
+    assert page.total == 2 and page.total_is_estimate is False
+    assert page.hits[0].rank > page.hits[1].rank
+    assert "**index**" in page.hits[1].snippet.lower()
+
+
+def test_ties_go_to_the_newer_message():
+    old_at = "2024-01-01T10:00:00Z"
+    new_at = "2024-06-01T10:00:00Z"
+    _store("deploy the release", at=old_at)
+    _store("deploy the release", at=new_at)
+    hits = services.message_search(query="deploy").hits
+    assert [h.message.created_at.year for h in hits] == [2024, 2024]
+    assert hits[0].message.created_at.month == 6
+
+
+def test_websearch_syntax_phrase_and_exclusion():
+    _store("the stack trace shows a null pointer")
+    _store("a trace of the stack of plates")
+    assert _contents(services.message_search(query='"stack trace"')) == ["the stack trace shows a null pointer"]
+    assert _contents(services.message_search(query="stack -pointer")) == ["a trace of the stack of plates"]
+
+
+def test_filters_session_conversation_role_and_dates():
+    conv_a, _ = _store("alpha kiwi", session_id="sa", at="2024-03-01T08:00:00Z")
+    _store("assistant kiwi", conversation=conv_a, role="assistant", at="2024-03-02T23:59:59Z")
+    _store("beta kiwi", session_id="sb", at="2024-03-05T12:00:00Z")
+    assert _contents(services.message_search(query="kiwi", session_id="sb")) == ["beta kiwi"]
+    assert set(_contents(services.message_search(query="kiwi", conversation_id=str(conv_a.id)))) == {
+        "alpha kiwi", "assistant kiwi",
+    }
+    assert _contents(services.message_search(query="kiwi", role="assistant")) == ["assistant kiwi"]
+    # A date-only end covers the whole day; a date-only start begins at midnight.
+    assert set(_contents(services.message_search(query="kiwi", start_date="2024-03-02", end_date="2024-03-02"))) == {
+        "assistant kiwi"
+    }
+    assert _contents(services.message_search(query="kiwi", start_date="2024-03-03T00:00:00Z")) == ["beta kiwi"]
+    assert _contents(services.message_search(query="kiwi", end_date="2024-03-01T08:00:00Z")) == ["alpha kiwi"]
+
+
+def test_hit_carries_conversation_fields_and_context_lines():
+    conversation = services.conversation_begin(session_id="ctx", metadata={"cwd": "/repo"})
+    for i in range(1, 8):
+        text = "the needle is here" if i == 4 else f"filler line {i}"
+        services.message_store(conversation_id=conversation.id, role="user", content=text)
+    hit = services.message_search(query="needle", context_lines=2).hits[0]
+    assert hit.message.turn_number == 4
+    assert hit.message.conversation.session_id == "ctx"
+    assert hit.message.conversation.metadata == {"cwd": "/repo"}
+    assert [m.turn_number for m in hit.context] == [2, 3, 5, 6]
+    assert services.message_search(query="needle", context_lines=0).hits[0].context == []
+    edge = services.message_search(query="filler line 7", context_lines=3).hits[0]
+    assert [m.turn_number for m in edge.context] == [4, 5, 6]
+
+
+def test_paging_and_total():
+    conversation = services.conversation_begin()
+    for i in range(5):
+        services.message_store(conversation_id=conversation.id, role="user", content=f"apple number {i}")
+    first = services.message_search(query="apple", limit=2)
+    rest = services.message_search(query="apple", limit=2, offset=2)
+    past = services.message_search(query="apple", limit=2, offset=10)
+    assert first.total == rest.total == past.total == 5
+    assert len(first.hits) == 2 and len(rest.hits) == 2 and past.hits == []
+    ids = [h.message.id for h in first.hits + rest.hits]
+    assert len(set(ids)) == 4
+
+
+def test_common_terms_rank_only_the_most_recent_window(settings):
+    settings.WINNI_SEARCH_CANDIDATES = 5
+    conversation = services.conversation_begin()
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    # The oldest message is the best match, but it is outside the 5 most recent matches.
+    services.message_store(
+        conversation_id=conversation.id, role="user", content="common common common common", created_at=base
+    )
+    for i in range(1, 9):
+        services.message_store(
+            conversation_id=conversation.id, role="user", content=f"common filler {i}",
+            created_at=base + dt.timedelta(days=i),
+        )
+    page = services.message_search(query="common", limit=3)
+    assert page.total_is_estimate is True
+    assert page.total >= 5
+    assert len(page.hits) == 3
+    assert "common common common common" not in _contents(page)
+    # Past the ranked window the matches continue newest first, so every match stays reachable
+    # and pages do not overlap.
+    ranked = services.message_search(query="common", limit=5)
+    deep = services.message_search(query="common", limit=5, offset=5)
+    assert _contents(deep) == ["common filler 3", "common filler 2", "common filler 1", "common common common common"]
+    assert not {h.message.id for h in ranked.hits} & {h.message.id for h in deep.hits}
+    assert deep.total == 9 and deep.total_is_estimate is False
+    # Within the window the total is exact.
+    narrow = services.message_search(query="common", start_date="2024-01-07")
+    assert (narrow.total, narrow.total_is_estimate) == (3, False)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "the and of", "!!!"])
+def test_empty_or_stop_word_query_is_an_error(query):
+    with pytest.raises(InvalidInput) as err:
+        services.message_search(query=query)
+    assert err.value.field == "query"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"context_lines": -1}, "context_lines"),
+        ({"role": "robot"}, "role"),
+        ({"start_date": "last week"}, "start_date"),
+        ({"end_date": "2024-13-45"}, "end_date"),
+        ({"start_date": "2024-02-02", "end_date": "2024-02-01"}, "start_date"),
+        ({"conversation_id": "nope"}, "conversation_id"),
+    ],
+)
+def test_bad_search_arguments_name_the_field(kwargs, field):
+    with pytest.raises(InvalidInput) as err:
+        services.message_search(query="anything", **kwargs)
+    assert err.value.field == field
+
+
+def test_fts_ranked_is_reusable_with_filters():
+    _, message = _store("reusable ranking core", role="assistant")
+    _store("reusable ranking core", role="user")
+    filters = services.message_search_filters(role="assistant")
+    page = services.message_fts_ranked(query="ranking", filters=filters, limit=10)
+    assert [hit.message_id for hit in page.hits] == [message.id]
+    assert list(filters.apply(Message.objects.all())) == [message]
