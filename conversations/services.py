@@ -15,9 +15,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from conversations.models import Conversation, FiedlerResult, FiedlerStatus, Message, Role
-from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from winni_site.errors import Conflict, InvalidInput, NotFound
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
+from winni_site.validation import validate_storable, validate_text
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -43,24 +44,8 @@ def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] 
     raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
 
 
-def validate_storable(value: str, *, field: str) -> str:
-    """Text PostgreSQL can store (no NUL) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
-    InvalidInput / PayloadTooLarge (REST 413), instead of failing inside the INSERT."""
-    if "\x00" in value:
-        raise InvalidInput(f"{field} must not contain NUL (\\x00) characters", field=field)
-    size = len(value.encode("utf-8"))
-    if size > settings.WINNI_MAX_CONTENT_BYTES:
-        raise PayloadTooLarge(
-            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
-            field=field,
-        )
-    return value
-
-
 def validate_content(value: Any, *, field: str = "content") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return validate_storable(value, field=field)
+    return validate_text(value, field=field, empty_message=f"{field}: {CONTENT_EMPTY}")
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:

@@ -171,3 +171,29 @@ def test_an_invalid_medallion_shows_the_error_inline_and_saves_nothing(admin_pag
     assert page.locator("#id_decisions").input_value().startswith('[{"id": "d1"')  # the input is kept
     shot(page, "08-medallion-error")
     assert Medallion.objects.count() == 0
+
+
+def test_edit_and_activate_a_startup_context(admin_page: Any):
+    from contexts import services as contexts
+
+    contexts.context_set(name="old-notes", content="Yesterday's notes.", set_active=True, actor="test")
+    contexts.context_set(name="deploy-notes", content="Draft.", set_active=False, actor="test")
+    page = admin_page
+    page.reload()
+    page.click('[data-store="Startup contexts"] a')
+    page.click('a:text-is("deploy-notes")')
+    page.fill("#id_content", "Deploy with helm; staging first.")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/contexts/startupcontext/")
+    page.locator("tr", has_text="deploy-notes").locator("button", has_text="Activate").click()
+    assert page.locator(".messagelist").inner_text().startswith("'deploy-notes' is now the active")
+    assert page.locator("tr", has_text="deploy-notes").locator("strong", has_text="active").is_visible()
+    shot(page, "06-contexts")
+
+    active = contexts.context_get()
+    assert active is not None and active.name == "deploy-notes"
+    assert active.content == "Deploy with helm; staging first."
+    page.click('a:text-is("deploy-notes")')
+    audit = page.locator(".field-audit_trail").inner_text()
+    assert "admin:ada" in audit and "activate" in audit
+    shot(page, "07-context-audit")

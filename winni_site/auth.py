@@ -126,3 +126,8 @@ def actor_name_from_mcp() -> str:
 
     access = get_access_token()
     return access.client_id if access else "anonymous"
+
+
+def actor_name_from_rest(request) -> str:  # type: ignore[no-untyped-def]
+    """The token name behind a REST call (for audit rows)."""
+    return getattr(request.auth, "name", None) or str(request.user)

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
 from winni_site.health import healthz
 
 
@@ -23,5 +24,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("api/v1/capture/events", CaptureEventApi.as_view(), name="capture-events"),
+    path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
+    path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
     *_app_api_urls(),
 ]

@@ -207,6 +207,16 @@ LOGGING = {
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
 
+# --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
+# Characters the SessionStart hook may print (startup context, then medallions).
+WINNI_CAPTURE_SESSION_START_CHARS = env_int("WINNI_CAPTURE_SESSION_START_CHARS", 20000, minimum=200, maximum=500000)
+# A stored tool call + result (PostToolUse, transcript tool blocks, proxied tools/call) is cut here.
+WINNI_CAPTURE_TOOL_MAX_CHARS = env_int("WINNI_CAPTURE_TOOL_MAX_CHARS", 20000, minimum=200, maximum=1000000)
+# Latest medallions of the project printed at SessionStart (0: none).
+WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_MEDALLIONS", 3, minimum=0, maximum=20)
+# PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.
+WINNI_CAPTURE_CHECKPOINT = env_bool("WINNI_CAPTURE_CHECKPOINT", True)
+
 # --- Conversations: search and orchestration results ---------------------------------------
 # dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
 # `total` is exact.

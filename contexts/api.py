@@ -1,0 +1,85 @@
+"""REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contexts import outputs, services
+from winni_site.auth import actor_name_from_rest
+from winni_site.errors import NotFound
+
+NO_ACTIVE_CONTEXT = "no startup context is active"
+
+
+class ContextInput(serializers.Serializer):
+    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    set_active = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+
+class ContextListCreateApi(APIView):
+    # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
+    @extend_schema_serializer(component_name="ContextCreate")
+    class InputSerializer(ContextInput):
+        name = serializers.CharField(allow_blank=True, trim_whitespace=False)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("include_content", bool, required=False)],
+        responses={200: dict},
+        operation_id="contexts_list",
+    )
+    def get(self, request: Request) -> Response:
+        include = request.query_params.get("include_content", "").lower() in ("1", "true", "yes")
+        return Response(outputs.context_list_dict(services.context_list(), include_content=include))
+
+    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="contexts_create")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        context = services.context_set(actor=actor_name_from_rest(request), mode="create", **data.validated_data)
+        return Response(outputs.context_dict(context), status=201)
+
+
+class ContextActiveApi(APIView):
+    @extend_schema(responses={200: dict, 404: dict}, operation_id="contexts_active")
+    def get(self, request: Request) -> Response:
+        context = services.context_get()
+        if context is None:
+            raise NotFound(NO_ACTIVE_CONTEXT)
+        return Response(outputs.context_dict(context))
+
+
+class ContextDetailApi(APIView):
+    @extend_schema(responses={200: dict}, operation_id="contexts_retrieve")
+    def get(self, request: Request, name: str) -> Response:
+        return Response(outputs.context_dict(services.context_get(name=name)))  # type: ignore[arg-type]
+
+    @extend_schema(request=ContextInput, responses={200: dict}, operation_id="contexts_update")
+    def put(self, request: Request, name: str) -> Response:
+        data = ContextInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        context = services.context_set(
+            name=name, actor=actor_name_from_rest(request), mode="update", **data.validated_data
+        )
+        return Response(outputs.context_dict(context))
+
+    @extend_schema(
+        parameters=[OpenApiParameter("force", bool, required=True)], responses={204: None},
+        operation_id="contexts_destroy",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
+        services.context_delete(name=name, force=force, actor=actor_name_from_rest(request))
+        return Response(status=204)
+
+
+class ContextActivateApi(APIView):
+    @extend_schema(request=None, responses={200: dict}, operation_id="contexts_activate")
+    def post(self, request: Request, name: str) -> Response:
+        return Response(outputs.context_dict(services.context_activate(name=name, actor=actor_name_from_rest(request))))
+
+
+class ContextAuditApi(APIView):
+    @extend_schema(responses={200: dict}, operation_id="contexts_audit")
+    def get(self, request: Request, name: str) -> Response:
+        return Response({"audit": [outputs.audit_dict(row) for row in services.context_audit(name=name)]})

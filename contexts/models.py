@@ -1,0 +1,67 @@
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class StartupContext(models.Model):
+    """Named text loaded at the start of an agent session (seed 001 `startup_contexts`)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.TextField(unique=True)
+    content = models.TextField()
+    is_active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("name", "content", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(name=""), name="ctx_name_not_empty"),
+            # At most one active context, enforced by the database (seed 001's partial unique index).
+            models.UniqueConstraint(fields=["is_active"], condition=Q(is_active=True), name="ctx_single_active"),
+        ]
+        indexes = [GinIndex(fields=["search_vector"], name="ctx_search_vector")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def validate_constraints(self, exclude: set[str] | None = None) -> None:
+        # Activating a context switches the previous one off in the same transaction
+        # (contexts.services), so a form must not refuse it for "another context is active".
+        super().validate_constraints(exclude={*(exclude or ()), "is_active"})
+
+
+class AuditAction(models.TextChoices):
+    CREATE = "create"
+    UPDATE = "update"
+    ACTIVATE = "activate"
+    DEACTIVATE = "deactivate"
+    DELETE = "delete"
+
+
+class StartupContextAudit(models.Model):
+    """Who changed which context how, with the content hash before and after. Kept after the
+    context itself is deleted (name copied, no foreign key)."""
+
+    id = models.BigAutoField(primary_key=True)
+    context_name = models.TextField(db_index=True)
+    action = models.CharField(max_length=16, choices=AuditAction.choices)
+    actor = models.TextField()
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    sha256_before = models.CharField(max_length=64, blank=True, default="")
+    sha256_after = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.context_name} by {self.actor}"

@@ -1,0 +1,94 @@
+"""The return shapes of seed 001 §5.3, shared by MCP tools and REST views."""
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+
+from contexts.models import StartupContext, StartupContextAudit
+
+
+class ContextDict(TypedDict):
+    id: str
+    name: str
+    content: str
+    is_active: bool
+    created_at: str
+    updated_at: str
+
+
+class ContextSetDict(TypedDict):
+    id: str
+    name: str
+    is_active: bool
+    created_at: str
+
+
+class ContextSummaryDict(TypedDict):
+    id: str
+    name: str
+    is_active: bool
+    created_at: str
+    updated_at: str
+    content: NotRequired[str]
+
+
+class ContextListDict(TypedDict):
+    contexts: list[ContextSummaryDict]
+
+
+class DeletedDict(TypedDict):
+    deleted: bool
+
+
+class AuditDict(TypedDict):
+    context_name: str
+    action: str
+    actor: str
+    at: str
+    sha256_before: str
+    sha256_after: str
+
+
+def context_dict(context: StartupContext) -> ContextDict:
+    return {
+        "id": str(context.id),
+        "name": context.name,
+        "content": context.content,
+        "is_active": context.is_active,
+        "created_at": context.created_at.isoformat(),
+        "updated_at": context.updated_at.isoformat(),
+    }
+
+
+def context_set_dict(context: StartupContext) -> ContextSetDict:
+    return {
+        "id": str(context.id),
+        "name": context.name,
+        "is_active": context.is_active,
+        "created_at": context.created_at.isoformat(),
+    }
+
+
+def context_summary_dict(context: StartupContext, *, include_content: bool) -> ContextSummaryDict:
+    summary: ContextSummaryDict = {
+        "id": str(context.id),
+        "name": context.name,
+        "is_active": context.is_active,
+        "created_at": context.created_at.isoformat(),
+        "updated_at": context.updated_at.isoformat(),
+    }
+    if include_content:
+        summary["content"] = context.content
+    return summary
+
+
+def context_list_dict(contexts: list[StartupContext], *, include_content: bool) -> ContextListDict:
+    return {"contexts": [context_summary_dict(c, include_content=include_content) for c in contexts]}
+
+
+def audit_dict(row: StartupContextAudit) -> AuditDict:
+    return {
+        "context_name": row.context_name,
+        "action": row.action,
+        "actor": row.actor,
+        "at": row.at.isoformat(),
+        "sha256_before": row.sha256_before,
+        "sha256_after": row.sha256_after,
+    }

@@ -1,0 +1,103 @@
+"""End to end: the real Claude Code CLI, headless, against a fake Messages API, with Winni's hooks
+installed by `manage.py install_claude_hooks` and Winni's MCP tools configured."""
+import json
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+from django.core.management import call_command
+
+from contexts import services as contexts
+from conversations.models import Conversation
+from tests.claude_cli import claude_env, run_claude
+from tests.fake_anthropic import USE_TOOL, FakeAnthropic
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+MARKER = "ALPHA-CONTEXT-7f3a: always run the linter before committing."
+
+
+@pytest.fixture
+def fake_api():
+    fake = FakeAnthropic(tool_name="mcp__winni__dewey_get_startup_context")
+    yield fake
+    fake.stop()
+
+
+def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, fake_api, tmp_path, monkeypatch):
+    contexts.context_set(name="alpha", content=MARKER, actor="test")
+    home, project = tmp_path / "home", tmp_path / "alpha-repo"
+    (home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(project)], check=True)
+    # Existing user settings must survive the installer.
+    (home / ".claude" / "settings.json").write_text(json.dumps(
+        {"theme": "dark", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}
+    ))
+    monkeypatch.setenv("HOME", str(home))
+    call_command("install_claude_hooks", "--user", "--url", winni_server.url, "--token", live_token)
+    installed = json.loads((home / ".claude" / "settings.json").read_text())
+    assert installed["theme"] == "dark" and len(installed["hooks"]["Stop"]) == 2
+
+    mcp_config = tmp_path / "mcp.json"
+    mcp_config.write_text(json.dumps({"mcpServers": {"winni": {
+        "type": "http", "url": f"{winni_server.url}/mcp", "headers": {"Authorization": f"Bearer {live_token}"}}}}))
+    env = claude_env(home, fake_api.url)
+    session = str(uuid.uuid4())
+    # "=": both options take several values and would swallow the prompt.
+    common = [f"--mcp-config={mcp_config}", "--allowedTools=mcp__winni__dewey_get_startup_context"]
+    run_claude(["-p", "--session-id", session, *common, "first question about alpha"], cwd=project, env=env)
+    run_claude(["-p", "--resume", session, *common, f"{USE_TOOL} please load the context"], cwd=project, env=env)
+    out = run_claude(["-p", "--resume", session, *common, "third question"], cwd=project, env=env)
+    assert "Reply to: third question" in out
+
+    conversation = Conversation.objects.get(session_id=session, metadata__source="claude-code")
+    assert conversation.metadata["cwd"] == str(project)
+    assert conversation.metadata["git_branch"] == "feature-x"
+    assert conversation.metadata["project"] == "alpha-repo"
+    assert conversation.metadata["transcript_path"].endswith(f"{session}.jsonl")
+    rows = list(conversation.messages.order_by("turn_number").values_list("turn_number", "role", "content"))
+    assert [turn for turn, _, _ in rows] == list(range(1, len(rows) + 1))
+    said = [(role, content) for _, role, content in rows if role != "tool"]
+    assert said[:3] == [
+        ("user", "first question about alpha"),
+        ("assistant", "Reply to: first question about alpha"),
+        ("user", f"{USE_TOOL} please load the context"),
+    ]
+    assert said[3][0] == "assistant" and said[3][1].startswith("Tool said: ")
+    assert said[4:] == [("user", "third question"), ("assistant", "Reply to: third question")]
+    # The tool turn: the PostToolUse hook stored the call and its result between prompt and reply.
+    roles = [role for _, role, _ in rows]
+    assert roles == ["user", "assistant", "user", "tool", "assistant", "user", "assistant"]
+    tool = json.loads(rows[3][2])
+    assert tool["tool_name"] == "mcp__winni__dewey_get_startup_context"
+    assert MARKER in json.dumps(tool["tool_response"])
+    assert MARKER in rows[4][2]  # the reply quoting the tool result
+
+    # SessionStart injected the active context: the fake model saw it before any tool ran.
+    first_main = fake_api.main_requests()[0]
+    assert MARKER in json.dumps(first_main["messages"])
+    # The MCP tool ran in Winni (with the Bearer header) and its result reached the model.
+    tool_results = [
+        block for request in fake_api.main_requests() for message in request["messages"]
+        if isinstance(message.get("content"), list) for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert tool_results and MARKER in json.dumps(tool_results[-1])
+
+    # Each `claude -p` run ended its session (SessionEnd): Winni checkpointed it into the project's
+    # medallion, and the next run's SessionStart printed that medallion.
+    from medallions.models import Medallion, MedallionJob
+
+    assert MedallionJob.objects.filter(status="done").count() == 3
+    medallion = Medallion.objects.get()
+    assert medallion.tags == ["repo:alpha-repo"]
+    second_run = [r for r in fake_api.main_requests() if f"{USE_TOOL} please" in json.dumps(r["messages"])][0]
+    assert "Project checkpoints for alpha-repo" in json.dumps(second_run["messages"])
+    assert "Project checkpoints" not in json.dumps(first_main["messages"])
+
+    # Save the transcript as a sample for the import tests when asked to.
+    if os.environ.get("WINNI_SAVE_TRANSCRIPT_SAMPLE"):
+        shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_TRANSCRIPT_SAMPLE"])

@@ -1,0 +1,426 @@
+"""Capture: Claude Code hook events, transcript lines and proxied MCP tool calls become messages in
+one conversation per client session, and the SessionStart text (active startup context, then the
+project's latest medallions) is built here.
+
+This module spans apps, so it lives at the top (STYLE "Which way the imports run") and writes
+through the conversations services (`conversation_begin`, `message_store`)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from contexts import services as contexts
+from conversations import services as conversations
+from conversations.models import Conversation, Message
+from medallions import services as medallions
+from winni_site.errors import ApplicationError, InvalidInput
+from winni_site.logs import storage_op
+
+CLAUDE_CODE = "claude-code"
+CLAUDE_TRANSCRIPT = "claude-code-transcript"
+MCP_PROXY = "mcp-proxy"
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PostToolUse", "PreCompact", "SessionEnd")
+# Before the context is compacted and when the session ends, what was learnt becomes a medallion.
+CHECKPOINT_EVENTS = ("PreCompact", "SessionEnd")
+SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
+TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    stored: bool
+    conversation_id: str | None = None
+    message_id: str | None = None
+    turn_number: int | None = None
+    reason: str = ""
+    checkpoint_job_id: str | None = None
+
+
+def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") -> str:
+    value = payload.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{prefix}.{key} must be a non-empty string", field=f"{prefix}.{key}")
+    return value
+
+
+def cap_text(text: str, limit: int) -> str:
+    """Cut text to `limit` characters, saying how much was dropped."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+
+
+def _advisory_lock(key: str) -> None:
+    """Serialise find-or-create of one session's conversation until the transaction ends."""
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
+
+
+def session_conversation(*, source: str, session_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
+    """The conversation of a client session (one per `source` and `session_id`), created on first
+    use. Must run inside a transaction: the advisory lock keeps racing hooks from creating two."""
+    _advisory_lock(f"{source}:{session_id}")
+    conversation = (
+        Conversation.objects.filter(session_id=session_id, metadata__source=source).order_by("created_at").first()
+    )
+    if conversation is None:
+        conversation = conversations.conversation_begin(
+            session_id=session_id, metadata={"source": source, **(metadata or {})}
+        )
+    return conversation
+
+
+def store_in_session(
+    *,
+    source: str,
+    session_id: str,
+    role: str,
+    content: str,
+    metadata: dict[str, Any],
+    dedupe_key: str | None = None,
+    session_metadata: dict[str, Any] | None = None,
+    created_at: Any = None,
+) -> CaptureResult:
+    """Store one message into the session's conversation, in one transaction; a repeated
+    `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
+    text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
+    content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
+    with transaction.atomic():
+        conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata)
+        if dedupe_key and Message.objects.filter(conversation=conversation, metadata__capture_key=dedupe_key).exists():
+            return CaptureResult(stored=False, conversation_id=str(conversation.id), reason="duplicate")
+        message = conversations.message_store(
+            conversation_id=conversation.id,
+            role=role,
+            content=content,
+            metadata={**metadata, **({"capture_key": dedupe_key} if dedupe_key else {})},
+            created_at=created_at,
+        )
+    return CaptureResult(
+        stored=True, conversation_id=str(conversation.id), message_id=str(message.id), turn_number=message.turn_number
+    )
+
+
+# --- Claude Code hooks -----------------------------------------------------------------------
+
+
+def _tool_content(payload: dict[str, Any]) -> str:
+    body = {
+        "tool_name": payload.get("tool_name"),
+        "tool_input": payload.get("tool_input"),
+        "tool_response": payload.get("tool_response"),
+    }
+    return cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+
+
+def capture_hook_event(
+    *,
+    payload: Any,
+    event_id: str | None = None,
+    captured_at: str | None = None,
+    git_branch: str | None = None,
+    project: str | None = None,
+    actor: str = "",
+) -> CaptureResult:
+    """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
+    (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
+    session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing."""
+    if not isinstance(payload, dict):
+        raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
+    event = _require_str(payload, "hook_event_name")
+    session_id = _require_str(payload, "session_id")
+    if event == "UserPromptSubmit":
+        role, content, extra = "user", _require_str(payload, "prompt"), {}
+    elif event == "Stop":
+        reply = payload.get("last_assistant_message")
+        if not isinstance(reply, str) or not reply.strip():
+            return CaptureResult(stored=False, reason="no assistant text in this turn")
+        role, content, extra = "assistant", reply, {}
+    elif event == "PostToolUse":
+        _require_str(payload, "tool_name")
+        role, content = "tool", _tool_content(payload)
+        extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
+    elif event in CHECKPOINT_EVENTS:
+        return _checkpoint(session_id=session_id, project=project, cwd=payload.get("cwd"), event=event, actor=actor)
+    elif event in HOOK_EVENTS:
+        return CaptureResult(stored=False, reason=f"{event} stores no message")
+    else:
+        raise InvalidInput(
+            f"payload.hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event[:40]!r}",
+            field="payload.hook_event_name",
+        )
+    session_metadata = {
+        "cwd": payload.get("cwd"),
+        "git_branch": git_branch,
+        "project": project,
+        "transcript_path": payload.get("transcript_path"),
+    }
+    with storage_op("capture.hook_event", hook_event=event, session_id=session_id) as log:
+        result = store_in_session(
+            source=CLAUDE_CODE,
+            session_id=session_id,
+            role=role,
+            content=content,
+            metadata={"hook_event": event, **extra},
+            dedupe_key=f"hook:{event_id}" if event_id else None,
+            session_metadata=session_metadata,
+            created_at=captured_at,
+        )
+        log.update(stored=result.stored, conversation_id=result.conversation_id)
+    return result
+
+
+def project_name(*, cwd: str | None, project: str | None = None) -> str | None:
+    """The project a session works on: the name the hook found (git root folder), else the last
+    component of the working directory."""
+    if project and project.strip():
+        return project.strip()
+    if cwd and cwd.strip():
+        return os.path.basename(cwd.rstrip("/")) or None
+    return None
+
+
+def project_scope(name: str | None) -> dict[str, list[str]]:
+    """The medallion scope of a project (agreed with the medallions app)."""
+    return {"graph_nodes": [], "tags": [f"repo:{name}"] if name else []}
+
+
+def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None) -> str:
+    """What the SessionStart hook prints (Claude Code adds it to the context): the active startup
+    context, then the project's latest medallions, within WINNI_CAPTURE_SESSION_START_CHARS
+    characters (the context first: it is what the user chose to load)."""
+    if source not in SESSION_START_SOURCES:
+        raise InvalidInput(
+            f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
+        )
+    parts: list[str] = []
+    context = contexts.context_get()
+    if context is not None:
+        parts.append(f"# Startup context: {context.name} (from Winni)\n\n{context.content.strip()}")
+    name = project_name(cwd=cwd, project=project)
+    limit = settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS
+    # Without a project the scope would be empty, which matches every medallion: show none.
+    found = medallions.medallions_latest_for_scope(scope=project_scope(name), limit=limit) if name and limit else []
+    if found:
+        parts.append(f"# Project checkpoints for {name} (medallions from Winni, newest first)\n\n"
+                     + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in found).strip())
+    text = "\n\n".join(parts)
+    return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
+
+
+def _checkpoint(*, session_id: str, project: str | None, cwd: Any, event: str, actor: str) -> CaptureResult:
+    """Queue a medallion checkpoint of the session's conversation for the project's scope."""
+    if not settings.WINNI_CAPTURE_CHECKPOINT:
+        return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
+    name = project_name(cwd=cwd if isinstance(cwd, str) else None, project=project)
+    conversation = (
+        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).order_by("created_at").first()
+    )
+    if name is None or conversation is None or not conversation.messages.exists():
+        return CaptureResult(stored=False, reason=f"{event}: nothing to checkpoint")
+    with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
+        job = medallions.medallion_checkpoint(
+            scope=project_scope(name), evidence={"conversation_id": str(conversation.id)}, wait_seconds=0,
+            actor=actor or CLAUDE_CODE,
+        )
+        log["job_id"] = str(job.id)
+    return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",
+                         checkpoint_job_id=str(job.id))
+
+
+# --- Claude Code transcripts (JSONL) ---------------------------------------------------------
+
+TRANSCRIPT_MESSAGE_TYPES = ("user", "assistant")
+
+
+@dataclass
+class ImportStats:
+    lines: int = 0
+    added: int = 0
+    duplicates: int = 0
+    malformed: int = 0
+    other: int = 0
+    rejected: int = 0
+    sessions: set[str] | None = None
+
+    def merge(self, other: "ImportStats") -> None:
+        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.sessions = (self.sessions or set()) | (other.sessions or set())
+
+
+@dataclass(frozen=True)
+class TranscriptMessage:
+    session_id: str
+    key: str
+    role: str
+    content: str
+    metadata: dict[str, Any]
+    created_at: str | None
+    session_metadata: dict[str, Any]
+
+
+def _block_message(block: Any, role: str) -> tuple[str, str, str] | None:
+    """(role, content, block type) for one content block, or None for blocks not stored
+    (thinking, images, empty text)."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    limit = settings.WINNI_CAPTURE_TOOL_MAX_CHARS
+    if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+        return role, block["text"], "text"
+    if kind == "tool_use":
+        body = {"tool_use": block.get("name"), "id": block.get("id"), "input": block.get("input")}
+        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_use"
+    if kind == "tool_result":
+        body = {"tool_result": block.get("content"), "tool_use_id": block.get("tool_use_id"),
+                "is_error": bool(block.get("is_error"))}
+        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_result"
+    return None
+
+
+def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[TranscriptMessage]:
+    """The messages one transcript line holds. Lines of other types give none; a user or assistant
+    line without uuid, sessionId or message raises InvalidInput."""
+    if not isinstance(line, dict):
+        raise InvalidInput("a transcript line must be a JSON object", field="line")
+    role = line.get("type")
+    if role not in TRANSCRIPT_MESSAGE_TYPES:
+        return []
+    uuid_ = _require_str(line, "uuid", prefix="line")
+    session_id = _require_str(line, "sessionId", prefix="line")
+    message = line.get("message")
+    if not isinstance(message, dict):
+        raise InvalidInput("line.message must be a JSON object", field="line.message")
+    content = message.get("content")
+    if isinstance(content, str):
+        found = [(role, content, "text")] if content.strip() else []
+    elif isinstance(content, list):
+        found = [_block_message(block, role) for block in content]
+    else:
+        raise InvalidInput("line.message.content must be a string or a list of blocks", field="line.message.content")
+    common = {
+        "transcript_uuid": uuid_,
+        "parent_uuid": line.get("parentUuid"),
+        "line_type": role,
+        "is_sidechain": bool(line.get("isSidechain")),
+    }
+    session_metadata = {
+        "cwd": line.get("cwd"),
+        "git_branch": line.get("gitBranch"),
+        "transcript_path": transcript_path,
+        "claude_code_version": line.get("version"),
+    }
+    return [
+        TranscriptMessage(
+            session_id=session_id,
+            key=f"transcript:{uuid_}:{index}",
+            role=item[0],
+            content=item[1],
+            metadata={**common, "block_type": item[2]},
+            created_at=line.get("timestamp") if isinstance(line.get("timestamp"), str) else None,
+            session_metadata=session_metadata,
+        )
+        for index, item in enumerate(found)
+        if item is not None
+    ]
+
+
+def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportStats:
+    """Import the lines of one Claude Code JSONL transcript, in order, into one conversation per
+    session (metadata source "claude-code-transcript"). Idempotent: a line's uuid (and block index)
+    is stored with each message, and a key already present is skipped. A malformed line is counted
+    and skipped; the rest of the file is still imported."""
+    stats = ImportStats(sessions=set())
+    pending: list[TranscriptMessage] = []
+    for raw in lines:
+        if not raw.strip():
+            continue
+        stats.lines += 1
+        try:
+            found = transcript_line_messages(json.loads(raw), transcript_path=transcript_path)
+        except (ValueError, InvalidInput):  # json.JSONDecodeError is a ValueError
+            stats.malformed += 1
+            continue
+        if not found:
+            stats.other += 1
+        pending += found
+    by_session: dict[str, list[TranscriptMessage]] = {}
+    for item in pending:
+        by_session.setdefault(item.session_id, []).append(item)
+    with storage_op("capture.transcript_import", path=transcript_path) as log:
+        for session_id, items in by_session.items():
+            stats.sessions.add(session_id)  # type: ignore[union-attr]
+            _import_session(session_id, items, stats)
+        log.update(added=stats.added, duplicates=stats.duplicates, malformed=stats.malformed)
+    return stats
+
+
+def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats) -> None:
+    """One transaction per session: all of its new messages or none (a message the store refuses,
+    e.g. over the size limit, is counted as rejected and rolled back alone)."""
+    with transaction.atomic():
+        conversation = session_conversation(
+            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata
+        )
+        known = set(
+            Message.objects.filter(conversation=conversation, metadata__has_key="capture_key")
+            .values_list("metadata__capture_key", flat=True)
+        )
+        for item in items:
+            if item.key in known:
+                stats.duplicates += 1
+                continue
+            try:
+                conversations.message_store(
+                    conversation_id=conversation.id,
+                    role=item.role,
+                    content=item.content.replace("\x00", "\ufffd"),
+                    metadata={**item.metadata, "capture_key": item.key},
+                    created_at=item.created_at,
+                )
+            except (InvalidInput, ApplicationError):
+                stats.rejected += 1
+                continue
+            known.add(item.key)
+            stats.added += 1
+
+
+# --- MCP logging proxy -----------------------------------------------------------------------
+
+
+def capture_proxy_message(
+    *,
+    upstream: str,
+    client_session: str,
+    direction: str,
+    request_id: Any,
+    body: dict[str, Any],
+    is_error: bool = False,
+    captured_at: str | None = None,
+) -> CaptureResult:
+    """Store one proxied `tools/call` request or its result as a `tool` message in the client
+    session's conversation (session id "<upstream>:<client session>")."""
+    if direction not in ("call", "result"):
+        raise InvalidInput("direction must be call or result", field="direction")
+    content = cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    with storage_op("capture.proxy_message", upstream=upstream, direction=direction) as log:
+        result = store_in_session(
+            source=MCP_PROXY,
+            session_id=f"{upstream}:{client_session}",
+            role="tool",
+            content=content,
+            metadata={"mcp_method": "tools/call", "direction": direction, "request_id": request_id,
+                      "upstream": upstream, "is_error": is_error},
+            session_metadata={"upstream": upstream, "client_session": client_session},
+            created_at=captured_at,
+        )
+        log.update(conversation_id=result.conversation_id)
+    return result

@@ -1,0 +1,84 @@
+"""REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from winni_site import capture
+from winni_site.auth import actor_name_from_rest
+from winni_site.errors import ApplicationError
+
+
+class HookEventSerializer(serializers.Serializer):
+    payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
+    event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
+    captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
+    git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+
+
+def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
+    return {
+        "stored": result.stored,
+        "conversation_id": result.conversation_id,
+        "message_id": result.message_id,
+        "turn_number": result.turn_number,
+        "reason": result.reason,
+        "checkpoint_job_id": result.checkpoint_job_id,
+    }
+
+
+class CaptureEventApi(APIView):
+    @extend_schema(request=HookEventSerializer, responses={200: dict, 201: dict}, operation_id="capture_event")
+    def post(self, request: Request) -> Response:
+        data = HookEventSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = capture.capture_hook_event(**data.validated_data, actor=actor_name_from_rest(request))
+        return Response(_result_dict(result), status=201 if result.stored else 200)
+
+
+class CaptureEventBatchApi(APIView):
+    """Events the hook spooled while Winni was away, in order, in one request. Each is stored in
+    its own transaction; a refused event is reported in its result and does not stop the rest."""
+
+    @extend_schema_serializer(component_name="CaptureEventBatch")
+    class InputSerializer(serializers.Serializer):
+        events = serializers.ListField(child=serializers.JSONField(), max_length=1000)
+
+    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="capture_event_batch")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        results: list[dict[str, Any]] = []
+        for index, item in enumerate(data.validated_data["events"]):
+            event = HookEventSerializer(data=item)
+            if not event.is_valid():
+                results.append({"stored": False, "error": f"events[{index}]: {event.errors}"})
+                continue
+            try:
+                results.append(_result_dict(capture.capture_hook_event(**event.validated_data,
+                                                                       actor=actor_name_from_rest(request))))
+            except ApplicationError as exc:
+                results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
+        return Response({"results": results})
+
+
+class CaptureSessionStartApi(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("source", str, required=False, enum=list(capture.SESSION_START_SOURCES)),
+            OpenApiParameter("cwd", str, required=False),
+            OpenApiParameter("project", str, required=False),
+        ],
+        responses={200: dict},
+        operation_id="capture_session_start",
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        text = capture.session_start_text(
+            source=params.get("source") or "startup", cwd=params.get("cwd"), project=params.get("project")
+        )
+        return Response({"text": text})

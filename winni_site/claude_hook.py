@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Claude Code hook → Winni. Standard library only; run as `python3 claude_hook.py`.
+
+Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
+PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
+SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
+Claude Code adds to the session's context.
+
+It never fails or blocks the session: every error is logged to a file and the exit code is 0.
+When Winni cannot be reached the event goes to a local spool file, and the next call sends the
+spooled events first (in order) before its own.
+
+Configuration (environment variables win over the config file that `manage.py
+install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
+  WINNI_URL, WINNI_TOKEN, WINNI_HOOK_TIMEOUT (seconds per request, default 2),
+  WINNI_HOOK_SPOOL (spool file), WINNI_HOOK_LOG (log file), WINNI_HOOK_CONFIG or --config PATH
+  (config file path).
+"""
+# Only cheap modules at start-up: http.client alone costs more than the rest of the hook together
+# (its email-parser imports), so plain HTTP goes over a socket and http.client is loaded for HTTPS.
+import json
+import os
+import socket
+import sys
+import time
+
+DEFAULT_CONFIG = "~/.config/winni/claude-hook.json"
+DEFAULT_SPOOL = "~/.cache/winni/claude-hook-spool.jsonl"
+DEFAULT_LOG = "~/.cache/winni/claude-hook.log"
+# Spooled events sent per call (one request): bounds the time one hook call spends catching up.
+BATCH_SIZE = 200
+# Well under Winni's request limit (WINNI_MAX_REQUEST_BYTES, 8 MiB by default).
+BATCH_MAX_BYTES = 4 * 1024 * 1024
+SPOOL_MAX_BYTES = 50 * 1024 * 1024
+
+
+class Unreachable(Exception):
+    """Winni did not answer (down, timeout, 5xx): keep the event for later."""
+
+
+def config_path() -> str:
+    """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
+    args = sys.argv[1:]
+    if "--config" in args and args.index("--config") + 1 < len(args):
+        return os.path.expanduser(args[args.index("--config") + 1])
+    return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
+
+
+def load_config() -> dict:
+    path = config_path()
+    config: dict = {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        if isinstance(loaded, dict):
+            config = loaded
+    except (OSError, ValueError):
+        pass
+    for key, env in (("url", "WINNI_URL"), ("token", "WINNI_TOKEN"), ("timeout", "WINNI_HOOK_TIMEOUT"),
+                     ("spool", "WINNI_HOOK_SPOOL"), ("log", "WINNI_HOOK_LOG")):
+        if os.environ.get(env):
+            config[key] = os.environ[env]
+    config.setdefault("url", "http://127.0.0.1:9020")
+    config.setdefault("spool", DEFAULT_SPOOL)
+    config.setdefault("log", DEFAULT_LOG)
+    try:
+        config["timeout"] = max(0.1, min(float(config.get("timeout", 2)), 30.0))
+    except (TypeError, ValueError):
+        config["timeout"] = 2.0
+    return config
+
+
+def log(config: dict, message: str) -> None:
+    try:
+        path = os.path.expanduser(config.get("log") or DEFAULT_LOG)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {message}\n")
+    except OSError:
+        pass
+
+
+def split_url(url: str) -> tuple:
+    """(scheme, host, port, path prefix) of http(s)://host[:port][/prefix]."""
+    scheme, _, rest = url.partition("://")
+    hostport, _, prefix = rest.partition("/")
+    if hostport.startswith("["):  # [IPv6]:port
+        host, _, port = hostport[1:].partition("]")
+        port = port.lstrip(":")
+    else:
+        host, _, port = hostport.partition(":")
+    default = 443 if scheme == "https" else 80
+    return scheme, host, int(port) if port.isdigit() else default, ("/" + prefix).rstrip("/")
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = b"", body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out, rest = out + rest[:size], rest[size + 2:]
+    return out
+
+
+def _exchange(config: dict, method: str, target: str, data: bytes, headers: dict) -> tuple:
+    """(status, body) of one HTTP/1.1 request with Connection: close."""
+    scheme, host, port, _ = split_url(config["url"])
+    if scheme == "https":
+        import http.client
+
+        conn = http.client.HTTPSConnection(host, port, timeout=config["timeout"])
+        conn.request(method, target, body=data or None, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+        conn.close()
+        return response.status, raw
+    deadline = time.monotonic() + config["timeout"]
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
+             f"Content-Length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
+    with socket.create_connection((host, port), timeout=config["timeout"]) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
+        chunks = []
+        while True:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split(" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise OSError(f"not an HTTP response: {status_line[:80]!r}")
+    if any(h.lower().replace(" ", "") == "transfer-encoding:chunked" for h in header_lines):
+        body = _dechunk(body)
+    return int(parts[1]), body
+
+
+def request(config: dict, method: str, path: str, body: object = None, timeout: float = 0) -> dict:
+    """One HTTP call to Winni. Raises Unreachable (retry later) or ValueError (Winni refused the
+    event: retrying would not help)."""
+    headers = {"Accept": "application/json"}
+    if config.get("token"):
+        headers["Authorization"] = f"Bearer {config['token']}"
+    data = b""
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    try:
+        status, raw = _exchange({**config, "timeout": timeout or config["timeout"]}, method,
+                                split_url(config["url"])[3] + path, data, headers)
+    except Exception as exc:  # noqa: BLE001 - OSError, http.client's errors (HTTPS), a garbled answer
+        raise Unreachable(f"{type(exc).__name__}: {exc}") from None
+    if status >= 500 or status in (401, 403, 408, 429):
+        # 401/403: a token problem the user will fix; keep the events until then.
+        raise Unreachable(f"HTTP {status}: {raw[:300]!r}")
+    if status >= 400:
+        raise ValueError(f"HTTP {status}: {raw[:300]!r}")
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+
+
+def git_info(cwd: str) -> tuple:
+    """(git root folder name or None, branch or None), read from .git without running git."""
+    path = os.path.abspath(cwd or ".")
+    while True:
+        dot_git = os.path.join(path, ".git")
+        if os.path.exists(dot_git):
+            branch = None
+            try:
+                head_file = dot_git
+                if os.path.isfile(dot_git):  # a worktree or submodule: "gitdir: <path>"
+                    with open(dot_git, encoding="utf-8") as handle:
+                        gitdir = handle.read().strip().partition("gitdir:")[2].strip()
+                    head_file = os.path.join(path, gitdir) if not os.path.isabs(gitdir) else gitdir
+                with open(os.path.join(head_file, "HEAD"), encoding="utf-8") as handle:
+                    head = handle.read().strip()
+                branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else head[:12]
+            except OSError:
+                pass
+            return os.path.basename(path), branch
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None, None
+        path = parent
+
+
+class Spool:
+    """The local queue of events Winni has not received yet, guarded by an exclusive file lock."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.expanduser(path)
+        self.handle = None
+
+    def __enter__(self) -> "Spool":
+        import fcntl
+
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.handle = open(self.path, "a+", encoding="utf-8")
+        deadline = time.monotonic() + 3
+        while True:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.handle.close()
+                    raise
+                time.sleep(0.02)
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()  # releases the lock
+
+    def read(self) -> list:
+        self.handle.seek(0)
+        events = []
+        for line in self.handle:
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
+
+    def write(self, events: list) -> None:
+        self.handle.seek(0)
+        self.handle.truncate()
+        for event in events:
+            self.handle.write(json.dumps(event) + "\n")
+        self.handle.flush()
+
+
+def take_batch(queue: list) -> list:
+    """The oldest events that fit in one request (at least one)."""
+    batch, size = [], 0
+    for event in queue[:BATCH_SIZE]:
+        size += len(json.dumps(event))
+        if batch and size > BATCH_MAX_BYTES:
+            break
+        batch.append(event)
+    return batch
+
+
+def deliver(config: dict, body: dict) -> None:
+    """Send the spooled events and then this one (one batch request when there is a backlog);
+    whatever cannot be sent stays spooled, in order."""
+    with Spool(config["spool"]) as spool:
+        pending = spool.read()
+        queue = pending + ([body] if body else [])
+        batch = take_batch(queue)
+        sent = 0
+        try:
+            if len(batch) == 1:
+                try:
+                    request(config, "POST", "/api/v1/capture/events", batch[0])
+                except ValueError as exc:
+                    log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(batch[0])[:300]}")
+                sent = 1
+            elif batch:
+                # A backlog may take longer than one event; Claude Code's own hook timeout is 10 s.
+                answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
+                                 timeout=min(8.0, config["timeout"] * 4))
+                for result in answer.get("results") or []:
+                    if result.get("error"):
+                        log(config, f"Winni refused a spooled event: {result['error']}")
+                sent = len(batch)
+        except ValueError as exc:
+            log(config, f"Winni refused the spooled batch ({exc}); kept for later")
+        except Unreachable as exc:
+            log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
+        remaining = queue[sent:]
+        if remaining or pending:
+            sizes = [len(json.dumps(e)) for e in remaining]
+            drop = 0
+            while sum(sizes[drop:]) > SPOOL_MAX_BYTES:
+                drop += 1
+            if drop:
+                log(config, f"spool over 50 MB: dropped the {drop} oldest event(s)")
+            spool.write(remaining[drop:])
+
+
+def session_start(config: dict, payload: dict, project: str) -> str:
+    from urllib.parse import urlencode
+
+    # A source a newer Claude Code invents still deserves the startup text.
+    source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
+    query = urlencode({"source": source, "cwd": payload.get("cwd") or "", "project": project or ""})
+    try:
+        return str(request(config, "GET", f"/api/v1/capture/session-start?{query}").get("text") or "")
+    except (Unreachable, ValueError) as exc:
+        log(config, f"session-start failed: {exc}")
+        return ""
+
+
+def main() -> None:
+    config = load_config()
+    raw = sys.stdin.read()
+    try:
+        payload = json.loads(raw)
+        if not isinstance(payload, dict):
+            raise ValueError("not a JSON object")
+        event = payload["hook_event_name"]
+        if not isinstance(event, str) or not isinstance(payload.get("session_id"), str):
+            raise ValueError("hook_event_name and session_id must be strings")
+    except (ValueError, KeyError) as exc:
+        log(config, f"ignored malformed hook input ({exc}): {raw[:300]!r}")
+        return
+    project, branch = git_info(payload.get("cwd") or os.getcwd())
+    now = time.time()
+    body = {
+        "payload": payload,
+        "event_id": os.urandom(16).hex(),
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
+        "git_branch": branch,
+        "project": project,
+    }
+    if event == "SessionStart":
+        # Send what is spooled, then print the startup text (stdout goes into Claude's context).
+        deliver(config, {})
+        text = session_start(config, payload, project or os.path.basename((payload.get("cwd") or "").rstrip("/")))
+        if text:
+            sys.stdout.write(text + "\n")
+        return
+    deliver(config, body)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BaseException as exc:  # noqa: BLE001 - a hook must never fail the session
+        try:
+            log(load_config(), f"hook error: {type(exc).__name__}: {exc}")
+        except BaseException:  # noqa: BLE001
+            pass
+    sys.exit(0)
