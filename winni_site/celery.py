@@ -20,6 +20,11 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         sender.signature("winni_site.tasks.worker_heartbeat"),
         name="worker heartbeat",
     )
+    sender.add_periodic_task(
+        float(settings.WINNI_EMBEDDING_SWEEP_SECONDS),
+        sender.signature("memory.tasks.embed_backlog"),
+        name="embedding backlog sweep",
+    )
 
 
 @worker_ready.connect

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
 from winni_site.health import healthz
+from winni_site.recall import RecallApi
 
 
 def _app_api_urls() -> list:
@@ -27,5 +28,6 @@ urlpatterns = [
     path("api/v1/capture/events", CaptureEventApi.as_view(), name="capture-events"),
     path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
     path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
+    path("api/v1/recall", RecallApi.as_view(), name="recall"),
     *_app_api_urls(),
 ]

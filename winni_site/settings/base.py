@@ -217,6 +217,38 @@ WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_ME
 # PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.
 WINNI_CAPTURE_CHECKPOINT = env_bool("WINNI_CAPTURE_CHECKPOINT", True)
 
+# --- Embeddings, semantic memories, hybrid recall (memory app) -------------------------------
+WINNI_EMBEDDING_PROVIDER = env_str("WINNI_EMBEDDING_PROVIDER", "local")
+if WINNI_EMBEDDING_PROVIDER not in ("local", "ollama", "openai", "hash"):
+    raise ImproperlyConfigured(
+        f"WINNI_EMBEDDING_PROVIDER must be local, ollama, openai or hash, got {WINNI_EMBEDDING_PROVIDER!r}"
+    )
+WINNI_EMBEDDING_MODEL = env_str("WINNI_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+if not WINNI_EMBEDDING_MODEL.strip() or len(WINNI_EMBEDDING_MODEL) > 200:
+    raise ImproperlyConfigured("WINNI_EMBEDDING_MODEL must be a name of 1 to 200 characters")
+WINNI_EMBEDDING_DIMENSIONS = env_int("WINNI_EMBEDDING_DIMENSIONS", 384, minimum=2, maximum=2000)
+WINNI_EMBEDDING_URL = env_str("WINNI_EMBEDDING_URL", "http://127.0.0.1:11434")
+WINNI_EMBEDDING_API_KEY = env_str("WINNI_EMBEDDING_API_KEY", "")
+WINNI_EMBEDDING_TIMEOUT = env_float("WINNI_EMBEDDING_TIMEOUT", 60.0, minimum=0.1)
+WINNI_EMBEDDING_BATCH_SIZE = env_int("WINNI_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+# torch intra-op threads per process for the local model (0 = torch's default: one per core).
+WINNI_EMBEDDING_THREADS = env_int("WINNI_EMBEDDING_THREADS", 1, minimum=0, maximum=64)
+# Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
+WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
+# The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
+WINNI_EMBEDDING_SWEEP_SECONDS = env_int("WINNI_EMBEDDING_SWEEP_SECONDS", 60, minimum=5)
+# Hybrid recall: how the full-text and vector rankings are fused, and the weight of each side.
+WINNI_RECALL_FUSION = env_str("WINNI_RECALL_FUSION", "score")
+if WINNI_RECALL_FUSION not in ("score", "rrf"):
+    raise ImproperlyConfigured(f"WINNI_RECALL_FUSION must be score or rrf, got {WINNI_RECALL_FUSION!r}")
+WINNI_RECALL_RRF_K = env_int("WINNI_RECALL_RRF_K", 60, minimum=1)
+WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 0.65, minimum=0.0, maximum=100.0)
+WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minimum=0.0, maximum=100.0)
+# Share of a message's score passed to the turns before and after it (0 = off).
+WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
+WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
+WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
 # --- Conversations: search and orchestration results ---------------------------------------
 # dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
 # `total` is exact.

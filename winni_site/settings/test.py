@@ -21,6 +21,10 @@ if not os.environ.get("WINNI_DATA_DIR"):
 
     atexit.register(_stop_test_servers)
 
+# Tests embed with the deterministic hashing stand-in unless a test asks for the real model.
+os.environ.setdefault("WINNI_EMBEDDING_PROVIDER", "hash")
+os.environ.setdefault("WINNI_EMBEDDING_MODEL", "hash-bow")
+
 from .base import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,235 @@
+"""Latency at scale: search_memory and winni_recall through MCP over 100K memories and 1M messages
+with vectors, plus embedding throughput of one worker with the real model.
+
+The corpus is synthetic: texts of 8-20 words drawn from a 20,000-word Zipf vocabulary, loaded
+with COPY (not through the API: a million API calls is not what is measured here), and every
+row gets a random unit vector (cosine search costs the same for any vector; ranking quality is
+bench/retrieval.py's job). Queries are embedded by the real all-MiniLM-L6-v2 in the web process,
+so the measured latency includes the query embedding.
+
+    .venv/bin/python bench/memory.py                       # 100K memories, 1M messages
+    .venv/bin/python bench/memory.py --messages 200000 --queries 50
+
+The data stays in WINNI_DATA_DIR (default /tmp/winni-bench-memory) for the next run."""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _django  # noqa: E402
+
+MODEL = "all-MiniLM-L6-v2"
+DIMS = 384
+TURNS_PER_CONVERSATION = 100
+EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def vocabulary(size: int, seed: int = 7) -> list[str]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "ta", "po", "si", "de", "ga", "bu", "fe", "ho", "ji", "ze", "vo",
+                 "an", "er", "in", "os", "ul", "ch", "st", "tr"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables, size=rng.integers(2, 5))))
+    return sorted(words)
+
+
+def texts(count: int, words: list[str], rng: Any) -> list[str]:
+    ranks = rng.zipf(1.3, size=count * 20) % len(words)
+    lengths = rng.integers(8, 21, size=count)
+    out, start = [], 0
+    for length in lengths:
+        out.append(" ".join(words[i] for i in ranks[start : start + length]))
+        start += length
+    return out
+
+
+def unit_vectors(count: int, rng: Any) -> Any:
+    import numpy as np
+
+    block = rng.standard_normal((count, DIMS), dtype=np.float32)
+    block /= np.linalg.norm(block, axis=1, keepdims=True)
+    return block
+
+
+def load(memories: int, messages: int, words: list[str]) -> None:
+    """COPY the synthetic corpus and its vectors in, then build the HNSW indexes once."""
+    import numpy as np
+    from django.db import connection
+    from pgvector import Vector
+    from pgvector.psycopg import register_vector
+    from tqdm import tqdm
+
+    from conversations.models import Conversation, Message
+    from memory import vectors
+    from memory.models import Embedding, Memory
+    from memory.services import content_hash
+
+    have = (Memory.objects.count(), Message.objects.count())
+    if have == (memories, messages):
+        print(f"corpus present: {memories} memories, {messages} messages")
+        return
+    print(f"loading {memories} memories and {messages} messages (found {have}; starting over)")
+    Embedding.objects.all().delete()
+    Memory.objects.all().delete()
+    Conversation.objects.all().delete()
+    rng = np.random.default_rng(42)
+    connection.ensure_connection()
+    raw = connection.connection
+    register_vector(raw)
+    chunk = 20_000
+    with raw.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        cursor.execute(f"DROP INDEX IF EXISTS {vectors.index_name(model=MODEL, kind='message', dimensions=DIMS)}")
+        cursor.execute(f"DROP INDEX IF EXISTS {vectors.index_name(model=MODEL, kind='memory', dimensions=DIMS)}")
+        conversations = [uuid.uuid4() for _ in range(max(1, messages // TURNS_PER_CONVERSATION))]
+        with cursor.copy("COPY conversations_conversation (id, session_id, created_at, updated_at) FROM STDIN") as copy:
+            for index, cid in enumerate(conversations):
+                copy.write_row((cid, f"bench-{index % 500}", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"))
+        for kind, total in (("memory", memories), ("message", messages)):
+            with tqdm(total=total, desc=f"COPY {kind}s + vectors", unit="row") as bar:
+                for start in range(0, total, chunk):
+                    count = min(chunk, total - start)
+                    batch = texts(count, words, rng)
+                    ids = [uuid.uuid4() for _ in range(count)]
+                    if kind == "memory":
+                        with cursor.copy("COPY memory_memory (id, content, content_hash, tags, created_at) FROM STDIN") as copy:
+                            for pk, text in zip(ids, batch):
+                                tag = ["bench", f"t{int(rng.integers(0, 50))}"]
+                                copy.write_row((pk, f"{text} {pk.hex[:8]}", content_hash(f"{text} {pk.hex[:8]}"), tag,
+                                                "2026-01-01T00:00:00Z"))
+                    else:
+                        with cursor.copy("COPY conversations_message (id, conversation_id, turn_number, role, content, "
+                                         "created_at) FROM STDIN") as copy:
+                            for offset, (pk, text) in enumerate(zip(ids, batch)):
+                                number = start + offset
+                                copy.write_row((pk, conversations[number // TURNS_PER_CONVERSATION],
+                                                number % TURNS_PER_CONVERSATION + 1, "user" if number % 2 else "assistant",
+                                                text, "2026-01-01T00:00:00Z"))
+                    block = unit_vectors(count, rng)
+                    with cursor.copy("COPY memory_embedding (kind, object_id, model, dimensions, vector, created_at) "
+                                     "FROM STDIN WITH (FORMAT BINARY)") as copy:
+                        copy.set_types(["varchar", "varchar", "varchar", "int2", "vector", "timestamptz"])
+                        for pk, vector in zip(ids, block):
+                            copy.write_row((kind, str(pk), MODEL, DIMS, Vector(vector), EPOCH))
+                    raw.commit()
+                    bar.update(count)
+    for kind in ("memory", "message"):
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '2GB'")
+            cursor.execute("SET max_parallel_maintenance_workers = 1")
+        vectors.index_ensure(model=MODEL, kind=kind, dimensions=DIMS)
+        print(f"HNSW index for {kind}s built in {time.perf_counter() - started:.0f} s")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, list[float]]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from tqdm import tqdm
+
+    timings: dict[str, list[float]] = {}
+
+    async def run() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                      timeout=httpx2.Timeout(60, read=300)) as http:
+            async with Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client:
+                await client.call_tool(*calls[0])  # warm-up: loads the embedding model in the web process
+                for name, arguments in tqdm(calls, desc="MCP calls", unit="call"):
+                    began = time.perf_counter()
+                    result = await client.call_tool(name, arguments)
+                    timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
+                    assert not result.is_error, result
+
+    asyncio.run(run())
+    return timings
+
+
+def embedding_throughput(words: list[str]) -> None:
+    import numpy as np
+    from django.test.utils import override_settings
+
+    from memory import embeddings
+
+    rng = np.random.default_rng(3)
+    sample = [f"Speaker: {text}" for text in texts(2048, words, rng)]
+    with override_settings(WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL):
+        embeddings.embed_texts(sample[:64])  # model load
+        began = time.perf_counter()
+        embeddings.embed_texts(sample, batch_size=64)
+        seconds = time.perf_counter() - began
+        single = []
+        for text in sample[:50]:
+            started = time.perf_counter()
+            embeddings.embed_texts([text])
+            single.append((time.perf_counter() - started) * 1000)
+    p50, p95 = _django.percentiles(single)
+    print(f"embedding throughput (one process, batches of 64, ~80-char texts): {len(sample) / seconds:.0f} texts/s; "
+          f"one text: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=100, help="calls per tool")
+    parser.add_argument("--skip-throughput", action="store_true")
+    args = parser.parse_args()
+    _django.setup("memory", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL)
+
+    import numpy as np
+    from django.db import connection
+
+    from memory import vectors
+    from tests.support import LiveServer, child_env
+    from winni_site import auth
+    from winni_site.searchable import searchable_changed
+
+    searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
+    words = vocabulary(20_000)
+    load(args.memories, args.messages, words)
+    vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
+    vectors.model_activate(name=MODEL)
+
+    rng = np.random.default_rng(11)
+    queries = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))
+               for _ in range(args.queries)]
+    calls = [("search_memory", {"query": q, "limit": 5}) for q in queries]
+    calls += [("winni_recall", {"query": q, "limit": 10}) for q in queries]
+    calls += [("winni_recall", {"query": q, "limit": 10, "session_id": "bench-7"}) for q in queries[: args.queries // 2]]
+    _, token = auth.token_create(name=f"bench-{uuid.uuid4().hex[:8]}")
+    server = LiveServer(child_env(connection.settings_dict, DJANGO_SETTINGS_MODULE="winni_site.settings.dev",
+                                  WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL))
+    try:
+        timings = measure_mcp(server.url, token, calls)
+    finally:
+        server.stop()
+    print(f"\n{args.memories} memories, {args.messages} messages, {DIMS}-d vectors (HNSW m=16, ef_search "
+          f"{vectors.settings.WINNI_RECALL_HNSW_EF_SEARCH}); MCP streamable HTTP, one client, sequential calls")
+    names = {"search_memory": "search_memory (limit 5)", "winni_recall": "winni_recall (all kinds, limit 10)"}
+    recall_all = timings.get("winni_recall", [])
+    split = args.queries
+    for label, samples in ((names["search_memory"], timings.get("search_memory", [])),
+                           (names["winni_recall"], recall_all[:split]),
+                           ("winni_recall (session_id filter, messages only)", recall_all[split:])):
+        if samples:
+            p50, p95 = _django.percentiles(samples)
+            print(f"{label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {1000 / (sum(samples) / len(samples)):.1f} calls/s")
+    if not args.skip_throughput:
+        embedding_throughput(words)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Hybrid retrieval over any searchable kind: BM25 over the row's `search_vector`, cosine
+similarity over its vectors (the active model), fused by weighted reciprocal rank.
+
+Lexical side: PostgreSQL's `ts_rank` is not BM25 and web-search syntax ANDs every word, which
+finds nothing for a natural-language question. Here the question's lexemes (english config:
+stemmed, stop words dropped) are ORed to collect candidates, and the candidates are scored with
+Okapi BM25 computed in SQL from the tsvector positions (tf), the candidates' document
+frequencies within the scope (every row containing a query lexeme is a candidate, so df is
+exact up to the candidate cap) and the scope's size."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import QuerySet
+
+from memory import embeddings, vectors
+from memory.embeddings import EmbeddingUnavailable
+from winni_site import searchable
+
+Mode = Literal["fts", "semantic", "hybrid"]
+MODES = ("fts", "semantic", "hybrid")
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Candidate rows scored per kind; beyond it the candidates are an arbitrary subset of the matches and
+# df counts approximate. Only huge, unfiltered scopes reach it (a session's messages never did on the
+# benchmarks): at 1M messages, 20,000 candidates cost ≈ 225 ms, 2,000 ≈ 23 ms.
+FTS_CANDIDATE_CAP = 2_000
+CANDIDATE_DEPTH = 50
+
+
+# (candidate keys, scope or None) → {candidate key: keys of the rows next to it}
+Neighbours = Callable[[list[str], "QuerySet | None"], dict[str, list[str]]]
+
+
+@dataclass
+class Hit:
+    kind: str
+    key: str
+    fts_score: float | None = None
+    fts_rank: int | None = None
+    similarity: float | None = None
+    vector_rank: int | None = None
+    context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
+    fused: float = 0.0
+    obj: Any = field(default=None, repr=False)
+
+
+def query_lexemes(text: str) -> list[str]:
+    """The query's lexemes under the english config, safe to quote into a tsquery."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [text])
+        (lexemes,) = cursor.fetchone()
+    return [lexeme for lexeme in lexemes or [] if "\\" not in lexeme]
+
+
+def _tsquery(lexemes: list[str]) -> str:
+    return " | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered: bool) -> list[tuple[str, float]]:
+    """(key, BM25 score) of the best `limit` rows of `kind` within `scope`."""
+    if not lexemes:
+        return []
+    spec = searchable.get(kind)
+    meta = spec.model._meta
+    table = connection.ops.quote_name(meta.db_table)
+    pk = connection.ops.quote_name(meta.pk.column)
+    params: list[Any] = [_tsquery(lexemes)]
+    scope_clause = ""
+    if filtered:
+        scope_sql, scope_params = scope.values("pk").query.sql_with_params()
+        scope_clause = f" AND t.{pk} IN ({scope_sql})"
+        params += list(scope_params)
+    params += [FTS_CANDIDATE_CAP, lexemes]
+    size = _scope_size(scope, table, filtered)
+    sql = f"""
+        WITH cand AS MATERIALIZED (
+            SELECT t.{pk}::text AS id, t.search_vector AS sv FROM {table} t
+            WHERE t.search_vector @@ %s::tsquery{scope_clause}
+            LIMIT %s
+        ),
+        terms AS (
+            SELECT c.id, length(c.sv)::float AS dl, u.lexeme, greatest(cardinality(u.positions), 1)::float AS tf
+            FROM cand c, unnest(c.sv) u WHERE u.lexeme = ANY(%s)
+        ),
+        df AS (SELECT lexeme, count(*)::float AS df FROM terms GROUP BY lexeme),
+        stats AS (SELECT greatest(avg(length(sv)), 1)::float AS avgdl FROM cand)
+        SELECT t.id, sum(
+            ln(1 + (greatest(%s, df.df) - df.df + 0.5) / (df.df + 0.5))
+            * t.tf * {BM25_K1 + 1} / (t.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * t.dl / stats.avgdl))
+        ) AS score
+        FROM terms t JOIN df USING (lexeme) CROSS JOIN stats
+        GROUP BY t.id ORDER BY score DESC, t.id LIMIT %s
+    """
+    params += [float(size), int(limit)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
+    if filtered:
+        return scope.count()
+    # Unfiltered: the planner's estimate is good enough for IDF and costs nothing.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table])
+        row = cursor.fetchone()
+    estimate = int(row[0]) if row else -1
+    return estimate if estimate > 0 else scope.count()
+
+
+def search(
+    *,
+    query: str,
+    scopes: dict[str, QuerySet],
+    filtered: dict[str, bool] | None = None,
+    limit: int,
+    offset: int = 0,
+    mode: Mode = "hybrid",
+    query_vector: list[float] | None = None,
+    neighbours: dict[str, Neighbours] | None = None,
+) -> list[Hit]:
+    """Rank rows of several kinds for `query`. `scopes` maps each kind to the queryset of rows it
+    may return (`filtered[kind]` says whether that queryset is narrower than the whole table).
+
+    semantic/hybrid embed the query (or use `query_vector`); if the provider is down, hybrid
+    degrades to fts and semantic raises EmbeddingUnavailable.
+
+    `neighbours[kind]`, when given, maps candidate keys to the keys of the rows next to them (the
+    turns before and after a message): in hybrid mode each candidate passes
+    WINNI_RECALL_CONTEXT_WEIGHT × its score to those rows, so an answer given one turn after the
+    words of the question still ranks (LoCoMo dev: turn recall@10 +3.8 points)."""
+    filtered = filtered or {}
+    # Candidates per side. Fixed (not 3 × limit) so score fusion normalises over the same depth
+    # whatever page is asked for.
+    depth = max(CANDIDATE_DEPTH, limit + offset)
+    hits: dict[tuple[str, str], Hit] = {}
+
+    def hit(kind: str, key: str) -> Hit:
+        return hits.setdefault((kind, key), Hit(kind=kind, key=key))
+
+    if mode in ("fts", "hybrid"):
+        lexemes = query_lexemes(query)
+        ranked: list[tuple[str, str, float]] = []
+        for kind, scope in scopes.items():
+            ranked += [(kind, key, score) for key, score in
+                       bm25(kind=kind, lexemes=lexemes, scope=scope, limit=depth, filtered=filtered.get(kind, True))]
+        ranked.sort(key=lambda item: -item[2])
+        for rank, (kind, key, score) in enumerate(ranked[:depth], start=1):
+            entry = hit(kind, key)
+            entry.fts_score, entry.fts_rank = score, rank
+
+    if mode in ("semantic", "hybrid"):
+        if query_vector is None:
+            try:
+                query_vector = embeddings.embed_query(query)
+            except EmbeddingUnavailable:
+                if mode == "semantic":
+                    raise
+                query_vector = None
+        if query_vector is not None:
+            model = vectors.model_active()
+            near: list[tuple[str, str, float]] = []
+            for kind, scope in scopes.items():
+                near += [(kind, key, sim) for key, sim in vectors.nearest(
+                    kind=kind, query_vector=query_vector, model=model, limit=depth,
+                    scope=scope if filtered.get(kind, True) else None)]
+            near.sort(key=lambda item: -item[2])
+            for rank, (kind, key, sim) in enumerate(near[:depth], start=1):
+                entry = hit(kind, key)
+                entry.similarity, entry.vector_rank = sim, rank
+
+    _fuse(list(hits.values()), mode)
+    if mode == "hybrid" and neighbours and settings.WINNI_RECALL_CONTEXT_WEIGHT > 0:
+        _spread(hits, neighbours, scopes, filtered)
+    ordered = sorted(hits.values(), key=lambda e: (-e.fused, e.kind, e.key))
+    if mode == "semantic":
+        ordered = [entry for entry in ordered if entry.similarity is not None]
+    page = ordered[offset : offset + limit]
+    _attach_objects(page)
+    return [entry for entry in page if entry.obj is not None]
+
+
+def _fuse(entries: list[Hit], mode: str) -> None:
+    """Set each hit's fused score.
+
+    hybrid, WINNI_RECALL_FUSION=score (default): w_fts × BM25 / best BM25 + w_vec × similarity
+    min-max scaled over the vector candidates. rrf: Σ w / (k + rank). Measured on the LoCoMo dev
+    slice, score fusion beat RRF (k = 60 and k = 10) at every weight tried (README, "Retrieval")."""
+    fts_weight = settings.WINNI_RECALL_FTS_WEIGHT
+    vector_weight = settings.WINNI_RECALL_VECTOR_WEIGHT
+    k = settings.WINNI_RECALL_RRF_K
+    fts_scores = [e.fts_score for e in entries if e.fts_score is not None]
+    sims = [e.similarity for e in entries if e.similarity is not None]
+    best_fts = max(fts_scores) if fts_scores else 1.0
+    low_sim, high_sim = (min(sims), max(sims)) if sims else (0.0, 1.0)
+    for entry in entries:
+        if mode == "fts":
+            entry.fused = entry.fts_score or 0.0
+        elif mode == "semantic":
+            entry.fused = entry.similarity if entry.similarity is not None else -1.0
+        elif settings.WINNI_RECALL_FUSION == "rrf":
+            entry.fused = (fts_weight / (k + entry.fts_rank) if entry.fts_rank else 0.0) + (
+                vector_weight / (k + entry.vector_rank) if entry.vector_rank else 0.0)
+        else:
+            lexical = (entry.fts_score or 0.0) / best_fts if best_fts > 0 else 0.0
+            semantic = ((entry.similarity - low_sim) / (high_sim - low_sim) if high_sim > low_sim else 1.0) \
+                if entry.similarity is not None else 0.0
+            entry.fused = fts_weight * lexical + vector_weight * semantic
+
+
+def _spread(hits: dict[tuple[str, str], Hit], neighbours: dict[str, Neighbours], scopes: dict[str, QuerySet],
+            filtered: dict[str, bool]) -> None:
+    weight = settings.WINNI_RECALL_CONTEXT_WEIGHT
+    passed: dict[tuple[str, str], float] = {}
+    for kind, find in neighbours.items():
+        if kind not in scopes:
+            continue
+        candidates = [key for (hit_kind, key) in hits if hit_kind == kind]
+        for key, nearby in find(candidates, scopes[kind] if filtered.get(kind, True) else None).items():
+            for other in nearby:
+                passed[(kind, other)] = passed.get((kind, other), 0.0) + weight * hits[(kind, key)].fused
+    for (kind, key), amount in passed.items():
+        entry = hits.setdefault((kind, key), Hit(kind=kind, key=key))
+        entry.context += amount
+    for entry in hits.values():
+        entry.fused += entry.context
+
+
+def _attach_objects(page: list[Hit]) -> None:
+    by_kind: dict[str, list[Hit]] = {}
+    for entry in page:
+        by_kind.setdefault(entry.kind, []).append(entry)
+    for kind, entries in by_kind.items():
+        model = searchable.get(kind).model
+        objects = {str(obj.pk): obj for obj in model.objects.filter(pk__in=[e.key for e in entries])}
+        for entry in entries:
+            entry.obj = objects.get(entry.key)

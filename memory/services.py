@@ -1,0 +1,244 @@
+"""Semantic memories (seed 003): the business rules every interface (MCP, REST, admin) calls."""
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from memory import embeddings, retrieval, vectors
+from memory.embeddings import EmbeddingError, EmbeddingUnavailable
+from memory.models import Memory
+from winni_site.errors import InvalidInput, NotFound
+from winni_site.validation import validate_storable
+from winni_site.logs import storage_op
+from winni_site.searchable import announce_changed
+
+KIND = "memory"
+CONTENT_EMPTY = "content must not be empty or whitespace"
+QUERY_EMPTY = "query must not be empty or whitespace"
+TAGS_TOO_MANY = "at most 10 tags are allowed"
+TAG_INVALID = "each tag must be 1 to 50 characters after trimming"
+LIMIT_RANGE = "limit must be between 1 and 20"
+METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
+
+MAX_TAGS = 10
+MAX_TAG_LENGTH = 50
+# Seed 003: results under this relevance are not worth showing.
+RELEVANCE_CUTOFF = 30.0
+# Full-text matches checked for a missing vector on every search (read-your-writes).
+FRESH_CANDIDATES = 20
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class MemoryHit:
+    memory: Memory
+    relevance: float
+    match: str  # "semantic" (cosine similarity) or "fulltext" (provider down: lexical only)
+
+
+# --- validation ------------------------------------------------------------------------------
+
+
+def normalise_content(content: str) -> str:
+    return _SPACE.sub(" ", content).strip().casefold()
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(normalise_content(content).encode("utf-8")).hexdigest()
+
+
+def validate_content(value: Any, *, field: str = "content") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
+    return validate_storable(value, field=field).strip()
+
+
+def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
+    """Trimmed, lower-cased, duplicates dropped (first occurrence kept)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(f"{field} must be a list of strings", field=field)
+    if len(value) > MAX_TAGS:
+        raise InvalidInput(f"{field}: {TAGS_TOO_MANY}, got {len(value)}", field=field)
+    tags: list[str] = []
+    for tag in value:
+        if not isinstance(tag, str) or not (1 <= len(tag.strip()) <= MAX_TAG_LENGTH):
+            raise InvalidInput(f"{field}: {TAG_INVALID}, got {str(tag)[:60]!r}", field=field)
+        normalised = tag.strip().lower()
+        if normalised not in tags:
+            tags.append(normalised)
+    return tags
+
+
+def validate_query(value: Any, *, field: str = "query") -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
+    return validate_storable(value, field=field).strip()
+
+
+def validate_limit(value: Any, *, low: int = 1, high: int = 20, field: str = "limit") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
+        raise InvalidInput(f"{field} must be between {low} and {high}, got {value!r}", field=field)
+    return value
+
+
+def _optional_uuid(value: Any, *, field: str) -> uuid.UUID | None:
+    if value is None or value == "":
+        return None
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        raise InvalidInput(f"{field} must be a UUID, got {str(value)[:80]!r}", field=field) from None
+
+
+# --- reads -----------------------------------------------------------------------------------
+
+
+def memory_get(*, memory_id: Any) -> Memory:
+    pk = _optional_uuid(memory_id, field="memory_id")
+    memory = Memory.objects.filter(pk=pk).first() if pk else None
+    if memory is None:
+        raise NotFound(f"memory {memory_id} not found", field="memory_id")
+    return memory
+
+
+def memory_list(*, tags: list[str] | None = None) -> Any:
+    """Newest first; `tags`: only memories carrying every one of them."""
+    tags = validate_tags(tags)
+    queryset = Memory.objects.defer("search_vector").order_by("-created_at", "id")
+    if tags:
+        queryset = queryset.filter(tags__contains=tags)
+    return queryset
+
+
+def memory_embedding_model(memory: Memory) -> str | None:
+    """Name of the active model when this memory has a vector under it."""
+    active = vectors.model_active()
+    has = vectors.Embedding.objects.filter(kind=KIND, object_id=str(memory.pk), model=active.name).exists()
+    return active.name if has else None
+
+
+def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) -> list[MemoryHit]:
+    """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
+
+    Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
+    is found by full text and its similarity computed right here. If the embedding provider is
+    down, the search answers from full text alone (match = "fulltext", relevance from BM25)."""
+    query = validate_query(query)
+    limit = validate_limit(limit)
+    scope = memory_list(tags=tags)
+    filtered = bool(tags)
+    with storage_op("memory.search", limit=limit) as log:
+        try:
+            query_vector: list[float] | None = embeddings.embed_query(query)
+        except EmbeddingUnavailable:
+            query_vector = None
+        if query_vector is None:
+            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered)
+        else:
+            hits = _semantic(query=query, query_vector=query_vector, scope=scope, limit=limit, filtered=filtered)
+        log["results"] = len(hits)
+    return hits
+
+
+def _semantic(*, query: str, query_vector: list[float], scope: Any, limit: int, filtered: bool) -> list[MemoryHit]:
+    model = vectors.model_active()
+    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
+                                 scope=scope if filtered else None))
+    # Memories without a vector yet: the best full-text matches that lack one are embedded now
+    # (a handful at most). Checking the top matches is cheap; an anti-join over every memory is not.
+    lexemes = retrieval.query_lexemes(query)
+    lexical = [key for key, _ in retrieval.bm25(kind=KIND, lexemes=lexemes, scope=scope, limit=FRESH_CANDIDATES,
+                                                 filtered=filtered) if key not in found]
+    have = set(vectors.Embedding.objects.filter(kind=KIND, model=model.name, object_id__in=lexical)
+               .values_list("object_id", flat=True))
+    fresh_keys = [key for key in lexical if key not in have]
+    if fresh_keys and model.name == embeddings.model_name():
+        rows = {str(m.pk): m for m in Memory.objects.filter(pk__in=fresh_keys)}
+        keys = [key for key in fresh_keys if key in rows]
+        try:
+            fresh_vectors = embeddings.embed_texts([rows[key].content for key in keys])
+        except EmbeddingError:
+            fresh_vectors = []
+        for key, vector in zip(keys, fresh_vectors):
+            found[key] = sum(a * b for a, b in zip(vector, query_vector))
+    memories = {str(m.pk): m for m in Memory.objects.filter(pk__in=list(found)).defer("search_vector")}
+    hits = [
+        MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
+        for key, sim in found.items() if key in memories
+    ]
+    hits = [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
+    hits.sort(key=lambda hit: (-hit.relevance, hit.memory.created_at))
+    return hits[:limit]
+
+
+def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool) -> list[MemoryHit]:
+    ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope, limit=limit,
+                            filtered=filtered)
+    if not ranked:
+        return []
+    best = ranked[0][1]
+    memories = {str(m.pk): m for m in Memory.objects.filter(pk__in=[k for k, _ in ranked]).defer("search_vector")}
+    # Lexical scores are not similarities: scale the best match to 100 and keep the cut-off's meaning
+    # ("clearly weaker than the best") by dropping anything under 30% of it.
+    hits = [MemoryHit(memory=memories[key], relevance=round(100 * score / best, 1), match="fulltext")
+            for key, score in ranked if key in memories]
+    return [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def memory_store(
+    *,
+    content: str,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    conversation_id: Any = None,
+    message_id: Any = None,
+) -> tuple[Memory, bool]:
+    """Store a memory; returns (memory, created). The same normalised content returns the existing
+    memory (created = False) instead of a copy."""
+    content = validate_content(content)
+    tags = validate_tags(tags)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput(f"metadata: {METADATA_NOT_OBJECT}", field="metadata")
+    conversation = _optional_uuid(conversation_id, field="conversation_id")
+    message = _optional_uuid(message_id, field="message_id")
+    digest = content_hash(content)
+    with storage_op("memory.store") as log:
+        existing = Memory.objects.filter(content_hash=digest).first()
+        if existing is not None:
+            log.update(memory_id=str(existing.pk), duplicate=True)
+            return existing, False
+        try:
+            with transaction.atomic():
+                memory = Memory.objects.create(
+                    content=content, content_hash=digest, tags=tags, metadata=metadata,
+                    conversation_id=conversation, message_id=message,
+                )
+                announce_changed(KIND, [memory.pk])
+        except IntegrityError:
+            # A concurrent writer stored the same content first: theirs is the memory.
+            existing = Memory.objects.filter(content_hash=digest).first()
+            if existing is None:
+                raise
+            log.update(memory_id=str(existing.pk), duplicate=True)
+            return existing, False
+        log.update(memory_id=str(memory.pk), duplicate=False)
+    return memory, True
+
+
+def memory_delete(*, memory_id: Any) -> None:
+    """REST and admin only: no MCP tool deletes memories (seed 003)."""
+    memory = memory_get(memory_id=memory_id)
+    with storage_op("memory.delete", memory_id=str(memory.pk)), transaction.atomic():
+        vectors.embeddings_forget(kind=KIND, ids=[memory.pk])
+        memory.delete()
+        announce_changed(KIND, [memory.pk])

@@ -1,0 +1,65 @@
+"""Celery tasks of the memory app: embedding rows after their write commits, and the sweep."""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+
+from memory import embeddings, vectors
+from memory.embeddings import EmbeddingError, EmbeddingUnavailable
+from winni_site import searchable
+
+log = logging.getLogger("winni.embeddings")
+
+MAX_RETRIES = 8
+SWEEP_BATCH = 2000
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES, name="memory.tasks.embed_rows", acks_late=True)
+def embed_rows(self: Any, kind: str, ids: list[str]) -> int:
+    """Embed these rows under the configured model. A provider outage retries with exponential
+    backoff (10 s, 20 s, … 10 min); past the last retry the beat sweep picks the rows up again,
+    so a row is never lost."""
+    try:
+        return vectors.embedding_store(kind=kind, ids=ids)
+    except EmbeddingUnavailable as exc:
+        log.warning("embedding provider unavailable", extra={"fields": {"kind": kind, "rows": len(ids),
+                                                                        "error": str(exc)[:200]}})
+        if self.request.is_eager:
+            return 0  # no worker to retry in: the sweep will
+        raise self.retry(exc=exc, countdown=min(600, 10 * 2 ** self.request.retries))
+    except EmbeddingError as exc:
+        # Wrong dimension or a malformed answer: storing would poison search, retrying will not help
+        # until the configuration changes. Nothing is stored; the sweep tries again later.
+        log.error("embedding rejected", extra={"fields": {"kind": kind, "rows": len(ids), "error": str(exc)[:300]}})
+        return 0
+
+
+@shared_task(name="memory.tasks.embed_backlog")
+def embed_backlog() -> int:
+    """Beat: queue every row that still has no vector under the configured model, and drop vectors
+    whose rows are gone."""
+    model = embeddings.model_name()
+    queued = 0
+    # Counted here, once a sweep, and kept for /healthz: counting rows without a vector means an
+    # anti-join over every row, too slow for a health check on a large database.
+    vectors.backlog_record(vectors.backlog())
+    for kind in searchable.kinds():
+        vectors.orphans_delete(kind=kind)
+        keys = [str(pk) for pk in vectors.pending(kind=kind, model=model).values_list("pk", flat=True)[:SWEEP_BATCH]]
+        for chunk in vectors.chunks(keys, settings.WINNI_EMBEDDING_BATCH_SIZE):
+            embed_rows.delay(kind, chunk)
+            queued += len(chunk)
+    return queued
+
+
+def enqueue(kind: str, ids: list[Any]) -> None:
+    """Queue the rows in batches; never lets a queueing problem break the write that announced them."""
+    keys = [str(pk) for pk in ids]
+    for chunk in vectors.chunks(keys, settings.WINNI_EMBEDDING_BATCH_SIZE):
+        try:
+            embed_rows.delay(kind, chunk)
+        except Exception as exc:  # broker down: the sweep catches up
+            log.warning("could not queue embeddings", extra={"fields": {"kind": kind, "error": str(exc)[:200]}})

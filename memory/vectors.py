@@ -1,0 +1,246 @@
+"""The embedding store: vectors for every searchable kind, which model is active, the HNSW indexes,
+nearest-neighbour search, and the backlog of rows still waiting for a vector.
+
+Rows are embedded after their write commits (memory.tasks.embed_rows, fed by
+`winni_site.searchable.searchable_changed`); a beat task sweeps up anything a lost task or a
+provider outage left behind, so a row is never lost, only late."""
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any, Iterable, Iterator
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, QuerySet, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from memory import embeddings
+from memory.embeddings import EmbeddingError
+from memory.models import Embedding, EmbeddingModel
+from winni_site import searchable
+from winni_site.logs import storage_op
+
+log = logging.getLogger("winni.embeddings")
+
+
+
+# --- which model searches use ----------------------------------------------------------------
+
+
+def model_register(*, name: str, dimensions: int, provider: str) -> EmbeddingModel:
+    """The EmbeddingModel row for `name`, created on first use; a model keeps one dimension forever."""
+    row = EmbeddingModel.objects.filter(name=name).first()
+    if row is None:
+        try:
+            with transaction.atomic():
+                row = EmbeddingModel.objects.create(name=name, dimensions=dimensions, provider=provider)
+        except IntegrityError:
+            row = EmbeddingModel.objects.get(name=name)
+    if row.dimensions != dimensions:
+        raise EmbeddingError(
+            f"model {name!r} already has {row.dimensions}-dimensional vectors; WINNI_EMBEDDING_DIMENSIONS is "
+            f"{dimensions}. Use another model name or fix the setting."
+        )
+    return row
+
+
+def model_active() -> EmbeddingModel:
+    """The model whose vectors searches use. On a new database: the configured one."""
+    row = EmbeddingModel.objects.filter(is_active=True).first()
+    if row is not None:
+        return row
+    row = model_register(name=embeddings.model_name(), dimensions=embeddings.dimensions(),
+                         provider=settings.WINNI_EMBEDDING_PROVIDER)
+    model_activate(name=row.name)
+    row.refresh_from_db()
+    return row
+
+
+@transaction.atomic
+def model_activate(*, name: str) -> EmbeddingModel:
+    """Switch every search over to `name` at once (one transaction; the partial unique index keeps
+    exactly one model active)."""
+    row = EmbeddingModel.objects.select_for_update().get(name=name)
+    EmbeddingModel.objects.filter(is_active=True).exclude(pk=row.pk).update(is_active=False)
+    if not row.is_active:
+        row.is_active = True
+        row.activated_at = timezone.now()
+        row.save(update_fields=["is_active", "activated_at"])
+    return row
+
+
+# --- indexes ---------------------------------------------------------------------------------
+
+
+def index_name(*, model: str, kind: str, dimensions: int) -> str:
+    digest = hashlib.sha256(f"{model}|{kind}|{dimensions}".encode()).hexdigest()[:16]
+    return f"emb_hnsw_{digest}"
+
+
+def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
+    """A partial HNSW index (cosine) over this model's vectors of this kind. Built once; bulk loads
+    (winni_reembed) call it after loading, which is far faster than inserting into the index."""
+    name = index_name(model=model, kind=kind, dimensions=dimensions)
+    # A catalogue lookup takes no lock; CREATE INDEX IF NOT EXISTS would wait for running writes.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [name])
+        if cursor.fetchone():
+            return name
+    with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON memory_embedding USING hnsw "
+            f"((vector::vector({int(dimensions)})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+            f"WHERE model = %s AND kind = %s",
+            [model, kind],
+        )
+    return name
+
+
+# --- writing vectors -------------------------------------------------------------------------
+
+
+def _key(pk: Any) -> str:
+    return str(pk)
+
+
+def pending(*, kind: str, model: str, scope: QuerySet | None = None) -> QuerySet:
+    """Rows of `kind` (within `scope`) that have no vector under `model` yet."""
+    spec = searchable.get(kind)
+    base = scope if scope is not None else spec.model.objects.all()
+    has_vector = Embedding.objects.filter(kind=kind, model=model, object_id=Cast(OuterRef("pk"), TextField()))
+    return base.filter(~Exists(has_vector))
+
+
+def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, build_index: bool = True,
+                    force: bool = False) -> int:
+    """Embed the rows `ids` of `kind` under `model` (default: the configured one) and store the
+    vectors; returns how many were stored. Rows that no longer exist lose their vectors.
+
+    The provider is called outside any transaction (it may take seconds). EmbeddingUnavailable
+    propagates so the caller (a Celery task) retries; EmbeddingError (wrong dimension, bad
+    answer) propagates too, and nothing is stored."""
+    if kind not in searchable.kinds():
+        raise EmbeddingError(f"kind {kind!r} is not registered as searchable")
+    spec = searchable.get(kind)
+    model_name = model or embeddings.model_name()
+    dims = embeddings.dimensions()
+    keys = [_key(pk) for pk in ids]
+    rows = list(spec.model.objects.filter(pk__in=keys))
+    found = {_key(row.pk) for row in rows}
+    gone = set(keys) - found
+    if gone:
+        Embedding.objects.filter(kind=kind, object_id__in=gone).delete()
+    if not force:
+        done = set(Embedding.objects.filter(kind=kind, model=model_name, object_id__in=found)
+                   .values_list("object_id", flat=True))
+        rows = [row for row in rows if _key(row.pk) not in done]
+    if not rows:
+        return 0
+    with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)):
+        vectors = embeddings.embed_texts([spec.text(row) or " " for row in rows], model=model_name)
+        register = model_register(name=model_name, dimensions=dims, provider=settings.WINNI_EMBEDDING_PROVIDER)
+        with transaction.atomic():
+            if force:
+                Embedding.objects.filter(kind=kind, model=model_name, object_id__in=[_key(r.pk) for r in rows]).delete()
+            Embedding.objects.bulk_create(
+                [Embedding(kind=kind, object_id=_key(row.pk), model=register.name, dimensions=dims, vector=vector)
+                 for row, vector in zip(rows, vectors)],
+                ignore_conflicts=True,
+            )
+    if build_index:
+        index_ensure(model=model_name, kind=kind, dimensions=dims)
+    return len(rows)
+
+
+def embeddings_forget(*, kind: str, ids: Iterable[Any]) -> int:
+    """Drop every vector of these rows (all models); services call it when rows are deleted."""
+    deleted, _ = Embedding.objects.filter(kind=kind, object_id__in=[_key(pk) for pk in ids]).delete()
+    return deleted
+
+
+def orphans_delete(*, kind: str) -> int:
+    """Vectors whose row is gone (e.g. messages deleted with their conversation)."""
+    spec = searchable.get(kind)
+    alive = spec.model.objects.annotate(_key=Cast("pk", TextField())).filter(_key=OuterRef("object_id"))
+    deleted, _ = Embedding.objects.filter(kind=kind).filter(~Exists(alive)).delete()
+    return deleted
+
+
+BACKLOG_COUNT_CAP = 100_000
+
+
+def backlog() -> dict[str, int]:
+    """Rows per kind that have no vector under the configured model yet, counted up to
+    BACKLOG_COUNT_CAP (so /healthz stays cheap on a large database that is being re-embedded)."""
+    model_name = embeddings.model_name()
+    return {kind: pending(kind=kind, model=model_name)[:BACKLOG_COUNT_CAP].count() for kind in searchable.kinds()}
+
+
+BACKLOG_KEY = "winni:embeddings:backlog"
+
+
+def backlog_record(counts: dict[str, int]) -> None:
+    import json
+    import time
+
+    from winni_site import health
+
+    health._redis().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
+
+
+def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
+    """The backlog the last sweep counted, and how many seconds ago (None, None before the first)."""
+    import json
+    import time
+
+    from winni_site import health
+
+    raw = health._redis().get(BACKLOG_KEY)
+    if raw is None:
+        return None, None
+    data = json.loads(raw)
+    return data["counts"], max(0.0, time.time() - data["at"])
+
+
+def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# --- reading vectors -------------------------------------------------------------------------
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
+            scope: QuerySet | None = None) -> list[tuple[str, float]]:
+    """(object_id, cosine similarity) of the `limit` nearest rows of `kind` under `model`, best
+    first, restricted to `scope` (a queryset of that kind's rows) when given.
+
+    Uses the partial HNSW index; a selective scope relies on pgvector 0.8's iterative scan
+    (relaxed order, re-sorted here) so a filter does not starve the result."""
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
+    sql = (
+        f"SELECT object_id, (vector::vector({dims})) <=> %s::vector({dims}) AS distance "
+        f"FROM memory_embedding WHERE model = %s AND kind = %s"
+    )
+    params: list[Any] = [vector_literal(query_vector), model.name, kind]
+    if scope is not None:
+        scope_sql, scope_params = scope.annotate(_key=Cast("pk", TextField())).values("_key").query.sql_with_params()
+        sql += f" AND object_id IN ({scope_sql})"
+        params += list(scope_params)
+    sql += " ORDER BY distance LIMIT %s"
+    params.append(int(limit))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(int(settings.WINNI_RECALL_HNSW_EF_SEARCH), int(limit))}")
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    rows.sort(key=lambda row: row[1])
+    return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]

@@ -1,0 +1,165 @@
+"""Embedding providers and the pipeline's failure rules, against a small real HTTP server."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+import pytest
+
+from memory import embeddings, services, tasks, vectors
+from memory.embeddings import EmbeddingError, EmbeddingUnavailable
+from memory.models import Embedding, Memory
+from tests.support import free_port
+
+pytestmark = pytest.mark.django_db
+
+
+class FakeProvider:
+    """Answers Ollama's /api/embed and OpenAI's /v1/embeddings with `dims`-long vectors."""
+
+    def __init__(self) -> None:
+        self.dims = 384
+        self.status = 200
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                fake.requests.append((self.path, body))
+                texts = body["input"]
+                vectors = [[float(len(text) % 7 + 1)] + [0.5] * (fake.dims - 1) for text in texts]
+                if self.path == "/api/embed":
+                    answer: Any = {"model": body["model"], "embeddings": vectors}
+                else:
+                    answer = {"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vectors)))]}
+                raw = json.dumps(answer).encode()
+                self.send_response(fake.status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    fake = FakeProvider()
+    yield fake
+    fake.server.shutdown()
+
+
+@pytest.mark.parametrize("provider,path", [("ollama", "/api/embed"), ("openai", "/v1/embeddings")])
+def test_http_providers_embed_in_order_and_normalise(settings, fake_provider, provider, path):
+    settings.WINNI_EMBEDDING_PROVIDER = provider
+    settings.WINNI_EMBEDDING_MODEL = "nomic-embed-text"
+    settings.WINNI_EMBEDDING_URL = fake_provider.url
+    vectors_ = embeddings.embed_texts(["a", "abc"])
+    assert fake_provider.requests == [(path, {"model": "nomic-embed-text", "input": ["a", "abc"]})]
+    assert [round(sum(x * x for x in v), 6) for v in vectors_] == [1.0, 1.0]
+    assert vectors_[0][0] < vectors_[1][0]  # "a" → 2.0, "abc" → 4.0 before normalising: order kept
+
+
+def test_a_wrong_dimension_is_refused_and_nothing_is_stored(settings, fake_provider, django_capture_on_commit_callbacks):
+    settings.WINNI_EMBEDDING_PROVIDER = "ollama"
+    settings.WINNI_EMBEDDING_MODEL = "big-model"
+    settings.WINNI_EMBEDDING_URL = fake_provider.url
+    fake_provider.dims = 768
+    memory, _ = services.memory_store(content="a fact")
+    with pytest.raises(EmbeddingError, match="768-dimensional.*expected 384.*WINNI_EMBEDDING_DIMENSIONS"):
+        vectors.embedding_store(kind="memory", ids=[memory.pk])
+    assert Embedding.objects.count() == 0
+    # The worker task logs and gives up without storing; the row itself is untouched.
+    assert tasks.embed_rows.apply(args=["memory", [str(memory.pk)]]).get() == 0
+    assert Embedding.objects.count() == 0 and Memory.objects.filter(pk=memory.pk).exists()
+
+
+def test_a_model_keeps_its_dimension(settings):
+    vectors.model_register(name="m1", dimensions=384, provider="hash")
+    with pytest.raises(EmbeddingError, match="already has 384-dimensional vectors"):
+        vectors.model_register(name="m1", dimensions=768, provider="hash")
+
+
+def test_provider_down_the_write_succeeds_and_the_sweep_embeds_later(settings, django_capture_on_commit_callbacks):
+    settings.WINNI_EMBEDDING_PROVIDER = "openai"
+    settings.WINNI_EMBEDDING_MODEL = "text-embedding-3-small"
+    settings.WINNI_EMBEDDING_URL = f"http://127.0.0.1:{free_port()}"  # nobody listens
+    with django_capture_on_commit_callbacks(execute=True):
+        memory, created = services.memory_store(content="the build server is called hal")
+    assert created and Embedding.objects.count() == 0
+    with pytest.raises(EmbeddingUnavailable):
+        vectors.embedding_store(kind="memory", ids=[memory.pk])
+    assert vectors.backlog()["memory"] == 1
+    # The provider comes back (here: the hashing stand-in under that model name): the sweep catches up.
+    settings.WINNI_EMBEDDING_PROVIDER = "hash"
+    assert tasks.embed_backlog() == 1
+    assert vectors.backlog()["memory"] == 0
+    stored = Embedding.objects.get()
+    assert (stored.kind, stored.object_id, stored.model, stored.dimensions) == (
+        "memory", str(memory.pk), "text-embedding-3-small", 384)
+
+
+def test_provider_errors_are_classified(settings, fake_provider):
+    settings.WINNI_EMBEDDING_PROVIDER = "ollama"
+    settings.WINNI_EMBEDDING_URL = fake_provider.url
+    fake_provider.status = 503
+    with pytest.raises(EmbeddingUnavailable, match="503"):
+        embeddings.embed_texts(["x"])
+    fake_provider.status = 400
+    with pytest.raises(EmbeddingError, match="400"):
+        embeddings.embed_texts(["x"])
+
+
+def test_check_vectors_rejects_bad_answers():
+    with pytest.raises(EmbeddingError, match="2 vectors for 1 texts"):
+        embeddings.check_vectors([[1.0], [1.0]], count=1, dimensions=1, model="m")
+    with pytest.raises(EmbeddingError, match="zero"):
+        embeddings.check_vectors([[0.0, 0.0]], count=1, dimensions=2, model="m")
+    with pytest.raises(EmbeddingError, match="non-numbers"):
+        embeddings.check_vectors([["a", 1]], count=1, dimensions=2, model="m")
+
+
+def test_the_hash_stand_in_is_deterministic_and_similar_for_shared_words(settings):
+    a, b, c = embeddings.embed_texts(["deploy the server", "deploy the server today", "banana bread recipe"])
+    assert embeddings.embed_texts(["deploy the server"])[0] == a
+    similarity = lambda x, y: sum(p * q for p, q in zip(x, y))  # noqa: E731
+    assert similarity(a, b) > similarity(a, c)
+
+
+def test_persona_files_fall_back_to_the_default(settings, tmp_path):
+    from memory import personas
+
+    (tmp_path / "a.md").write_text("persona A")
+    (tmp_path / "b.md").write_text("persona B")
+    settings.WINNI_PERSONA_FILES = [f"venom_identity={tmp_path / 'a.md'}", f"variant2={tmp_path / 'b.md'}",
+                                    f"broken={tmp_path / 'missing.md'}"]
+    assert personas.persona_text("variant2") == ("variant2", "persona B")
+    assert personas.persona_text("nope") == ("venom_identity", "persona A")
+    assert personas.persona_text(None) == ("venom_identity", "persona A")
+    assert personas.persona_text("broken") == ("venom_identity", "persona A")
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.WINNI_PERSONA_FILES = ["no-equals-sign"]
+    with pytest.raises(ImproperlyConfigured, match="WINNI_PERSONA_FILES"):
+        personas.persona_files()
+
+
+def test_bad_embedding_settings_name_the_variable(monkeypatch):
+    import subprocess
+    import sys
+
+    from tests.support import ROOT
+
+    for name, value in (("WINNI_EMBEDDING_PROVIDER", "magic"), ("WINNI_EMBEDDING_DIMENSIONS", "0"),
+                        ("WINNI_RECALL_FUSION", "max")):
+        result = subprocess.run(
+            [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True, text=True,
+            env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test", name: value},
+        )
+        assert result.returncode != 0 and name in result.stderr, (name, result.stderr[-300:])
