@@ -132,8 +132,8 @@ def test_transcript_of_a_missing_or_malformed_conversation_is_404(admin_client: 
 def test_search_groups_hits_by_kind_and_links_messages_to_their_turn(admin_client: Any, corpus: AdminCorpus):
     response = admin_client.get("/admin/search/", {"q": "flamingo checksum"})
     groups = response.context["groups"]
-    assert [group["kind"] for group in groups] == ["message"]
-    [hit] = groups[0]["hits"]
+    assert groups[0]["kind"] == "message"
+    hit = groups[0]["hits"][0]  # the best hit (weaker semantic neighbours may follow)
     transcript = reverse("admin:conversations_conversation_transcript", args=[corpus.long.id])
     assert hit["url"] == f"{transcript}?turn=250#turn-250"
     assert "<mark>flamingo</mark>" in hit["snippet"]
@@ -148,8 +148,9 @@ def test_search_ranks_stemmed_matches_and_escapes_text(admin_client: Any, corpus
     conv.message_store(conversation_id=corpus.api.id, role="user", content="<script>alert(1)</script> deploying now")
     response = admin_client.get("/admin/search/", {"q": "deploy"})
     hits = response.context["groups"][0]["hits"]
-    # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message).
-    assert len(hits) == 3
+    # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message) are found.
+    found = [hit["snippet"] for hit in hits if "<mark>" in hit["snippet"]]
+    assert len(found) == 3
     html = response.content.decode()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
 

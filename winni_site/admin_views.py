@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import html
 import re
-from importlib.util import find_spec
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import F, Model
+from django.db.models import Model
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -23,7 +21,6 @@ from winni_site import charts, dashboard, searchable
 
 TRANSCRIPT_PAGE_SIZE = 200
 SEARCH_LIMIT = 20
-SEARCH_CANDIDATES = 2000
 
 
 def can_view(request: HttpRequest, model: type[Model] | None) -> bool:
@@ -45,15 +42,6 @@ def changelist_url(model: type[Model]) -> str | None:
 def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
     url = reverse("admin:conversations_conversation_transcript", args=[conversation_id])
     return url if turn is None else f"{url}?turn={turn}#turn-{turn}"
-
-
-def object_url(obj: Model) -> str | None:
-    """Where a row opens in the admin: a message opens its transcript at its turn."""
-    if hasattr(obj, "conversation_id") and hasattr(obj, "turn_number") and type(obj).__name__ == "Message":
-        return transcript_url(obj.conversation_id, obj.turn_number)
-    if type(obj).__name__ == "Conversation":
-        return transcript_url(obj.pk)
-    return _change_url(type(obj), obj.pk)
 
 
 # --- dashboard ------------------------------------------------------------------------------
@@ -133,14 +121,12 @@ def search(request: HttpRequest) -> HttpResponse:
 
 def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str, Any]]:
     """winni_recall's hybrid ranking over the kinds the user may view, grouped by kind (best
-    group first); a plain full-text search per kind while winni_recall is not installed."""
+    group first); each hit links to its row (a message to its turn in the transcript)."""
+    from winni_site.recall import recall
+
     kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
     if not kinds:
         return []
-    if find_spec("winni_site.recall") is None:
-        return _fts_groups(kinds, query, limit)
-    from winni_site.recall import recall
-
     words = _query_words(query)
     result = recall(query=query, kinds=kinds, limit=limit)
     groups: dict[str, dict[str, Any]] = {}
@@ -154,7 +140,7 @@ def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str
             "kind": hit["kind"], "title": str(model._meta.verbose_name_plural).capitalize(), "hits": [],
             "best": hit["score"]})
         group["hits"].append({"kind": hit["kind"], "id": hit["id"], "title": hit["label"], "score": hit["score"],
-                              "snippet": snippet(hit["text"], words), "url": url, "extra": ""})
+                              "snippet": snippet(hit["text"], words), "url": url})
     return sorted(groups.values(), key=lambda group: -group["best"])
 
 
@@ -163,33 +149,6 @@ def _change_url(model: type[Model], pk: Any) -> str | None:
         return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_change", args=[pk])
     except NoReverseMatch:
         return None
-
-
-def _fts_groups(kinds: list[str], query: str, limit: int) -> list[dict[str, Any]]:
-    words = _query_words(query)
-    groups = []
-    for kind in kinds:
-        entry = searchable.get(kind)
-        ts_query = SearchQuery(query, config="english", search_type="websearch")
-        manager = entry.model._default_manager
-        # Rank at most SEARCH_CANDIDATES matches: a word in most rows would otherwise rank the
-        # whole table on every search (seconds at a million messages).
-        candidates = manager.filter(search_vector=ts_query).values("pk")[:SEARCH_CANDIDATES]
-        rows = (manager.filter(pk__in=candidates)
-                .annotate(rank=SearchRank(F("search_vector"), ts_query)).order_by("-rank")[:limit])
-        hits = [{"kind": kind, "id": str(row.pk), "title": entry.label(row), "score": float(row.rank),
-                 "snippet": snippet(entry.text(row), words), "url": object_url(row),
-                 "extra": _hit_extra(row)} for row in rows]
-        if hits:
-            groups.append({"kind": kind, "title": str(entry.model._meta.verbose_name_plural).capitalize(),
-                           "hits": hits, "best": hits[0]["score"]})
-    groups.sort(key=lambda group: -group["best"])
-    return groups
-
-
-def _hit_extra(row: Model) -> str:
-    conversation = getattr(row, "conversation", None) if type(row).__name__ == "Message" else None
-    return (conversation.session_id or "") if conversation is not None else ""
 
 
 def _query_words(query: str) -> list[str]:
