@@ -157,9 +157,14 @@ class HttpLLM:
                 f"{self.provider} returned an invalid medallion twice (after one repair retry): {problem}"
             ) from None
 
-    def _call(self, messages: list[dict[str, str]]) -> str:
+    def complete(self, *, system: str, prompt: str) -> str:
+        """One plain-text completion under another system prompt (no schema, no repair retry), for
+        callers outside medallions such as the answer cache's judgment model."""
+        return self._call([{"role": "user", "content": prompt}], system=system)
+
+    def _call(self, messages: list[dict[str, str]], *, system: str | None = None) -> str:
         try:
-            response = httpx.post(self._url(), json=self._body(messages), headers=self._headers(),
+            response = httpx.post(self._url(), json=self._body(messages, system=system), headers=self._headers(),
                                   timeout=self.timeout)
         except httpx.TimeoutException:
             raise MedallionLLMError(f"{self.provider} at {self.base_url} timed out after {self.timeout:g} s") from None
@@ -182,7 +187,7 @@ class HttpLLM:
     def _headers(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
         raise NotImplementedError
 
     def _reply_text(self, payload: Any) -> str:
@@ -206,13 +211,15 @@ class OpenAICompatibleLLM(HttpLLM):
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "system", "content": system_prompt()}, *messages],
+            "messages": [{"role": "system", "content": system or system_prompt()}, *messages],
             "temperature": 0,
             "max_tokens": self.max_output_tokens,
         }
+        if system is not None:
+            return body  # another caller's plain completion: no medallion JSON format
         if self.json_mode == "object":
             body["response_format"] = {"type": "json_object"}
         elif self.json_mode == "schema":
@@ -238,10 +245,10 @@ class AnthropicLLM(HttpLLM):
     def _headers(self) -> dict[str, str]:
         return {"x-api-key": self.api_key, "anthropic-version": self.API_VERSION}
 
-    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
         return {
             "model": self.model,
-            "system": system_prompt(),
+            "system": system or system_prompt(),
             "messages": messages,
             "max_tokens": self.max_output_tokens,
             "temperature": 0,

@@ -99,3 +99,6 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+from memory import librarian_admin  # noqa: E402,F401

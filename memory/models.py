@@ -86,3 +86,6 @@ class EmbeddingModel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.dimensions}-d{', active' if self.is_active else ''})"
+
+
+from memory.librarian_models import LibrarianHourlyStats, QueryMemory  # noqa: E402,F401

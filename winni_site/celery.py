@@ -8,6 +8,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
 app = Celery("winni")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Task modules beyond `<app>.tasks`.
+app.autodiscover_tasks(lambda: ["memory"], related_name="librarian_tasks")
 
 
 @app.on_after_finalize.connect
@@ -24,6 +26,11 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         float(settings.WINNI_EMBEDDING_SWEEP_SECONDS),
         sender.signature("memory.tasks.embed_backlog"),
         name="embedding backlog sweep",
+    )
+    sender.add_periodic_task(
+        float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
+        sender.signature("memory.librarian_tasks.librarian_evict"),
+        name="answer cache expiry and eviction",
     )
 
 

@@ -18,7 +18,7 @@ INSTRUCTIONS = (
 
 # Tool modules beyond `<app>.mcp` (cross-app tools like winni_recall, a second tool set inside an
 # app), each with a `register(server)`.
-EXTRA_TOOL_MODULES: list[str] = ["winni_site.recall"]
+EXTRA_TOOL_MODULES: list[str] = ["winni_site.recall", "memory.librarian_mcp"]
 
 
 def build_mcp_server() -> MCPServer:

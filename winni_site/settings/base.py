@@ -279,3 +279,23 @@ if WINNI_MEDALLION_LLM_JSON_MODE not in ("object", "schema", "off"):
 WINNI_MEDALLION_LLM_TIMEOUT_SECONDS = env_float("WINNI_MEDALLION_LLM_TIMEOUT_SECONDS", 120.0, minimum=1, maximum=3600)
 # Evidence beyond this many characters is trimmed (oldest transcript text first) before prompting.
 WINNI_MEDALLION_LLM_MAX_INPUT_CHARS = env_int("WINNI_MEDALLION_LLM_MAX_INPUT_CHARS", 48_000, minimum=1000)
+
+# --- Answer cache ("Librarian", seed 002 §8; names and defaults from the seed) ----------------
+LIBRARIAN_MEMORY_ENABLED = env_bool("LIBRARIAN_MEMORY_ENABLED", True)
+LIBRARIAN_SEMANTIC_SEARCH = env_bool("LIBRARIAN_SEMANTIC_SEARCH", True)
+LIBRARIAN_AUTO_TIER_PROMOTION = env_bool("LIBRARIAN_AUTO_TIER_PROMOTION", True)
+LIBRARIAN_CACHE_THRESHOLD = env_int("LIBRARIAN_CACHE_THRESHOLD", 3, minimum=1, maximum=1_000_000)
+LIBRARIAN_EXPENSIVE_THRESHOLD_MS = env_int("LIBRARIAN_EXPENSIVE_THRESHOLD_MS", 500, minimum=0, maximum=3_600_000)
+# Cosine distance (0 identical, 2 opposite); above 1 would accept unrelated questions.
+LIBRARIAN_SIMILARITY_THRESHOLD = env_float("LIBRARIAN_SIMILARITY_THRESHOLD", 0.15, minimum=0.0, maximum=1.0)
+LIBRARIAN_MAX_CACHED = env_int("LIBRARIAN_MAX_CACHED", 10_000, minimum=1)
+LIBRARIAN_TTL_SECONDS = env_int("LIBRARIAN_TTL_SECONDS", 24 * 3600, minimum=0)  # 0: never expire
+LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT = env_int("LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT", 2, minimum=1)
+LIBRARIAN_EVICT_INTERVAL_SECONDS = env_int("LIBRARIAN_EVICT_INTERVAL_SECONDS", 300, minimum=10)
+LIBRARIAN_UNCACHED_RETENTION_DAYS = env_int("LIBRARIAN_UNCACHED_RETENTION_DAYS", 30, minimum=1)
+# An LLM rates each answer before it is cached (the medallions' provider, WINNI_MEDALLION_LLM_*).
+LIBRARIAN_JUDGMENT_MODEL = env_bool("LIBRARIAN_JUDGMENT_MODEL", False)
+if LIBRARIAN_JUDGMENT_MODEL and WINNI_MEDALLION_LLM_PROVIDER == "extractive":
+    raise ImproperlyConfigured(
+        "LIBRARIAN_JUDGMENT_MODEL needs an LLM: set WINNI_MEDALLION_LLM_PROVIDER to openai or anthropic"
+    )

@@ -1,0 +1,97 @@
+"""Admin for the answer cache: entries by tier, pin/unpin, forget, edit an answer — every change
+goes through memory.librarian. The change list shows the hit rate per day and the tiers."""
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from memory import librarian
+from memory.librarian_models import QueryMemory
+from winni_site.errors import ApplicationError
+
+CHART_DAYS = 14
+
+
+@admin.register(QueryMemory)
+class QueryMemoryAdmin(admin.ModelAdmin):
+    change_list_template = "admin/memory/querymemory/change_list.html"
+    list_display = ("query_text", "tier", "ask_count", "cache_hits", "confidence", "has_answer", "pinned",
+                    "last_asked", "expires_at")
+    list_filter = ("tier", "pinned", ("answer", admin.EmptyFieldListFilter))
+    search_fields = ("query_text", "answer")
+    ordering = ("-last_asked",)
+    fields = ("query_text", "answer", "pinned", "tier", "ask_count", "cache_hits", "confidence",
+              "feedback_positive", "feedback_negative", "answer_version", "compute_time_ms", "sources",
+              "first_asked", "last_asked", "expires_at", "embedding_model")
+    readonly_fields = ("query_text", "tier", "ask_count", "cache_hits", "confidence", "feedback_positive",
+                       "feedback_negative", "answer_version", "compute_time_ms", "sources", "first_asked",
+                       "last_asked", "expires_at", "embedding_model")
+    actions = ("pin", "unpin", "forget")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[QueryMemory]:
+        return super().get_queryset(request).defer("embedding")
+
+    @admin.display(boolean=True, description="answer")
+    def has_answer(self, obj: QueryMemory) -> bool:
+        return obj.is_cached
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # "forget" does the same through the service
+        return actions
+
+    def save_model(self, request: HttpRequest, obj: QueryMemory, form: Any, change: bool) -> None:
+        """An edited answer is remembered (new version, confidence 1.0); clearing it forgets the
+        answer but keeps the query's statistics."""
+        try:
+            if obj.answer and obj.answer.strip():
+                librarian.librarian_remember(query=obj.query_text, answer=obj.answer, pin=obj.pinned)
+            else:
+                QueryMemory.objects.filter(pk=obj.pk).update(answer=None, sources=[], expires_at=None)
+                librarian.librarian_set_pinned(entry_ids=[obj.pk], pinned=obj.pinned)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+
+    def delete_model(self, request: HttpRequest, obj: QueryMemory) -> None:
+        librarian.librarian_forget(query=obj.query_text)
+
+    @admin.action(description="Pin (never evict or expire)")
+    def pin(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
+        changed = librarian.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=True)
+        self.message_user(request, f"Pinned {changed} entries.")
+
+    @admin.action(description="Unpin")
+    def unpin(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
+        changed = librarian.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=False)
+        self.message_user(request, f"Unpinned {changed} entries.")
+
+    @admin.action(description="Forget (delete the query and its answer)")
+    def forget(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
+        forgotten = 0
+        for query_text in queryset.values_list("query_text", flat=True):
+            try:
+                librarian.librarian_forget(query=query_text)
+                forgotten += 1
+            except ApplicationError as exc:
+                self.message_user(request, exc.message, messages.ERROR)
+        self.message_user(request, f"Forgot {forgotten} entries.")
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        stats = librarian.librarian_memory_stats()
+        series = librarian.librarian_hit_rate_series(days=CHART_DAYS)
+        entries = max(stats["entries"], 1)
+        extra = {
+            "cache_stats": stats,
+            "hit_rate_series": [
+                {**point, "percent": round((point["hit_rate"] or 0) * 100)} for point in series
+            ],
+            "tier_bars": [
+                {"tier": tier, "count": count, "percent": round(count * 100 / entries)}
+                for tier, count in stats["tiers"].items()
+            ],
+        }
+        return super().changelist_view(request, extra_context={**(extra_context or {}), **extra})

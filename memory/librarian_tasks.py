@@ -1,0 +1,16 @@
+"""Celery tasks of the answer cache: thin callers of memory.librarian (ids in, counts out)."""
+from celery import shared_task
+
+from memory import librarian
+
+
+@shared_task(name="memory.librarian_tasks.librarian_embed")
+def librarian_embed(entry_id: int) -> bool:
+    """Made when an entry enters warm (or is remembered): its query vector for L2 lookups."""
+    return librarian.librarian_embed(entry_id=entry_id)
+
+
+@shared_task(name="memory.librarian_tasks.librarian_evict")
+def librarian_evict() -> dict[str, int]:
+    """Beat, every LIBRARIAN_EVICT_INTERVAL_SECONDS: expiry, eviction beyond the limit, pruning."""
+    return librarian.librarian_evict()
