@@ -20,6 +20,7 @@ class AdminCorpus:
     api: Any
     long: Any
     per_day: dict[dt.date, int] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 def build_admin_corpus() -> AdminCorpus:
@@ -52,3 +53,16 @@ def build_admin_corpus() -> AdminCorpus:
         text = f"Step {turn} of the migration plan." if turn != 250 else "The flamingo checksum finally matched."
         store(long, "user" if turn % 2 else "assistant", text, twenty_days_ago)
     return AdminCorpus(claude=claude, proxy=proxy, api=api, long=long, per_day=per_day)
+
+
+def build_cache_activity() -> dict[str, Any]:
+    """Answer cache traffic for today: one remembered answer asked four times (hits) and one
+    question nobody answered before (a miss). Returns the librarian's own numbers."""
+    from memory import librarian
+
+    librarian.librarian_remember(query="How do I run the tests?", answer="./winni test")
+    for _ in range(4):
+        librarian.librarian_ask(query="How do I run the tests?")
+    librarian.librarian_ask(query="Who wrote the flamingo checksum?")
+    today = librarian.librarian_hit_rate_series(days=1)[0]
+    return {"hit_rate": today["hit_rate"], "asks": today["asks"]}

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
 from tests.support import ROOT, LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -65,7 +65,9 @@ def admin_page(browser: Any, winni_server: LiveServer, transactional_db: Any) ->
 
 @pytest.fixture
 def corpus(admin_page: Any) -> AdminCorpus:
-    return build_admin_corpus()
+    corpus = build_admin_corpus()
+    corpus.cache = build_cache_activity()
+    return corpus
 
 
 @pytest.fixture
@@ -100,6 +102,12 @@ def test_login_and_dashboard_charts_show_the_fixtures(page: Any, corpus: AdminCo
     sizes = chart_values(page, "Database size per table")
     assert int(sizes["conversations_message"]) > 0
     assert page.locator("#winni-status").is_visible()
+
+    hit_rate = chart_values(page, "Answer cache hit rate per day")
+    assert hit_rate == {today: str(corpus.cache["hit_rate"])}
+    assert page.locator('figure[data-chart="Answer cache hit rate per day"] circle.mark').is_visible()
+    tiers = chart_values(page, "Cached answers per tier")
+    assert sum(int(count) for count in tiers.values()) == 2
 
 
 def test_search_and_open_a_hit_at_its_turn(page: Any, corpus: AdminCorpus):
@@ -197,3 +205,20 @@ def test_edit_and_activate_a_startup_context(admin_page: Any):
     audit = page.locator(".field-audit_trail").inner_text()
     assert "admin:ada" in audit and "activate" in audit
     shot(page, "07-context-audit")
+
+
+def test_forget_a_cache_entry(admin_page: Any):
+    from memory import librarian
+    from memory.librarian_models import QueryMemory
+
+    librarian.librarian_remember(query="Where do the backups go?", answer="To WINNI_DATA_DIR/backups.")
+    librarian.librarian_remember(query="Which port does Winni use?", answer="9020.")
+    page = admin_page
+    page.goto(reverse("admin:memory_querymemory_changelist"))
+    row = page.locator("tr", has_text="Where do the backups go?")
+    row.locator("input.action-select").check()
+    page.select_option("select[name=action]", "forget")
+    page.click("button[name=index]")
+    assert page.locator("tr", has_text="Where do the backups go?").count() == 0
+    shot(page, "09-cache-forgot")
+    assert list(QueryMemory.objects.values_list("query_text", flat=True)) == ["Which port does Winni use?"]

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import Conversation
-from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
 
 
 @pytest.fixture
@@ -62,6 +62,22 @@ def test_dashboard_counts_each_store_and_draws_charts_from_the_data(admin_client
     sizes = marks(html, "Database size per table")
     assert int(sizes["conversations_message"]) > 0
     assert "Workers and queue" in html and 'data-queue="' in html
+
+
+def test_dashboard_charts_the_answer_cache(admin_client: Any, corpus: AdminCorpus):
+    from memory.librarian_models import QueryMemory
+
+    cache = build_cache_activity()
+    assert cache["asks"] == 5 and 0 < cache["hit_rate"] < 1
+    html = admin_client.get("/admin/").content.decode()
+    hit_rate = marks(html, "Answer cache hit rate per day")
+    today = timezone.now().date().strftime("%b %d")
+    assert hit_rate == {today: str(cache["hit_rate"])}  # days without asks are gaps, not zeros
+    tiers = marks(html, "Cached answers per tier")
+    assert list(tiers) == ["cold", "warm", "hot", "core"]
+    for tier, count in tiers.items():
+        assert int(count) == QueryMemory.objects.filter(tier=tier).count()
+    assert sum(int(count) for count in tiers.values()) == 2
 
 
 def test_dashboard_heartbeat_shows_the_worker(admin_client: Any, corpus: AdminCorpus):
