@@ -5,7 +5,6 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
-from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -36,18 +35,16 @@ class StartupContextAdmin(admin.ModelAdmin):
     actions = ["activate_selected"]
 
     def get_list_display(self, request: HttpRequest) -> Any:
-        token = get_token(request)
-
         @admin.display(description="activate")
         def activate_button(obj: StartupContext) -> str:
             if obj.is_active:
                 return mark_safe("<strong>active</strong>")
             url = reverse("admin:contexts_startupcontext_activate", args=[obj.pk])
+            # The list is itself a <form> (actions) and forms cannot nest: a nested form is
+            # dropped by the browser and the button would submit the list. So the button posts
+            # the list's form (which carries the CSRF token) to the activate URL instead.
             return format_html(
-                '<form method="post" action="{}" style="margin:0">'
-                '<input type="hidden" name="csrfmiddlewaretoken" value="{}">'
-                '<input type="submit" value="Activate" class="button"></form>',
-                url, token,
+                '<button type="submit" formaction="{}" formmethod="post" class="button">Activate</button>', url
             )
 
         return ("name", "is_active", "updated_at", activate_button)

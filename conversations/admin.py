@@ -10,6 +10,7 @@ from django.http import HttpRequest
 
 from conversations import services
 from conversations.models import Conversation, FiedlerResult, Message
+from winni_site.admin_views import TranscriptAdminMixin
 
 
 class MessageInline(admin.TabularInline):
@@ -33,7 +34,7 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(TranscriptAdminMixin, admin.ModelAdmin):
     list_display = ("id", "session_id", "message_count", "first_activity", "last_activity")
     search_fields = ("session_id",)
     search_help_text = "Session id, or words from the messages (web-search syntax)."

@@ -2,10 +2,6 @@ from django.contrib import admin
 
 from winni_site.models import ApiToken, BackupRun
 
-admin.site.site_header = "Winni"
-admin.site.site_title = "Winni admin"
-admin.site.index_title = "Memory stores"
-
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):

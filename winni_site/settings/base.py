@@ -59,7 +59,8 @@ CSRF_TRUSTED_ORIGINS = [origin for origin in WINNI_ALLOWED_ORIGINS if origin.sta
 WINNI_APPS = ["conversations", "contexts", "memory", "medallions"]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with Winni's site (dashboard index, search, estimated-count lists).
+    "winni_site.admin_site.WinniAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -200,6 +201,11 @@ LOGGING = {
         "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }
+
+# --- Admin dashboard -------------------------------------------------------------------------
+# Admin lists and store counts use PostgreSQL's row estimate (pg_class.reltuples) for tables at
+# least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
+WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
 
 # --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
 # Characters the SessionStart hook may print (startup context, then medallions).

@@ -1,0 +1,225 @@
+"""The admin's own pages through Django's test client: dashboard, search, transcript, permission
+checks, and lists that do not COUNT(*) big tables."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from conversations.models import Conversation
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
+
+
+@pytest.fixture
+def corpus(db: Any) -> AdminCorpus:
+    return build_admin_corpus()
+
+
+@pytest.fixture
+def admin_client(client: Any, staff_user: Any) -> Any:
+    from django.core.cache import cache
+
+    cache.clear()  # the dashboard's status panel is cached for a few seconds
+    client.force_login(staff_user)
+    return client
+
+
+def marks(html: str, chart_title: str) -> dict[str, str]:
+    """data-label → data-value of the marks drawn in one chart."""
+    start = html.index(f'data-chart="{chart_title}"')
+    end = html.index("</figure>", start)
+    return dict(re.findall(r'data-label="([^"]*)" data-value="([^"]*)"', html[start:end]))
+
+
+def test_dashboard_counts_each_store_and_draws_charts_from_the_data(admin_client: Any, corpus: AdminCorpus):
+    response = admin_client.get("/admin/")
+    assert response.status_code == 200
+    html = response.content.decode()
+
+    # Store tiles: exact counts for small tables; stores not installed say so instead of zero.
+    assert re.search(r'data-store="Conversations".*?data-count="4"', html, re.S)
+    assert re.search(r'data-store="Messages".*?data-count="%d"' % (4 + 2 + 3 + LONG_TURNS), html, re.S)
+    for title, store in [(s["title"], s) for s in response.context["stores"]]:
+        if not store["available"]:
+            assert re.search(rf'data-store="{title}".*?not available', html, re.S)
+
+    per_day = marks(html, "Messages per day (last 30 days, UTC)")
+    assert len(per_day) == 30
+    for day, count in corpus.per_day.items():
+        assert per_day[day.strftime("%b %d")] == str(count)
+    assert sum(int(v) for v in per_day.values()) == sum(corpus.per_day.values())
+
+    assert marks(html, "Conversations per session source") == {"Claude Code": "2", "API": "1", "MCP proxy": "1"}
+
+    sizes = marks(html, "Database size per table")
+    assert int(sizes["conversations_message"]) > 0
+    assert "Workers and queue" in html and 'data-queue="' in html
+
+
+def test_dashboard_charts_the_answer_cache(admin_client: Any, corpus: AdminCorpus):
+    from memory.librarian_models import QueryMemory
+
+    cache = build_cache_activity()
+    assert cache["asks"] == 5 and 0 < cache["hit_rate"] < 1
+    html = admin_client.get("/admin/").content.decode()
+    hit_rate = marks(html, "Answer cache hit rate per day")
+    today = timezone.now().date().strftime("%b %d")
+    assert hit_rate == {today: str(cache["hit_rate"])}  # days without asks are gaps, not zeros
+    tiers = marks(html, "Cached answers per tier")
+    assert list(tiers) == ["cold", "warm", "hot", "core"]
+    for tier, count in tiers.items():
+        assert int(count) == QueryMemory.objects.filter(tier=tier).count()
+    assert sum(int(count) for count in tiers.values()) == 2
+
+
+def test_dashboard_heartbeat_shows_the_worker(admin_client: Any, corpus: AdminCorpus):
+    from winni_site import health
+
+    health.heartbeat_record()
+    html = admin_client.get("/admin/").content.decode()
+    assert 'data-worker="ok"' in html
+
+
+def test_anonymous_and_non_staff_users_see_nothing(client: Any, corpus: AdminCorpus):
+    pages = ["/admin/", "/admin/search/?q=kubernetes",
+             reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id])]
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"], url
+    user = get_user_model().objects.create_user("eve", password="pw-eve-123")  # active, not staff
+    client.force_login(user)
+    for url in pages:
+        response = client.get(url)
+        assert response.status_code == 302 and "/admin/login/" in response["Location"], url
+        assert b"kubernetes" not in response.content
+
+
+def test_staff_without_permissions_gets_no_rows(client: Any, corpus: AdminCorpus):
+    user = get_user_model().objects.create_user("sam", password="pw-sam-123", is_staff=True)
+    client.force_login(user)
+    html = client.get("/admin/").content.decode()
+    assert 'data-store="Conversations"' not in html
+    assert "Messages per day" not in html and "Database size per table" not in html
+    assert client.get("/admin/search/?q=kubernetes").context["groups"] == []
+    transcript = reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id])
+    assert client.get(transcript).status_code == 403
+
+    user.user_permissions.add(*Permission.objects.filter(codename__in=["view_conversation", "view_message"]))
+    client.force_login(get_user_model().objects.get(pk=user.pk))
+    assert client.get(transcript).status_code == 200
+    assert 'data-store="Conversations"' in client.get("/admin/").content.decode()
+
+
+def test_transcript_shows_roles_anchors_folded_tools_and_metadata(admin_client: Any, corpus: AdminCorpus):
+    url = reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id])
+    html = admin_client.get(url).content.decode()
+    roles = re.findall(r'id="turn-(\d+)" class="winni-turn role-(\w+)', html)
+    assert roles == [("1", "system"), ("2", "user"), ("3", "tool"), ("4", "assistant")]
+    # The tool output is folded under its tool name; metadata is behind a <details>.
+    assert re.search(r'<details class="winni-tool"><summary>Bash — \d+ characters</summary>', html)
+    assert "Conversation metadata" in html and "/src/winni" in html
+    assert "Claude Code" in html and "sess-claude-1" in html
+
+
+def test_transcript_opens_the_page_holding_the_requested_turn(admin_client: Any, corpus: AdminCorpus):
+    url = reverse("admin:conversations_conversation_transcript", args=[corpus.long.id])
+    first = admin_client.get(url).content.decode()
+    assert 'id="turn-1"' in first and 'id="turn-200"' in first and 'id="turn-201"' not in first
+    focused = admin_client.get(url + "?turn=250").content.decode()
+    assert 'id="turn-250" class="winni-turn role-assistant focus"' in focused
+    assert 'id="turn-1"' not in focused and f"of {LONG_TURNS}" in focused
+
+
+def test_transcript_of_a_missing_or_malformed_conversation_is_404(admin_client: Any, corpus: AdminCorpus):
+    import uuid
+
+    assert admin_client.get(reverse("admin:conversations_conversation_transcript", args=[uuid.uuid4()])).status_code == 404
+    assert admin_client.get("/admin/conversations/conversation/not-a-uuid/transcript/").status_code == 404
+
+
+def test_search_groups_hits_by_kind_and_links_messages_to_their_turn(admin_client: Any, corpus: AdminCorpus):
+    response = admin_client.get("/admin/search/", {"q": "flamingo checksum"})
+    groups = response.context["groups"]
+    assert groups[0]["kind"] == "message"
+    hit = groups[0]["hits"][0]  # the best hit (weaker semantic neighbours may follow)
+    transcript = reverse("admin:conversations_conversation_transcript", args=[corpus.long.id])
+    assert hit["url"] == f"{transcript}?turn=250#turn-250"
+    assert "<mark>flamingo</mark>" in hit["snippet"]
+    assert hit["url"].replace("&", "&amp;") in response.content.decode()
+    # The link lands on the page that holds the turn.
+    assert 'id="turn-250"' in admin_client.get(hit["url"]).content.decode()
+
+
+def test_search_ranks_stemmed_matches_and_escapes_text(admin_client: Any, corpus: AdminCorpus):
+    from conversations import services as conv
+
+    conv.message_store(conversation_id=corpus.api.id, role="user", content="<script>alert(1)</script> deploying now")
+    response = admin_client.get("/admin/search/", {"q": "deploy"})
+    hits = response.context["groups"][0]["hits"]
+    # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message) are found.
+    found = [hit["snippet"] for hit in hits if "<mark>" in hit["snippet"]]
+    assert len(found) == 3
+    html = response.content.decode()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+
+
+def test_search_without_a_query_or_hits_writes_nothing_and_says_so(admin_client: Any, corpus: AdminCorpus):
+    before = Conversation.objects.count()
+    assert admin_client.get("/admin/search/").context["groups"] == []
+    assert "Nothing found." in admin_client.get("/admin/search/", {"q": "zzzyxq"}).content.decode()
+    assert Conversation.objects.count() == before
+
+
+def test_large_lists_use_the_estimate_instead_of_count(admin_client: Any, corpus: AdminCorpus, settings: Any):
+    settings.WINNI_ADMIN_EXACT_COUNT_BELOW = 3
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_conversation")
+    from conversations import services as conv
+
+    conv.conversation_begin(session_id="after-analyze")  # the estimate stays 4, an exact count is 5
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(reverse("admin:conversations_conversation_changelist"))
+    assert response.status_code == 200
+    # Django's paginator counts with SELECT COUNT(*) AS "__count" FROM …; none may run here.
+    counts = [q["sql"] for q in queries.captured_queries if '"__count"' in q["sql"]]
+    assert counts == []
+    assert response.context["cl"].result_count == 4  # reltuples as of the ANALYZE
+    # A filtered list is counted exactly.
+    response = admin_client.get(reverse("admin:conversations_conversation_changelist"), {"q": "sess-proxy"})
+    assert response.context["cl"].result_count == 1
+
+
+def test_dashboard_uses_estimates_for_big_tables(admin_client: Any, corpus: AdminCorpus, settings: Any):
+    settings.WINNI_ADMIN_EXACT_COUNT_BELOW = 3
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+    html = admin_client.get("/admin/").content.decode()
+    assert re.search(r'data-store="Messages".*?≈ \d+', html, re.S)
+
+
+def test_the_record_view_links_to_the_transcript(admin_client: Any, corpus: AdminCorpus):
+    html = admin_client.get(reverse("admin:conversations_conversation_change", args=[corpus.claude.id])).content.decode()
+    assert reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id]) in html
+
+
+def test_admin_posts_need_the_csrf_token(staff_user: Any, corpus: AdminCorpus):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff_user)
+    changelist = reverse("admin:conversations_conversation_changelist")
+    response = client.post(changelist, {"action": "delete_selected", "_selected_action": [str(corpus.api.id)],
+                                        "post": "yes"})
+    assert response.status_code == 403
+    assert Conversation.objects.filter(pk=corpus.api.id).exists()
+    # Every form the admin's own pages render carries the token (the search box is a GET form).
+    html = client.get(changelist).content.decode()
+    assert html.count('<form') == html.count('method="get"') + html.count('name="csrfmiddlewaretoken"')

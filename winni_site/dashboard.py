@@ -1,0 +1,231 @@
+"""What the admin dashboard shows, read straight from the database, Redis and the stores' own
+services. Read-only: nothing here writes. Every function is cheap at 100K conversations / 1M
+messages (large tables are counted from PostgreSQL's estimate, not COUNT(*))."""
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+from importlib.util import find_spec
+from typing import Any, TypedDict
+
+import redis
+from django.apps import apps
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, models
+from django.db.models import Count
+from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from winni_site import health, searchable
+
+SOURCES = ("claude-code", "api", "proxy")
+DEFAULT_SOURCE = "api"
+
+
+def estimated_rows(model: type[models.Model]) -> int | None:
+    """The planner's row estimate (pg_class.reltuples), or None before the first ANALYZE."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [model._meta.db_table])
+        row = cursor.fetchone()
+    return None if row is None or row[0] < 0 else int(row[0])
+
+
+def row_count(model: type[models.Model]) -> tuple[int, bool]:
+    """(count, exact): the estimate for big tables, an exact COUNT(*) for small ones."""
+    estimate = large_table_estimate(model)
+    if estimate is not None:
+        return estimate, False
+    return model._default_manager.count(), True
+
+
+def large_table_estimate(model: type[models.Model]) -> int | None:
+    """The estimate when the table has at least WINNI_ADMIN_EXACT_COUNT_BELOW rows, else None:
+    COUNT(*) of a small table costs less than a millisecond, and small numbers should be exact."""
+    estimate = estimated_rows(model)
+    if estimate is not None and estimate >= settings.WINNI_ADMIN_EXACT_COUNT_BELOW:
+        return estimate
+    return None
+
+
+class StoreCount(TypedDict):
+    label: str
+    count: int | None
+    exact: bool
+    url: str | None
+
+
+# The stores the dashboard counts, by model label. A store that is not installed yet is shown as
+# "not available" (its model cannot be found), never as zero.
+STORE_MODELS: list[tuple[str, str]] = [
+    ("Conversations", "conversations.Conversation"),
+    ("Messages", "conversations.Message"),
+    ("Orchestration results", "conversations.FiedlerResult"),
+    ("Startup contexts", "contexts.StartupContext"),
+    ("Memories", "memory.Memory"),
+    ("Cached answers", "memory.QueryMemory"),
+    ("Medallions", "medallions.Medallion"),
+]
+
+
+def find_model(label: str) -> type[models.Model] | None:
+    try:
+        return apps.get_model(label)
+    except LookupError:
+        return None
+
+
+def store_models() -> list[tuple[str, type[models.Model] | None]]:
+    """Each store's model; searchable kinds registered by apps that are not listed above too."""
+    listed = [(title, find_model(label)) for title, label in STORE_MODELS]
+    known = {model for _, model in listed if model is not None}
+    for kind in searchable.kinds():
+        model = searchable.get(kind).model
+        if model not in known:
+            listed.append((str(model._meta.verbose_name_plural).capitalize(), model))
+    return listed
+
+
+def messages_per_day(days: int = 30) -> list[tuple[dt.date, int]]:
+    """Messages stored on each of the last `days` days (UTC), oldest first, zero days included."""
+    from conversations.models import Message
+
+    today = timezone.now().date()
+    first = today - dt.timedelta(days=days - 1)
+    start = dt.datetime.combine(first, dt.time.min, tzinfo=dt.timezone.utc)
+    rows = (
+        Message.objects.filter(created_at__gte=start)
+        .annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
+        .values("day")
+        .annotate(n=Count("*"))  # count(*) lets PostgreSQL answer from the created_at index alone
+        .order_by()
+    )
+    per_day = {row["day"]: row["n"] for row in rows}
+    return [(first + dt.timedelta(days=i), per_day.get(first + dt.timedelta(days=i), 0)) for i in range(days)]
+
+
+def conversations_per_source() -> list[tuple[str, int]]:
+    """Claude Code, API and proxy first (zero when none), then any other source, largest first.
+    The source is metadata.source, lower-cased; conversations without one came in through the API.
+    (Grouped on the raw value and normalised here: half the cost of lower()/coalesce in SQL.)"""
+    from conversations.models import Conversation
+
+    rows = Conversation.objects.values(source=KT("metadata__source")).annotate(n=Count("*")).order_by()
+    counts: dict[str, int] = {}
+    for row in rows:
+        source = (row["source"] or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE
+        counts[source] = counts.get(source, 0) + row["n"]
+    known = [(source, counts.pop(source, 0)) for source in SOURCES]
+    return known + sorted(counts.items(), key=lambda item: -item[1])
+
+
+class TableSize(TypedDict):
+    table: str
+    bytes: int
+    rows: int | None
+
+
+def table_sizes(limit: int = 12) -> list[TableSize]:
+    """The largest tables of this database (heap + indexes + TOAST), from the catalogs."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.relname, pg_total_relation_size(c.oid), c.reltuples::bigint
+            FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.relkind IN ('r', 'p') AND n.nspname = current_schema()
+            ORDER BY pg_total_relation_size(c.oid) DESC, c.relname
+            LIMIT %s
+            """,
+            [limit],
+        )
+        return [{"table": name, "bytes": size, "rows": None if rows < 0 else rows} for name, size, rows in cursor]
+
+
+def database_size() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        return int(cursor.fetchone()[0])
+
+
+def queue_depth() -> int | None:
+    """Tasks waiting in Celery's default queue (a Redis list), or None when Redis does not answer."""
+    try:
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+        return int(client.llen("celery"))
+    except redis.RedisError:
+        return None
+
+
+# The status panel is cached this long (per web process): the checks apps add can be slow on
+# big tables (counting the embedding backlog of a million messages takes ~0.3 s).
+STATUS_CACHE_SECONDS = 15
+STATUS_CACHE_KEY = "winni:admin:system-status"
+
+
+def system_status() -> dict[str, Any]:
+    """system_status_now(), at most STATUS_CACHE_SECONDS old."""
+    return cache.get_or_set(STATUS_CACHE_KEY, system_status_now, STATUS_CACHE_SECONDS)
+
+
+def system_status_now() -> dict[str, Any]:
+    """/healthz's report (database, Redis, worker heartbeat, and what apps add, e.g. the embedding
+    backlog) plus the Celery queue depth."""
+    healthy, report = health.health_report()
+    extra = {name: report[name] for name in health.EXTRA_CHECKS if name in report}
+    return {
+        "healthy": healthy,
+        "status": report.get("status"),
+        "database": report.get("database", {}),
+        "redis": report.get("redis", {}),
+        "worker": report.get("worker", {}),
+        "queue_depth": queue_depth(),
+        "checks": extra,
+        "as_of": timezone.now(),
+    }
+
+
+# --- the answer cache ("Librarian"), when installed ----------------------------------------------
+
+
+def librarian() -> Any | None:
+    """memory.librarian (the answer cache's services), or None while that store is not installed."""
+    if find_spec("memory.librarian") is None:
+        return None
+    return importlib.import_module("memory.librarian")
+
+
+def cache_hit_rate_series(days: int = 30) -> list[tuple[dt.date, float | None]] | None:
+    """(day, hit rate 0–1 or None when nothing was asked) per day, or None without the cache."""
+    module = librarian()
+    if module is None or not hasattr(module, "librarian_hit_rate_series"):
+        return None
+    series = []
+    for point in module.librarian_hit_rate_series(days=days):
+        day, rate = _series_point(point)
+        series.append((day, rate))
+    return series
+
+
+def _series_point(point: Any) -> tuple[dt.date, float | None]:
+    """Accept a (day, rate) pair or a dict with day/date and hit_rate/rate."""
+    if isinstance(point, dict):
+        day = point.get("day", point.get("date"))
+        rate = point.get("hit_rate", point.get("rate"))
+    else:
+        day, rate = point[0], point[1]
+    if isinstance(day, str):
+        day = dt.date.fromisoformat(day[:10])
+    elif isinstance(day, dt.datetime):
+        day = day.date()
+    return day, None if rate is None else float(rate)
+
+
+def cache_tier_counts() -> list[tuple[str, int]] | None:
+    """Entries per tier (cold, warm, hot, core), or None without the cache."""
+    model = find_model("memory.QueryMemory")
+    if model is None or "tier" not in {field.name for field in model._meta.get_fields()}:
+        return None
+    counts = dict(model._default_manager.values_list("tier").annotate(n=Count("pk")).order_by())
+    tiers = ["cold", "warm", "hot", "core"]
+    return [(tier, counts.pop(tier, 0)) for tier in tiers] + sorted(counts.items())
