@@ -116,7 +116,7 @@ class MessageSearchApi(APIView):
         start_date = serializers.CharField(required=False)
         end_date = serializers.CharField(required=False)
         context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10)
-        mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, default="fts")
+        mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, allow_null=True, default=None)
 
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="messages_search")
     def get(self, request: Request) -> Response:

@@ -115,13 +115,14 @@ def register(mcp: MCPServer) -> None:
         limit: int = Limit,
         offset: int = Offset,
         context_lines: int = Field(default=2, ge=0, le=10),
-        mode: Literal["fts", "semantic", "hybrid"] = "fts",
+        mode: Literal["fts", "semantic", "hybrid"] | None = None,
     ) -> outputs.SearchPageDict:
         """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
         Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;
         a date alone covers the whole day. Each hit has a **highlighted** snippet and up to
-        context_lines messages before and after it. mode: fts (default), semantic (by meaning) or
-        hybrid (both fused; best on the retrieval benchmark)."""
+        context_lines messages before and after it. mode: fts (full text only), semantic (by meaning)
+        or hybrid (both fused; best on the retrieval benchmark). Omitted: the server's default
+        (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured)."""
         page = services.message_search(
             query=query,
             session_id=session_id,

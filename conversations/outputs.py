@@ -141,6 +141,7 @@ class SearchPageDict(TypedDict):
     total_is_estimate: bool
     limit: int
     offset: int
+    mode: str
 
 
 def bulk_stored_dict(conversation: Conversation, messages: list[Message]) -> BulkStoredDict:
@@ -214,6 +215,7 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
         "total_is_estimate": page.total_is_estimate,
         "limit": page.limit,
         "offset": page.offset,
+        "mode": page.mode,
     }
 
 

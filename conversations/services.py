@@ -632,6 +632,7 @@ class SearchPage:
     total_is_estimate: bool
     limit: int
     offset: int
+    mode: str = "fts"
 
 
 def message_search(
@@ -645,11 +646,12 @@ def message_search(
     limit: int = 20,
     offset: int = 0,
     context_lines: int = 2,
-    mode: str = "fts",
+    mode: str | None = None,
 ) -> SearchPage:
     """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
     full text (websearch syntax); semantic / hybrid: the memory app's vector and BM25+vector
     ranking over the same filtered rows (memory.retrieval)."""
+    mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
     if mode not in SEARCH_MODES:
         raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
@@ -666,7 +668,7 @@ def message_search(
                                               offset=offset, mode=mode)
         hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
         log.update(total=page.total, returned=len(hits))
-    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset)
+    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode)
 
 
 SEARCH_MODES = ("fts", "semantic", "hybrid")

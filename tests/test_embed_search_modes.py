@@ -42,3 +42,14 @@ def test_rest_search_takes_a_mode(api, chat):
     assert answer.status_code == 200 and answer.json()["results"][0]["turn"] == 1
     bad = api.get("/api/v1/messages/search/", {"query": "wifi", "mode": "x"})
     assert bad.status_code == 400 and "mode" in bad.json()["error"]["fields"]
+
+
+def test_search_default_mode_follows_the_setting(chat, settings):
+    """Production default is hybrid (best on the retrieval benchmark); the test settings pin fts."""
+    settings.WINNI_SEARCH_DEFAULT_MODE = "hybrid"
+    page = services.message_search(query="wifi password", session_id="modes")
+    assert page.mode == "hybrid"
+    assert "wifi password" in page.hits[0].message.content
+    settings.WINNI_SEARCH_DEFAULT_MODE = "fts"
+    assert services.message_search(query="wifi password", session_id="modes").mode == "fts"
+    assert services.message_search(query="wifi password", session_id="modes", mode="semantic").mode == "semantic"

@@ -253,6 +253,13 @@ WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_D
 # dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
 # `total` is exact.
 WINNI_SEARCH_CANDIDATES = env_int("WINNI_SEARCH_CANDIDATES", 1000, minimum=100, maximum=100_000)
+# dewey_search's mode when the caller names none. SPEC: the mode that measures best on the
+# retrieval benchmark, which is hybrid (README "Retrieval quality").
+WINNI_SEARCH_DEFAULT_MODE = env_str("WINNI_SEARCH_DEFAULT_MODE", "hybrid")
+if WINNI_SEARCH_DEFAULT_MODE not in ("fts", "semantic", "hybrid"):
+    raise ImproperlyConfigured(
+        f"WINNI_SEARCH_DEFAULT_MODE must be fts, semantic or hybrid, got {WINNI_SEARCH_DEFAULT_MODE!r}"
+    )
 # true: store NULL for every Fiedler prompt (a request's `redact: true` does it for one).
 WINNI_REDACT_PROMPTS = env_bool("WINNI_REDACT_PROMPTS", False)
 

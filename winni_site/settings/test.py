@@ -34,3 +34,5 @@ WINNI_LOG_LEVEL = "WARNING"
 LOGGING["loggers"]["winni"]["level"] = "WARNING"  # noqa: F405
 # Off in tests (test databases are migrated all the time) unless a test enables it.
 WINNI_BACKUP_BEFORE_MIGRATE = env_bool("WINNI_BACKUP_BEFORE_MIGRATE", False)  # noqa: F405
+# Most search tests pin full-text ranking; test_search_default_mode covers the production default.
+WINNI_SEARCH_DEFAULT_MODE = "fts"
