@@ -18,7 +18,7 @@ from conversations.models import Conversation, FiedlerResult, FiedlerStatus, Mes
 from winni_site.errors import Conflict, InvalidInput, NotFound
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
-from winni_site.validation import validate_storable, validate_text
+from winni_site.validation import validate_limit, validate_offset, validate_storable, validate_text
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -190,18 +190,6 @@ MAX_BULK_MESSAGES = 1000
 FORCE_REQUIRED = "force must be true to delete a conversation and its messages"
 SORT_INVALID = "sort_by must be created_at or updated_at"
 QUERY_EMPTY = "must contain at least one searchable word (it is empty or only stop words)"
-
-
-def validate_limit(value: Any, *, field: str = "limit", maximum: int = 100) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {value!r}", field=field)
-    return value
-
-
-def validate_offset(value: Any, *, field: str = "offset") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"{field} must be an integer of at least 0, got {value!r}", field=field)
-    return value
 
 
 # Lists count exactly up to this many rows; beyond, `total` is the planner's estimate (a count of

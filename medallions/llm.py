@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
@@ -113,7 +114,7 @@ def system_prompt() -> str:
     )
 
 
-class HttpLLM:
+class HttpLLM(ABC):
     """What the two HTTP providers share: prompts, budget, the repair retry, error wording."""
 
     provider = "http"
@@ -181,17 +182,21 @@ class HttpLLM:
                 f"{self.provider} sent a response that is not its protocol's shape: {response.text[:300]}"
             ) from None
 
+    @abstractmethod
     def _url(self) -> str:
-        raise NotImplementedError
+        """Each provider's protocol detail."""
 
+    @abstractmethod
     def _headers(self) -> dict[str, str]:
-        raise NotImplementedError
+        """Each provider's protocol detail."""
 
+    @abstractmethod
     def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
-        raise NotImplementedError
+        """Each provider's protocol detail."""
 
+    @abstractmethod
     def _reply_text(self, payload: Any) -> str:
-        raise NotImplementedError
+        """Each provider's protocol detail."""
 
 
 class OpenAICompatibleLLM(HttpLLM):

@@ -25,6 +25,7 @@ from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevis
 from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
 from winni_site.logs import storage_log, storage_op
 from winni_site.searchable import announce_changed
+from winni_site.validation import validate_limit
 
 SCOPE_NOT_OBJECT = "scope must be an object with graph_nodes and tags (lists of strings)"
 SCOPE_EMPTY = "scope must name at least one graph node or tag: a checkpoint needs a scope"
@@ -86,12 +87,6 @@ def validate_scope(value: Any, *, field: str = "scope", required: bool = False) 
     if required and not (scope["graph_nodes"] or scope["tags"]):
         raise InvalidInput(f"{field}: {SCOPE_EMPTY}", field=field)
     return scope
-
-
-def validate_limit(value: Any, *, field: str = "limit", maximum: int = 100) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {str(value)[:20]!r}", field=field)
-    return value
 
 
 def _first_schema_error(exc: ValidationError, prefix: str = "") -> InvalidInput:

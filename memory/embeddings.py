@@ -19,6 +19,7 @@ import math
 import os
 import re
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -112,7 +113,7 @@ def _post_json(url: str, body: dict[str, Any], *, api_key: str, timeout: float) 
 
 
 @dataclass
-class HttpProvider:
+class HttpProvider(ABC):
     """An embedding server over HTTP; subclasses name the endpoint and read the answer."""
 
     model: str
@@ -121,11 +122,13 @@ class HttpProvider:
     timeout: float = 60.0
     name: str = "http"
 
+    @abstractmethod
     def endpoint(self) -> str:
-        raise NotImplementedError
+        """The provider's endpoint / how its answer holds the vectors."""
 
+    @abstractmethod
     def vectors(self, answer: Any) -> Any:
-        raise NotImplementedError
+        """The provider's endpoint / how its answer holds the vectors."""
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         answer = _post_json(self.endpoint(), {"model": self.model, "input": texts}, api_key=self.api_key,

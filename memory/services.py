@@ -13,7 +13,7 @@ from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Memory
 from winni_site.errors import InvalidInput, NotFound
-from winni_site.validation import validate_storable
+from winni_site.validation import validate_limit, validate_storable
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
 
@@ -82,12 +82,6 @@ def validate_query(value: Any, *, field: str = "query") -> str:
     return validate_storable(value, field=field).strip()
 
 
-def validate_limit(value: Any, *, low: int = 1, high: int = 20, field: str = "limit") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= high):
-        raise InvalidInput(f"{field} must be between {low} and {high}, got {value!r}", field=field)
-    return value
-
-
 def _optional_uuid(value: Any, *, field: str) -> uuid.UUID | None:
     if value is None or value == "":
         return None
@@ -131,7 +125,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) 
     is found by full text and its similarity computed right here. If the embedding provider is
     down, the search answers from full text alone (match = "fulltext", relevance from BM25)."""
     query = validate_query(query)
-    limit = validate_limit(limit)
+    limit = validate_limit(limit, maximum=20)
     scope = memory_list(tags=tags)
     filtered = bool(tags)
     with storage_op("memory.search", limit=limit) as log:

@@ -20,6 +20,19 @@ def validate_storable(value: str, *, field: str) -> str:
     return value
 
 
+def validate_limit(value: Any, *, field: str = "limit", maximum: int = 100) -> int:
+    """A page size: an integer from 1 to `maximum` (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {str(value)[:20]!r}", field=field)
+    return value
+
+
+def validate_offset(value: Any, *, field: str = "offset") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{field} must be an integer of at least 0, got {str(value)[:20]!r}", field=field)
+    return value
+
+
 def validate_text(value: Any, *, field: str, empty_message: str) -> str:
     """A non-blank string that passes validate_storable."""
     if not isinstance(value, str) or not value.strip():
