@@ -1,12 +1,21 @@
 """Load: 32 concurrent MCP clients (the official SDK over streamable HTTP, Claude Code's legacy
-handshake) for 60 s of mixed store / search / get against one uvicorn process.
+handshake) for 60 s of mixed store (40 %) / search (30 %) / get (30 %) against Winni's uvicorn.
 
-Prints throughput, p50/p95/p99 per tool, errors, and the server's RSS at start and end.
-    .venv/bin/python bench/load.py [--clients 32] [--seconds 60]"""
+Each client is an agent: it makes a call, waits for the answer, then "thinks" for a random time
+(exponential, mean --think-ms; 0 = back to back, which measures saturation, where latency is
+only queueing). The clients run in --client-procs processes so that the load generator itself is
+not the bottleneck; they share the machine's cores with the server, as a local agent would.
+
+Prints the offered and achieved rate, p50/p95/p99 per tool, errors, and the server's RSS (all
+its processes) at start and end.
+    .venv/bin/python bench/load.py [--clients 32] [--seconds 60] [--think-ms 0] [--web-workers 2]
+                                   [--search-mode hybrid|fts|semantic]"""
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
+import os
 import random
 import time
 
@@ -15,14 +24,16 @@ from tqdm import tqdm
 
 from ops_support import percentile, winni_server
 
+WORDS = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
+
 
 def _rss(pid: int) -> int:
     process = psutil.Process(pid)
     return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
 
 
-async def client_loop(url: str, token: str, number: int, deadline: float, tools: set[str],
-                      latencies: dict[str, list[float]], errors: list[str]) -> None:
+async def client_loop(url: str, token: str, number: int, deadline: float, think_ms: float,
+                      latencies: dict[str, list[float]], errors: list[str], progress) -> None:  # type: ignore[no-untyped-def]
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -33,15 +44,16 @@ async def client_loop(url: str, token: str, number: int, deadline: float, tools:
         async with Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client:
             begun = await client.call_tool("dewey_begin_conversation", {"session_id": f"load-{number}"})
             cid = begun.structured_content["conversation_id"]
-            words = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
             while time.monotonic() < deadline:
+                if think_ms:
+                    await asyncio.sleep(rng.expovariate(1000 / think_ms))
                 roll = rng.random()
                 if roll < 0.4:
                     name, args = "dewey_store_message", {
                         "conversation_id": cid, "role": rng.choice(["user", "assistant"]),
-                        "content": " ".join(rng.choices(words, k=30))}
-                elif roll < 0.7 and "dewey_search" in tools:
-                    name, args = "dewey_search", {"query": rng.choice(words), "limit": 10}
+                        "content": " ".join(rng.choices(WORDS, k=30))}
+                elif roll < 0.7:
+                    name, args = "dewey_search", {"query": rng.choice(WORDS), "limit": 10}
                 else:
                     name, args = "dewey_get_conversation", {"conversation_id": cid}
                 started = time.perf_counter()
@@ -52,44 +64,69 @@ async def client_loop(url: str, token: str, number: int, deadline: float, tools:
                 except Exception as exc:  # noqa: BLE001 - counted, not fatal
                     errors.append(f"{name}: {type(exc).__name__}: {exc}")
                 latencies.setdefault(name, []).append((time.perf_counter() - started) * 1000)
+                progress.value += 1
 
 
-async def main_async(url: str, token: str, clients: int, seconds: float) -> tuple[dict, list, float]:
-    from tests.support import McpClient
+def client_process(url: str, token: str, numbers: list[int], seconds: float, think_ms: float,
+                   progress, ready, go, results) -> None:  # type: ignore[no-untyped-def]
+    """One load-generator process: its share of the clients, all starting at the same moment."""
+    import mcp.client.streamable_http  # noqa: F401 - imported before the clock starts
 
-    tools = set(await asyncio.to_thread(McpClient(url, token).list_tools))
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    started = time.monotonic()
-    deadline = started + seconds
-    tasks = [asyncio.create_task(client_loop(url, token, n, deadline, tools, latencies, errors))
-             for n in range(clients)]
-    with tqdm(total=int(seconds), desc="load", unit="s") as bar:
-        while not all(t.done() for t in tasks):
-            await asyncio.sleep(1)
-            bar.n = min(int(seconds), int(time.monotonic() - started))
-            bar.set_postfix(calls=sum(len(v) for v in latencies.values()), errors=len(errors))
+    ready.release()
+    go.wait()
+
+    async def main() -> None:
+        deadline = time.monotonic() + seconds
+        outcomes = await asyncio.gather(
+            *(client_loop(url, token, n, deadline, think_ms, latencies, errors, progress) for n in numbers),
+            return_exceptions=True)
+        errors.extend(f"client crashed: {o!r}" for o in outcomes if isinstance(o, BaseException))
+
+    asyncio.run(main())
+    results.put((latencies, errors))
+
+
+def run_load(url: str, token: str, clients: int, seconds: float, think_ms: float, procs: int,
+             desc: str = "load") -> tuple[dict[str, list[float]], list[str], float]:
+    context = multiprocessing.get_context("spawn")
+    progress = context.Value("i", 0, lock=False)
+    ready, go, results = context.Semaphore(0), context.Event(), context.Queue()
+    workers = [context.Process(target=client_process,
+                               args=(url, token, list(range(p, clients, procs)), seconds, think_ms,
+                                     progress, ready, go, results))
+               for p in range(min(procs, clients))]
+    for worker in workers:
+        worker.start()
+    for _ in workers:
+        ready.acquire()  # every generator has imported the client: start the clock
+    start_at = time.time()
+    go.set()
+    with tqdm(total=int(seconds), desc=desc, unit="s") as bar:
+        while time.time() < start_at + seconds:
+            time.sleep(min(1.0, max(0.0, start_at + seconds - time.time())))
+            bar.n = min(int(seconds), max(0, int(time.time() - start_at)))
+            bar.set_postfix(calls=progress.value)
             bar.refresh()
-    for task in tasks:
-        if task.exception():
-            errors.append(f"client crashed: {task.exception()!r}")
-    return latencies, errors, time.monotonic() - started
+    latencies: dict[str, list[float]] = {}
+    errors: list[str] = []
+    for _ in workers:
+        part, part_errors = results.get()
+        for name, values in part.items():
+            latencies.setdefault(name, []).extend(values)
+        errors.extend(part_errors)
+    for worker in workers:
+        worker.join()
+    return latencies, errors, time.time() - start_at
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=60)
-    args = parser.parse_args()
-    with winni_server("load") as (server, token, _):
-        # Warm up (imports, first connections), then take the starting RSS.
-        asyncio.run(main_async(server.url, token, 4, 3))
-        rss_start = _rss(server.process.pid)
-        latencies, errors, elapsed = asyncio.run(main_async(server.url, token, args.clients, args.seconds))
-        rss_end = _rss(server.process.pid)
+def report(clients: int, think_ms: float, latencies: dict[str, list[float]], errors: list[str], elapsed: float,
+           rss_start: int, rss_end: int) -> None:
     calls = sum(len(v) for v in latencies.values())
     everything = [x for v in latencies.values() for x in v]
-    print(f"\n{args.clients} clients, {elapsed:.1f} s: {calls} calls, {calls / elapsed:.1f} calls/s, "
+    pace = f"think time {think_ms:g} ms (mean)" if think_ms else "no think time (saturation)"
+    print(f"\n{clients} clients, {pace}, {elapsed:.1f} s: {calls} calls, {calls / elapsed:.1f} calls/s, "
           f"{len(errors)} errors")
     print(f"{'tool':28} {'calls':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
     for name, values in sorted(latencies.items()) + [("all", everything)]:
@@ -99,6 +136,31 @@ def main() -> None:
     print(f"server RSS: start {rss_start / 1048576:.1f} MiB, end {rss_end / 1048576:.1f} MiB ({growth:+.1f}%)")
     for error in errors[:10]:
         print("error:", error)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--think-ms", type=float, action="append",
+                        help="mean think time per client between calls; repeat to measure several paces "
+                             "against the same server (default: 0)")
+    parser.add_argument("--web-workers", type=int, default=os.cpu_count() or 1, help="uvicorn worker processes")
+    parser.add_argument("--client-procs", type=int, default=2, help="load-generator processes")
+    parser.add_argument("--search-mode", choices=["fts", "semantic", "hybrid"], default="hybrid",
+                        help="WINNI_SEARCH_DEFAULT_MODE of the server (dewey_search is called without a mode)")
+    args = parser.parse_args()
+    paces = args.think_ms or [0.0]
+    print(f"server: {args.web_workers} uvicorn worker(s), dewey_search default mode {args.search_mode}; "
+          f"{args.client_procs} client process(es) on {os.cpu_count()} cores")
+    with winni_server("load", workers=args.web_workers, WINNI_SEARCH_DEFAULT_MODE=args.search_mode) as (server, token, _):
+        # Warm up every worker (imports, the embedding model, first connections), then take the RSS.
+        run_load(server.url, token, 8, 10, 0, 1, desc="warm-up")
+        for think_ms in paces:
+            rss_start = _rss(server.process.pid)
+            latencies, errors, elapsed = run_load(server.url, token, args.clients, args.seconds, think_ms,
+                                                  args.client_procs)
+            report(args.clients, think_ms, latencies, errors, elapsed, rss_start, _rss(server.process.pid))
 
 
 if __name__ == "__main__":

@@ -16,11 +16,12 @@ sys.path.insert(0, str(ROOT))
 
 
 @contextmanager
-def winni_server(name: str) -> Iterator[tuple[object, str, Path]]:
-    """Yields (LiveServer, token, data_dir); stops everything and deletes the data dir after."""
+def winni_server(name: str, workers: int = 1, **settings: str) -> Iterator[tuple[object, str, Path]]:
+    """Yields (LiveServer, token, data_dir); stops everything and deletes the data dir after.
+    `workers` uvicorn processes; `settings` are extra WINNI_* environment variables."""
     data_dir = Path(tempfile.mkdtemp(prefix=f"winni-{name}-", dir="/tmp"))
     env = {**os.environ, "WINNI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev",
-           "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+           "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1", **settings}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     manage = [sys.executable, str(ROOT / "manage.py")]
@@ -30,7 +31,7 @@ def winni_server(name: str) -> Iterator[tuple[object, str, Path]]:
                                capture_output=True, text=True).stdout.strip()
         from tests.support import LiveServer
 
-        server = LiveServer(env)
+        server = LiveServer(env, workers=workers)
         try:
             yield server, token, data_dir
         finally:

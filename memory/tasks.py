@@ -17,7 +17,8 @@ MAX_RETRIES = 8
 SWEEP_BATCH = 2000
 
 
-@shared_task(bind=True, max_retries=MAX_RETRIES, name="memory.tasks.embed_rows", acks_late=True)
+# ignore_result: nobody reads the count, and a result costs the caller a Redis subscription per call.
+@shared_task(bind=True, max_retries=MAX_RETRIES, name="memory.tasks.embed_rows", acks_late=True, ignore_result=True)
 def embed_rows(self: Any, kind: str, ids: list[str]) -> int:
     """Embed these rows under the configured model. A provider outage retries with exponential
     backoff (10 s, 20 s, … 10 min); past the last retry the beat sweep picks the rows up again,

@@ -49,13 +49,14 @@ def child_env(settings_dict: dict[str, Any], **extra: str) -> dict[str, str]:
 class LiveServer:
     """uvicorn serving winni_site.asgi in a child process, on a free loopback port."""
 
-    def __init__(self, env: dict[str, str], port: int | None = None) -> None:
+    def __init__(self, env: dict[str, str], port: int | None = None, workers: int = 1) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(Path(os.environ.get("WINNI_DATA_DIR", "/tmp")) / f"uvicorn-{self.port}.log", "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "winni_site.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--no-access-log", "--lifespan", "on"],
+             "--port", str(self.port), "--no-access-log", "--lifespan", "on",
+             *(["--workers", str(workers)] if workers > 1 else [])],
             cwd=ROOT, env={**env, "WINNI_PORT": str(self.port)}, stdout=self.log, stderr=subprocess.STDOUT,
         )
         self.wait_ready()
