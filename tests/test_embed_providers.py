@@ -1,58 +1,22 @@
 """Embedding providers and the pipeline's failure rules, against a small real HTTP server."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 from memory import embeddings, services, tasks, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Embedding, Memory
+from tests.embed_servers import FakeProvider
 from tests.support import free_port
 
 pytestmark = pytest.mark.django_db
-
-
-class FakeProvider:
-    """Answers Ollama's /api/embed and OpenAI's /v1/embeddings with `dims`-long vectors."""
-
-    def __init__(self) -> None:
-        self.dims = 384
-        self.status = 200
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                fake.requests.append((self.path, body))
-                texts = body["input"]
-                vectors = [[float(len(text) % 7 + 1)] + [0.5] * (fake.dims - 1) for text in texts]
-                if self.path == "/api/embed":
-                    answer: Any = {"model": body["model"], "embeddings": vectors}
-                else:
-                    answer = {"data": [{"index": i, "embedding": v} for i, v in reversed(list(enumerate(vectors)))]}
-                raw = json.dumps(answer).encode()
-                self.send_response(fake.status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 @pytest.fixture
 def fake_provider() -> Iterator[FakeProvider]:
     fake = FakeProvider()
     yield fake
-    fake.server.shutdown()
+    fake.stop()
 
 
 @pytest.mark.parametrize("provider,path", [("ollama", "/api/embed"), ("openai", "/v1/embeddings")])
