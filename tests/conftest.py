@@ -72,8 +72,14 @@ def mcp_legacy(winni_server: LiveServer, live_token: str) -> McpClient:
 @pytest.fixture
 def through_broker() -> Iterator[None]:
     """The test settings run tasks eagerly; tests with a real worker need the real broker."""
+    from celery.result import allow_join_result
+
     from winni_site.celery import app
 
     app.conf.task_always_eager = False
-    yield
+    # Eager .delay() from several threads at once (the concurrency tests) can leave Celery's
+    # process-wide "waiting for a result would block" flag set: it is saved and restored without a
+    # lock. Nothing in this process runs inside a task, so waiting for a result is fine here.
+    with allow_join_result():
+        yield
     app.conf.task_always_eager = True
