@@ -182,11 +182,12 @@ def test_hybrid_passes_score_to_the_neighbouring_turns(settings, monkeypatch, dj
 def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_their_hits(settings, monkeypatch):
     """One candidate (fused 1.0) in conversation c1 at turn 3: turns 2 and 4 get the context weight,
     turns 1 and 5 a third of it, turn 6 nothing; every hit of c1 then gets GROUP_WEIGHT × c1's best
-    score, the hit of c2 only its own group's."""
+    score, the hit of c2 only its own group's, the memory its own score's."""
     settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
     monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.2)
     hits = {("message", "t3"): retrieval.Hit(kind="message", key="t3", fused=1.0),
-            ("message", "u1"): retrieval.Hit(kind="message", key="u1", fused=0.5)}
+            ("message", "u1"): retrieval.Hit(kind="message", key="u1", fused=0.5),
+            ("memory", "m1"): retrieval.Hit(kind="memory", key="m1", fused=0.9)}
 
     def surround(keys, scope):
         assert sorted(keys) == ["t3", "u1"]
@@ -194,9 +195,11 @@ def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_th
             near={"t3": [("t2", 1), ("t4", 1), ("t1", 2), ("t5", 2), ("t6", 3)], "u1": []},
             group={"t3": "c1", "u1": "c2"})
 
-    retrieval._spread(hits, {"message": surround}, {"message": None}, {"message": True})
+    retrieval._spread(hits, {"message": surround}, {"message": None, "memory": None}, {"message": True})
     fused = {key: round(hit.fused, 6) for (_, key), hit in hits.items()}
-    assert fused == {"t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "u1": 0.6}
+    # A memory has no group: it is lifted like the best of a group of one, so it still outranks
+    # the messages it outranked before.
+    assert fused == {"t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "u1": 0.6, "m1": 1.08}
 
 
 def test_message_surroundings_stay_within_the_scope_and_the_conversation():
