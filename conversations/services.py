@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -698,10 +698,12 @@ def message_embed_texts(messages: list[Message]) -> list[str]:
     wanted = {(m.conversation_id, m.turn_number - 1) for m in messages if m.turn_number > 1}
     previous: dict[tuple[Any, int], str] = {}
     if wanted:
+        # Only as much of a (possibly huge) previous turn as the embedder reads.
         for conversation, turn, content in Message.objects.filter(
             conversation_id__in={conversation for conversation, _ in wanted},
             turn_number__in={turn for _, turn in wanted},
-        ).values_list("conversation_id", "turn_number", "content"):
+        ).annotate(head=Left("content", settings.WINNI_EMBEDDING_MAX_CHARS)).values_list(
+            "conversation_id", "turn_number", "head"):
             if (conversation, turn) in wanted:
                 previous[(conversation, turn)] = content
     texts = []

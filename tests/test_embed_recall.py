@@ -225,7 +225,7 @@ def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings
     assert [round(e.fused, 6) for e in entries] == [0.6, 0.12, 0.4, 0.2]
 
 
-def test_a_message_is_embedded_with_the_turn_before_it():
+def test_a_message_is_embedded_with_the_turn_before_it(settings):
     chat = conversations.conversation_begin(session_id="embed-text")
     first = conversations.message_store(conversation_id=chat.id, role="user", content="how long have you painted?")
     second = conversations.message_store(conversation_id=chat.id, role="assistant", content="Seven years now!")
@@ -234,3 +234,5 @@ def test_a_message_is_embedded_with_the_turn_before_it():
     assert conversations.message_embed_texts(rows) == [
         "how long have you painted?", "Seven years now!\nhow long have you painted?"]
     assert searchable.get("message").embed_texts is conversations.message_embed_texts
+    settings.WINNI_EMBEDDING_MAX_CHARS = 10  # no more of the previous turn than the embedder reads
+    assert conversations.message_embed_texts(rows[1:]) == ["Seven years now!\nhow long h"]
