@@ -233,8 +233,12 @@ def main() -> None:
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     client = _django.rest_client()
     modes = [mode for mode in args.modes.split(",") if mode]
-    print(f"fusion: RRF k={settings.WINNI_RECALL_RRF_K}, weights fts {settings.WINNI_RECALL_FTS_WEIGHT} / "
-          f"vector {settings.WINNI_RECALL_VECTOR_WEIGHT}; model {settings.WINNI_EMBEDDING_MODEL}")
+    from memory import retrieval
+
+    print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "
+          f"{settings.WINNI_RECALL_FTS_WEIGHT} / vector {settings.WINNI_RECALL_VECTOR_WEIGHT}, context "
+          f"{settings.WINNI_RECALL_CONTEXT_WEIGHT} (reach {retrieval.CONTEXT_REACH}), group {retrieval.GROUP_WEIGHT}; "
+          f"model {settings.WINNI_EMBEDDING_MODEL}")
     for path in args.data or DEFAULT_FILES:
         name, scopes = load(path, args.limit)
         started = time.perf_counter()

@@ -7,7 +7,8 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.models import Message
+        from conversations.services import message_embed_texts
         from winni_site.searchable import Searchable, register
 
         register(Searchable(kind="message", model=Message, text=lambda m: m.content,
-                            label=lambda m: f"turn {m.turn_number} ({m.role})"))
+                            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_texts=message_embed_texts))

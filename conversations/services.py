@@ -5,12 +5,12 @@ import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -19,6 +19,9 @@ from winni_site.errors import Conflict, InvalidInput, NotFound
 from winni_site.logs import storage_op
 from winni_site.searchable import announce_changed
 from winni_site.validation import validate_limit, validate_offset, validate_storable, validate_text
+
+if TYPE_CHECKING:
+    from memory import retrieval
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -662,22 +665,52 @@ def message_search(
 SEARCH_MODES = ("fts", "semantic", "hybrid")
 
 
-def message_neighbours(keys: list[str], scope: Any) -> dict[str, list[str]]:
-    """The messages right before and after each of `keys` (within `scope`, a Message queryset,
-    when given): hybrid ranking passes part of a hit's score to them."""
+def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
+    """The messages up to retrieval.CONTEXT_REACH turns before and after each of `keys` (within
+    `scope`, a Message queryset, when given), and each one's conversation: hybrid ranking passes
+    part of a hit's score to them."""
+    from memory import retrieval
+
     if not keys:
-        return {}
+        return retrieval.Surroundings(near={}, group={})
+    reach = retrieval.CONTEXT_REACH
+    steps = [step for distance in range(1, reach + 1) for step in (-distance, distance)]
     rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
-    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in (-1, 1)}
+    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in steps}
     around = (scope if scope is not None else Message.objects.all()).filter(
         conversation_id__in={conversation for _, conversation, _ in rows},
         turn_number__in={turn for _, turn in wanted},
     ).values_list("pk", "conversation_id", "turn_number")
     by_position = {(conversation, turn): str(pk) for pk, conversation, turn in around if (conversation, turn) in wanted}
-    return {
-        str(pk): [by_position[(conversation, turn + step)] for step in (-1, 1) if (conversation, turn + step) in by_position]
+    near = {
+        str(pk): [(by_position[(conversation, turn + step)], abs(step)) for step in steps
+                  if (conversation, turn + step) in by_position]
         for pk, conversation, turn in rows
     }
+    return retrieval.Surroundings(near=near, group={str(pk): str(conversation) for pk, conversation, _ in rows})
+
+
+def message_embed_texts(messages: list[Message]) -> list[str]:
+    """What gets embedded for each message: its content, then the turn before it. A short reply
+    ("Seven years now!") means little alone; the turn it answers says what it is about (LoCoMo
+    dev, semantic turn recall@10: 51.0 → 53.3; hybrid 71.3 → 72.8). The content comes first so
+    that a long turn truncated by the model keeps its own words, not its context's."""
+    wanted = {(m.conversation_id, m.turn_number - 1) for m in messages if m.turn_number > 1}
+    previous: dict[tuple[Any, int], str] = {}
+    if wanted:
+        # Only as much of a (possibly huge) previous turn as the embedder reads.
+        for conversation, turn, content in Message.objects.filter(
+            conversation_id__in={conversation for conversation, _ in wanted},
+            turn_number__in={turn for _, turn in wanted},
+        ).annotate(head=Left("content", settings.WINNI_EMBEDDING_MAX_CHARS)).values_list(
+            "conversation_id", "turn_number", "head"):
+            if (conversation, turn) in wanted:
+                previous[(conversation, turn)] = content
+    texts = []
+    for message in messages:
+        before = previous.get((message.conversation_id, message.turn_number - 1))
+        texts.append(f"{message.content}\n{before}" if before else message.content)
+    return texts
 
 
 def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
@@ -690,7 +723,7 @@ def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: in
     narrowed = bool(filters.sql()[0])
     try:
         found = retrieval.search(query=query, scopes={"message": scope}, filtered={"message": narrowed}, limit=limit,
-                                 offset=offset, mode=mode, neighbours={"message": message_neighbours})  # type: ignore[arg-type]
+                                 offset=offset, mode=mode, surround={"message": message_surroundings})  # type: ignore[arg-type]
     except EmbeddingUnavailable as exc:
         raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
                            field="mode") from exc

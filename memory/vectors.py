@@ -139,7 +139,8 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
     if not rows:
         return 0
     with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)):
-        vectors = embeddings.embed_texts([spec.text(row) or " " for row in rows], model=model_name)
+        texts = spec.embed_texts(rows) if spec.embed_texts else [spec.text(row) for row in rows]
+        vectors = embeddings.embed_texts([text or " " for text in texts], model=model_name)
         register = model_register(name=model_name, dimensions=dims, provider=settings.WINNI_EMBEDDING_PROVIDER)
         with transaction.atomic():
             if force:

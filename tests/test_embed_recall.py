@@ -138,7 +138,7 @@ def test_reembed_switches_search_to_the_new_model_only_when_done(corpus, setting
     assert vectors.model_active().name == "hash-bow"
     settings.WINNI_EMBEDDING_MODEL = "hash-v2"  # the operator configures a new model …
     assert vectors.model_active().name == "hash-bow"  # … search stays on the old one meanwhile
-    assert recall.recall(query="flaky login", mode="semantic")["results"][0]["turn"] == 2
+    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
     call_command("winni_reembed", "--dry-run")
     assert "5 rows to embed" in capsys.readouterr().out
     call_command("winni_reembed")
@@ -147,7 +147,7 @@ def test_reembed_switches_search_to_the_new_model_only_when_done(corpus, setting
     assert list(EmbeddingModel.objects.filter(is_active=True).values_list("name", flat=True)) == ["hash-v2"]
     # Search uses only the active model's vectors: drop the old ones, results are unchanged.
     Embedding.objects.filter(model="hash-bow").delete()
-    assert recall.recall(query="flaky login", mode="semantic")["results"][0]["turn"] == 2
+    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
 
 
 def test_reembed_rejects_unknown_kinds():
@@ -157,7 +157,7 @@ def test_reembed_rejects_unknown_kinds():
         call_command("winni_reembed", "--kind", "nope")
 
 
-def test_hybrid_passes_score_to_the_neighbouring_turns(settings, django_capture_on_commit_callbacks):
+def test_hybrid_passes_score_to_the_neighbouring_turns(settings, monkeypatch, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         chat = conversations.conversation_begin(session_id="ctx")
         for text in ("what is the office wifi password", "it is written on the fridge", "nice weather today",
@@ -170,9 +170,69 @@ def test_hybrid_passes_score_to_the_neighbouring_turns(settings, django_capture_
         index = [hit["turn"] for hit in hits].index(2)
         return index, hits[index]["scores"]["context"]
 
+    monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.0)
     settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.0
     without, passed = rank_of_answer()
     assert passed == 0.0
     settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
     with_context, passed = rank_of_answer()
     assert passed > 0 and with_context == 1 and with_context <= without
+
+
+def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_their_hits(settings, monkeypatch):
+    """One candidate (fused 1.0) in conversation c1 at turn 3: turns 2 and 4 get the context weight,
+    turns 1 and 5 a third of it, turn 6 nothing; every hit of c1 then gets GROUP_WEIGHT × c1's best
+    score, the hit of c2 only its own group's, the memory its own score's."""
+    settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
+    monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.2)
+    hits = {("message", "t3"): retrieval.Hit(kind="message", key="t3", fused=1.0),
+            ("message", "u1"): retrieval.Hit(kind="message", key="u1", fused=0.5),
+            ("memory", "m1"): retrieval.Hit(kind="memory", key="m1", fused=0.9)}
+
+    def surround(keys, scope):
+        assert sorted(keys) == ["t3", "u1"]
+        return retrieval.Surroundings(
+            near={"t3": [("t2", 1), ("t4", 1), ("t1", 2), ("t5", 2), ("t6", 3)], "u1": []},
+            group={"t3": "c1", "u1": "c2"})
+
+    retrieval._spread(hits, {"message": surround}, {"message": None, "memory": None}, {"message": True})
+    fused = {key: round(hit.fused, 6) for (_, key), hit in hits.items()}
+    # A memory has no group: it is lifted like the best of a group of one, so it still outranks
+    # the messages it outranked before.
+    assert fused == {"t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "u1": 0.6, "m1": 1.08}
+
+
+def test_message_surroundings_stay_within_the_scope_and_the_conversation():
+    chat = conversations.conversation_begin(session_id="around")
+    ids = [str(conversations.message_store(conversation_id=chat.id, role="user", content=f"turn {n}").pk)
+           for n in range(1, 7)]
+    other = conversations.conversation_begin(session_id="around")
+    conversations.message_store(conversation_id=other.id, role="user", content="elsewhere")
+    scope = searchable.get("message").model.objects.filter(conversation__session_id="around").exclude(pk=ids[4])
+    found = conversations.message_surroundings([ids[2]], scope)
+    assert sorted(found.near[ids[2]]) == sorted([(ids[1], 1), (ids[3], 1), (ids[0], 2)])
+    assert found.group == {ids[2]: str(chat.id)}
+
+
+def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings):
+    settings.WINNI_RECALL_FUSION = "score"
+    settings.WINNI_RECALL_FTS_WEIGHT, settings.WINNI_RECALL_VECTOR_WEIGHT = 0.6, 0.4
+    entries = [retrieval.Hit(kind="m", key="a", fts_score=9.0, similarity=0.5),
+               retrieval.Hit(kind="m", key="b", fts_score=5.0),
+               retrieval.Hit(kind="m", key="c", fts_score=4.0, similarity=0.7),
+               retrieval.Hit(kind="m", key="d", similarity=0.6)]
+    retrieval._fuse(entries, "hybrid")
+    assert [round(e.fused, 6) for e in entries] == [0.6, 0.12, 0.4, 0.2]
+
+
+def test_a_message_is_embedded_with_the_turn_before_it(settings):
+    chat = conversations.conversation_begin(session_id="embed-text")
+    first = conversations.message_store(conversation_id=chat.id, role="user", content="how long have you painted?")
+    second = conversations.message_store(conversation_id=chat.id, role="assistant", content="Seven years now!")
+    Message = searchable.get("message").model
+    rows = list(Message.objects.filter(pk__in=[first.pk, second.pk]).order_by("turn_number"))
+    assert conversations.message_embed_texts(rows) == [
+        "how long have you painted?", "Seven years now!\nhow long have you painted?"]
+    assert searchable.get("message").embed_texts is conversations.message_embed_texts
+    settings.WINNI_EMBEDDING_MAX_CHARS = 10  # no more of the previous turn than the embedder reads
+    assert conversations.message_embed_texts(rows[1:]) == ["Seven years now!\nhow long h"]

@@ -2,7 +2,7 @@
 whatever else registers in winni_site.searchable: medallions, startup contexts …).
 
 Each kind contributes its BM25 full-text hits and its nearest vectors (the active embedding
-model); memory.retrieval fuses them by weighted reciprocal rank. Served as the MCP tool
+model); memory.retrieval fuses them (min-max scaled scores, weighted). Served as the MCP tool
 `winni_recall` and as REST `GET|POST /api/v1/recall`."""
 from typing import Any, Literal, TypedDict
 
@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations.services import message_neighbours
+from conversations.services import message_surroundings
 from memory import retrieval
 from memory.embeddings import EmbeddingUnavailable
 from winni_site import searchable
@@ -126,7 +126,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     return scopes, narrowed
 
 
-NEIGHBOURS: dict[str, retrieval.Neighbours] = {"message": message_neighbours}  # per kind, optional
+SURROUND: dict[str, retrieval.Surround] = {"message": message_surroundings}  # per kind, optional
 
 
 def _hit_dict(hit: retrieval.Hit) -> RecallHitDict:
@@ -171,7 +171,7 @@ def recall(
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
         try:
             hits = retrieval.search(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode,  # type: ignore[arg-type]
-                                    neighbours=NEIGHBOURS)
+                                    surround=SURROUND)
         except EmbeddingUnavailable:
             # semantic needs the provider; say so and answer lexically rather than not at all.
             degraded = True

@@ -23,6 +23,9 @@ class Searchable:
     model: type[models.Model]
     text: Callable[[Any], str]  # what gets embedded and shown in results
     label: Callable[[Any], str] = str  # a short title for result lists
+    # What gets embedded for a batch of rows when it is more than `text` (a message: with the turn
+    # before it); one call per batch so it can look up what it needs in one query.
+    embed_texts: Callable[[list[Any]], list[str]] | None = None
 
 
 _registry: dict[str, Searchable] = {}
