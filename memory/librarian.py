@@ -83,14 +83,15 @@ _EXPANSIONS = [(re.compile(pattern), replacement) for pattern, replacement in (
 )]
 # Words, keeping the dots, dashes, slashes and colons inside them: 3.11, 2026-11-21, a/b, 10:30.
 _WORD = re.compile(r"\w+(?:[./:-]\w+)*")
-# Openings that only ask politely; removed repeatedly ("hey, could you tell me …"), longest first.
-_POLITE_OPENINGS = sorted((
+# Openings that only ask politely; removed repeatedly ("hey, could you tell me …"). One regular
+# expression, longest alternatives first: an L2 lookup pays microseconds for the whole form.
+_POLITE_OPENINGS = re.compile(r"^(?:(?:%s) )+" % "|".join(sorted((
     "hey", "hi", "hello", "ok", "okay", "so", "quick question", "question", "please", "kindly",
     "could you please", "can you please", "would you please", "could you tell me", "can you tell me",
     "would you tell me", "tell me", "could you explain", "can you explain", "please explain", "explain",
     "can you show me", "could you show me", "show me", "do you know", "does anyone know", "i want to know",
     "i would like to know", "i wonder", "i was wondering", "any idea",
-), key=len, reverse=True)
+), key=len, reverse=True)))
 _FILLER = frozenset({"please", "kindly", "exactly", "actually", "basically"})
 _SCAFFOLDING = [(re.compile(pattern), replacement) for pattern, replacement in (
     (r"^how (can|could|should|would|do|does|might|may) (i|we|you|one) ", "how do i "),
@@ -109,12 +110,7 @@ def canonical_query(query: str) -> str:
     for pattern, replacement in _EXPANSIONS:
         text = pattern.sub(replacement, text)
     words = _WORD.findall(text)
-    canonical = " ".join(words)
-    opening = True
-    while opening:
-        opening = next((o for o in _POLITE_OPENINGS if canonical.startswith(o + " ")), None)
-        if opening:
-            canonical = canonical[len(opening) + 1:]
+    canonical = _POLITE_OPENINGS.sub("", " ".join(words))
     canonical = " ".join(word for word in canonical.split() if word not in _FILLER)
     for pattern, replacement in _SCAFFOLDING:
         canonical = pattern.sub(replacement, canonical)
