@@ -2,8 +2,8 @@
 views, the admin, Celery tasks and the seed command call.
 
 Lookup (seed §4.2): L1 exact (SHA-256 of the normalised query) → L2 semantic (cosine distance
-below LIBRARIAN_SIMILARITY_THRESHOLD among warm/hot/core entries with an unexpired answer, and
-passing the negation/number guard) → miss. A miss answers from Winni's own knowledge, records the
+between the embeddings of the two queries' canonical forms below LIBRARIAN_SIMILARITY_THRESHOLD,
+among warm/hot/core entries with an unexpired answer, and passing the negation/number guard) → miss. A miss answers from Winni's own knowledge, records the
 query and its compute time, and caches the answer when the cache decision (§4.3) says so."""
 from __future__ import annotations
 
@@ -62,6 +62,70 @@ def normalize_query(query: str) -> str:
 
 def query_hash(query: str) -> str:
     return hashlib.sha256(normalize_query(query).encode("utf-8")).hexdigest()
+
+
+# The canonical form is what L2 embeds, on both sides (the lookup and the cached question's
+# vector): the question without the wording that does not change what is asked — case,
+# punctuation, contractions, politeness ("please", "could you tell me") and interrogative
+# scaffolding ("how can I" / "how to" → "how do i", "which" → "what"). Negation words and numbers
+# are kept: the guard reads them from the original text anyway. Measured on the hand-written pairs
+# (bench/cache.py) this is worth a few points of paraphrase recall at 0.15 and fewer hits between
+# opposites ("enable" / "disable"); most of the distance between paraphrases is in their content
+# words, which it leaves alone on purpose (no synonym lists: those would be fitted to the pairs).
+# Change QUERY_FORM with the rules: vectors made under another form are then refreshed.
+QUERY_FORM = "canonical-1"
+_QUOTE = re.compile(r"[’‘`´]")
+_EXPANSIONS = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"\bwon't\b", "will not"), (r"\bcan't\b", "can not"), (r"\bcannot\b", "can not"), (r"\bshan't\b", "shall not"),
+    (r"n't\b", " not"), (r"\b(what|where|who|how|when|why|which|that|there|it|here)'s\b", r"\1 is"),
+    (r"'re\b", " are"), (r"'ve\b", " have"), (r"'ll\b", " will"), (r"'d\b", " would"), (r"\bi'm\b", "i am"),
+    (r"'s\b", ""),  # what is left is a possessive: "the shop's dashboards" → "the shop dashboards"
+)]
+# Words, keeping the dots, dashes, slashes and colons inside them: 3.11, 2026-11-21, a/b, 10:30.
+_WORD = re.compile(r"\w+(?:[./:-]\w+)*")
+# Openings that only ask politely; removed repeatedly ("hey, could you tell me …"). One regular
+# expression, longest alternatives first: an L2 lookup pays microseconds for the whole form.
+_POLITE_OPENINGS = re.compile(r"^(?:(?:%s) )+" % "|".join(sorted((
+    "hey", "hi", "hello", "ok", "okay", "so", "quick question", "question", "please", "kindly",
+    "could you please", "can you please", "would you please", "could you tell me", "can you tell me",
+    "would you tell me", "tell me", "could you explain", "can you explain", "please explain", "explain",
+    "can you show me", "could you show me", "show me", "do you know", "does anyone know", "i want to know",
+    "i would like to know", "i wonder", "i was wondering", "any idea",
+), key=len, reverse=True)))
+_FILLER = frozenset({"please", "kindly", "exactly", "actually", "basically"})
+_SCAFFOLDING = [(re.compile(pattern), replacement) for pattern, replacement in (
+    (r"^how (can|could|should|would|do|does|might|may) (i|we|you|one) ", "how do i "),
+    (r"^how (i|we|you|one) (can|could|should|would|might|may) ", "how do i "),  # "tell me how I can …"
+    (r"^how to ", "how do i "),
+    (r"^what (is|are) the (way|ways|procedure|process|steps) to ", "how do i "),
+    (r"^(is it possible|is there a way) (for me |for us )?to ", "can i "),
+    (r"^(can|could|may) (we|you|one) ", "can i "),
+    (r"^which ", "what "),
+)]
+
+
+def canonical_query(query: str) -> str:
+    """The form of a query that L2 embeds (see above); never empty for a non-empty query."""
+    text = _QUOTE.sub("'", normalize_query(query))
+    for pattern, replacement in _EXPANSIONS:
+        text = pattern.sub(replacement, text)
+    words = _WORD.findall(text)
+    canonical = _POLITE_OPENINGS.sub("", " ".join(words))
+    canonical = " ".join(word for word in canonical.split() if word not in _FILLER)
+    for pattern, replacement in _SCAFFOLDING:
+        canonical = pattern.sub(replacement, canonical)
+    return canonical or " ".join(words) or normalize_query(query)
+
+
+def query_vector_tag() -> str:
+    """What `QueryMemory.embedding_model` holds for a current vector: the model and the form."""
+    return f"{embeddings.model_name()}+{QUERY_FORM}"
+
+
+def embed_queries(queries: list[str]) -> list[list[float]]:
+    """The L2 vectors of queries: their canonical forms, embedded. Slow (a model call): outside
+    transactions."""
+    return embeddings.embed_texts([canonical_query(query) for query in queries])
 
 
 # A question and its negation, or the same question about another number, often sit within
@@ -305,7 +369,7 @@ def _vectors_fit() -> bool:
 
 def _schedule_embedding(entry: QueryMemory) -> None:
     """Warm, hot and core entries need a query vector for L2; make it in the worker."""
-    if entry.tier != Tier.COLD and entry.embedding_model != embeddings.model_name() and _vectors_fit():
+    if entry.tier != Tier.COLD and entry.embedding_model != query_vector_tag() and _vectors_fit():
         from memory.librarian_tasks import librarian_embed
 
         entry_id = entry.pk
@@ -353,7 +417,7 @@ def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: 
 def _semantic_candidates(vector: list[float], now: dt.datetime) -> list[QueryMemory]:
     return list(
         QueryMemory.objects.filter(
-            answer__isnull=False, tier__in=[Tier.WARM, Tier.HOT, Tier.CORE], embedding_model=embeddings.model_name()
+            answer__isnull=False, tier__in=[Tier.WARM, Tier.HOT, Tier.CORE], embedding_model=query_vector_tag()
         )
         .filter(_unexpired(now))
         .annotate(distance=CosineDistance("embedding", vector))
@@ -378,10 +442,10 @@ def _record_miss(
         entry.last_asked = now
         entry.compute_time_ms = compute_time_ms
         _promote(entry)
-        if vector is not None and entry.tier != Tier.COLD and entry.embedding_model != embeddings.model_name():
+        if vector is not None and entry.tier != Tier.COLD and entry.embedding_model != query_vector_tag():
             # The vector made for the L2 lookup is the one the worker would make: keep it.
             entry.embedding = vector
-            entry.embedding_model = embeddings.model_name()
+            entry.embedding_model = query_vector_tag()
         if rating is not None:
             entry.confidence = rating
         cached = should_cache(entry, compute_time_ms=compute_time_ms, has_sources=bool(knowledge.sources))
@@ -425,7 +489,7 @@ def librarian_ask(*, query: str) -> AskResult:
                              sources=entry.sources, confidence=entry.confidence)
         vector = None
         if settings.LIBRARIAN_SEMANTIC_SEARCH and _vectors_fit():
-            vector = embeddings.embed_texts([text])[0]
+            vector = embed_queries([text])[0]
             for candidate in _semantic_candidates(vector, now):
                 distance = float(candidate.distance)  # type: ignore[attr-defined]
                 if distance >= settings.LIBRARIAN_SIMILARITY_THRESHOLD:
@@ -553,13 +617,36 @@ def librarian_set_pinned(*, entry_ids: Iterable[int], pinned: bool) -> int:
 def librarian_embed(*, entry_id: int) -> bool:
     """Store the query vector of one entry; False when there is nothing to do."""
     entry = QueryMemory.objects.defer("embedding").filter(pk=entry_id).first()
-    if entry is None or entry.embedding_model == embeddings.model_name() or not _vectors_fit():
+    if entry is None or entry.embedding_model == query_vector_tag() or not _vectors_fit():
         return False
     # The model call is slow: outside any transaction.
-    vector = embeddings.embed_texts([entry.query_text])[0]
+    vector = embed_queries([entry.query_text])[0]
     with storage_op("librarian.embed", entry_id=entry_id):
-        QueryMemory.objects.filter(pk=entry_id).update(embedding=vector, embedding_model=embeddings.model_name())
+        QueryMemory.objects.filter(pk=entry_id).update(embedding=vector, embedding_model=query_vector_tag())
     return True
+
+
+STALE_VECTORS_PER_RUN = 256
+
+
+def librarian_embed_stale(*, limit: int = STALE_VECTORS_PER_RUN) -> int:
+    """Re-embed up to `limit` warm/hot/core entries whose vector was made under another model or
+    query form (or is missing): L2 only compares vectors with the current tag, so until then
+    such an entry is found by exact asks only. Called by the beat; returns how many it embedded."""
+    if not _vectors_fit():
+        return 0
+    tag = query_vector_tag()
+    stale = list(
+        QueryMemory.objects.exclude(tier=Tier.COLD).exclude(embedding_model=tag)
+        .order_by("-last_asked", "pk").values_list("pk", "query_text")[:limit]
+    )
+    if not stale:
+        return 0
+    vectors = embed_queries([text for _, text in stale])
+    with storage_op("librarian.embed_stale", entries=len(stale)), transaction.atomic():
+        for (pk, _), vector in zip(stale, vectors):
+            QueryMemory.objects.filter(pk=pk).update(embedding=vector, embedding_model=tag)
+    return len(stale)
 
 
 # --- eviction, expiry, pruning --------------------------------------------------------------------------
@@ -616,10 +703,10 @@ def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[s
         # A repeated question keeps its first wording and takes the last answer.
         cleaned[key] = (cleaned[key][0] if key in cleaned else text, validate_answer(answer, field=f"pairs[{number}].answer"))
     existing = {entry.query_hash: entry for entry in QueryMemory.objects.defer("embedding").filter(query_hash__in=cleaned)}
-    model = embeddings.model_name()
+    model = query_vector_tag()
     to_embed = [key for key in cleaned if key not in existing or existing[key].embedding_model != model]
     to_embed = to_embed if _vectors_fit() else []
-    vectors = dict(zip(to_embed, embeddings.embed_texts([cleaned[key][0] for key in to_embed])))
+    vectors = dict(zip(to_embed, embed_queries([cleaned[key][0] for key in to_embed])))
     now = timezone.now()
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     with storage_op("librarian.seed", pairs=len(cleaned)) as log, transaction.atomic():

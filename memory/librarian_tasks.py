@@ -12,5 +12,8 @@ def librarian_embed(entry_id: int) -> bool:
 
 @shared_task(name="memory.librarian_tasks.librarian_evict")
 def librarian_evict() -> dict[str, int]:
-    """Beat, every LIBRARIAN_EVICT_INTERVAL_SECONDS: expiry, eviction beyond the limit, pruning."""
-    return librarian.librarian_evict()
+    """Beat, every LIBRARIAN_EVICT_INTERVAL_SECONDS: expiry, eviction beyond the limit, pruning, and
+    new vectors for entries embedded under another model or query form."""
+    counts = librarian.librarian_evict()
+    counts["reembedded"] = librarian.librarian_embed_stale()
+    return counts

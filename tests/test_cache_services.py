@@ -23,6 +23,8 @@ def real_model(settings):
 
 DB_QUESTION = "How do I configure the database connection?"
 DB_PARAPHRASE = "How can I configure the database connection?"
+# What a current query vector is tagged with: the model and the canonical query form.
+VECTOR_TAG = "all-MiniLM-L6-v2+canonical-1"
 
 
 @pytest.fixture
@@ -75,7 +77,7 @@ def test_the_third_ask_caches_and_the_fourth_is_an_exact_hit(knowledge):
     second = librarian.librarian_ask(query=query)
     assert (second.match, second.entry.tier, second.entry.answer) == ("miss", "warm", None)
     # Entering warm stores the vector made for the L2 lookup.
-    assert QueryMemory.objects.get().embedding_model == "all-MiniLM-L6-v2"
+    assert QueryMemory.objects.get().embedding_model == VECTOR_TAG
     third = librarian.librarian_ask(query=query)
     assert third.match == "miss" and third.entry.answer == third.answer
     assert third.entry.expires_at > timezone.now() + dt.timedelta(hours=23)
@@ -111,7 +113,7 @@ def test_an_answer_that_found_nothing_is_never_cached(db):
 
 
 def test_a_paraphrase_is_a_semantic_hit(remembered):
-    assert remembered.embedding_model == "all-MiniLM-L6-v2" and remembered.tier == "warm"
+    assert remembered.embedding_model == VECTOR_TAG and remembered.tier == "warm"
     result = librarian.librarian_ask(query=DB_PARAPHRASE)
     assert (result.match, result.cached, result.answer) == ("semantic", True, "Set DATABASE_URL.")
     assert result.similarity > 0.85
@@ -120,6 +122,47 @@ def test_a_paraphrase_is_a_semantic_hit(remembered):
     assert (remembered.cache_hits, remembered.ask_count) == (1, 1)
     # The paraphrase itself is not recorded as an entry of its own.
     assert QueryMemory.objects.count() == 1
+
+
+@pytest.mark.parametrize("query, canonical", [
+    ("Hey, could you tell me how I can configure the database connection, please?",
+     "how do i configure the database connection"),
+    ("How to configure the database connection?", "how do i configure the database connection"),
+    ("What's the way to rotate the shop's API keys?", "how do i rotate the shop api keys"),
+    ("Which port does the server listen on?", "what port does the server listen on"),
+    ("Is it possible to use OpenAI for embeddings?", "can i use openai for embeddings"),
+    # Negations and numbers stay (the guard reads them from the original text as well).
+    ("Why doesn't the worker start?", "why does not the worker start"),
+    ("Can't I install Python 3.11 on 2026-11-21?", "can not i install python 3.11 on 2026-11-21"),
+    ("What is the process for a hotfix?", "what is the process for a hotfix"),
+    # Nothing but politeness: the form falls back rather than becoming empty.
+    ("Please?", "please"),
+])
+def test_the_canonical_form_drops_wording_that_does_not_change_the_question(query, canonical):
+    assert librarian.canonical_query(query) == canonical
+
+
+def test_politeness_and_scaffolding_do_not_move_a_query_away_from_its_cached_question(remembered):
+    """L2 compares canonical forms: a question wrapped in politeness is the cached one exactly."""
+    result = librarian.librarian_ask(query="Hey, could you tell me how I can configure the database connection, please?")
+    assert (result.match, result.answer, result.similarity) == ("semantic", "Set DATABASE_URL.", 1.0)
+
+
+def test_vectors_of_another_query_form_are_refreshed_before_l2_uses_them(remembered):
+    # As if embedded by a release whose canonical form (or model) was different.
+    QueryMemory.objects.filter(pk=remembered.pk).update(embedding_model="all-MiniLM-L6-v2")
+    assert librarian.librarian_ask(query=DB_PARAPHRASE).match == "miss"
+    assert librarian.librarian_embed_stale() == 1
+    assert QueryMemory.objects.get(pk=remembered.pk).embedding_model == VECTOR_TAG
+    assert librarian.librarian_embed_stale() == 0
+    assert librarian.librarian_ask(query=DB_PARAPHRASE).match == "semantic"
+
+
+def test_the_beat_task_refreshes_stale_vectors(remembered):
+    from memory.librarian_tasks import librarian_evict
+
+    QueryMemory.objects.filter(pk=remembered.pk).update(embedding_model="")
+    assert librarian_evict.delay().get() == {"expired": 0, "evicted": 0, "pruned": 0, "reembedded": 1}
 
 
 @pytest.mark.parametrize("near_miss", [
@@ -337,7 +380,7 @@ def test_seed_command_is_idempotent(tmp_path, capsys):
     assert "0 created, 0 updated, 2 unchanged" in capsys.readouterr().out
     entries = list(QueryMemory.objects.order_by("query_text"))
     assert [(e.query_text, e.tier, e.pinned, e.embedding_model) for e in entries] == [
-        ("What is Winni?", "warm", True, "all-MiniLM-L6-v2"), ("Which port?", "warm", True, "all-MiniLM-L6-v2")]
+        ("What is Winni?", "warm", True, VECTOR_TAG), ("Which port?", "warm", True, VECTOR_TAG)]
     # Seeded answers are found by paraphrases at once.
     assert librarian.librarian_ask(query="What's Winni?").match == "semantic"
 
