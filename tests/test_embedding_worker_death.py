@@ -103,7 +103,9 @@ def _store_rows() -> tuple[dict[str, str], dict[str, str]]:
         {"role": "user", "content": "backups of staging are kept for fourteen days"},
     ])
     memory, _ = memory_services.memory_store(content="deployments happen on Tuesdays after the standup")
-    return {str(m.pk): m.content for m in messages}, {str(memory.pk): memory.content}
+    # What the provider is asked to embed for each row (a message carries the turn before it).
+    embedded = conversation_services.message_embed_texts(list(messages))
+    return {str(m.pk): text for m, text in zip(messages, embedded)}, {str(memory.pk): memory.content}
 
 
 def test_an_embedding_survives_the_death_of_its_worker_process(embedding_worker, through_broker, provider):
