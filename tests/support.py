@@ -84,6 +84,19 @@ class LiveServer:
         self.log.close()
 
 
+def wait_for(predicate: Any, what: str, timeout: float = 90) -> Any:
+    """Poll `predicate` until it returns something truthy (returned); fail the test after `timeout`."""
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 class McpError(AssertionError):
     pass
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import signal
-import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import psutil
@@ -28,7 +27,7 @@ from memory import embeddings, services as memory_services
 from memory.models import Embedding
 from memory.tasks import embed_rows
 from tests.embed_servers import FakeProvider
-from tests.support import start_celery_worker, stop_process
+from tests.support import start_celery_worker, stop_process, wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]
 
@@ -66,16 +65,6 @@ def embedding_worker(live_server_env: dict[str, str], provider: FakeProvider) ->
     process = start_celery_worker(env, pool="prefork")
     yield process
     stop_process(process, timeout=20)
-
-
-def _wait_for(predicate: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def _inputs(provider: FakeProvider) -> list[list[str]]:
@@ -126,8 +115,8 @@ def test_an_embedding_survives_the_death_of_its_worker_process(embedding_worker,
     provider.release()
 
     # The message comes back: a new pool process asks for the same texts again.
-    _wait_for(lambda: _inputs(provider).count(held_texts) == 2, "the task to be redelivered")
-    _wait_for(lambda: len(_vectors("message", list(messages))) == 3 and len(_vectors("memory", list(memories))) == 1,
+    wait_for(lambda: _inputs(provider).count(held_texts) == 2, "the task to be redelivered")
+    wait_for(lambda: len(_vectors("message", list(messages))) == 3 and len(_vectors("memory", list(memories))) == 1,
               "every row to be embedded")
     new_pool = psutil.Process(embedding_worker.pid).children(recursive=True)
     assert busy[0].pid not in {p.pid for p in new_pool}
@@ -142,7 +131,7 @@ def test_an_embedding_survives_the_death_of_its_worker_process(embedding_worker,
 
 def test_a_redelivered_task_that_finds_its_vectors_stored_adds_none(embedding_worker, through_broker, provider):
     messages, memories = _store_rows()
-    _wait_for(lambda: len(_vectors("message", list(messages))) == 3 and len(_vectors("memory", list(memories))) == 1,
+    wait_for(lambda: len(_vectors("message", list(messages))) == 3 and len(_vectors("memory", list(memories))) == 1,
               "every row to be embedded")
     before = [(row.pk, row.created_at) for row in _assert_one_right_vector_each("message", messages)]
     requests = len(provider.requests)

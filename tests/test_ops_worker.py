@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import psycopg
 import pytest
 from django.db import connection
 
-from tests.support import start_celery_worker, stop_process
+from tests.support import start_celery_worker, stop_process, wait_for
 from winni_site import backups
 from winni_site.models import BackupRun
 from winni_site.tasks import backup_scheduled
@@ -32,16 +31,6 @@ def prefork_worker(live_server_env, backup_dir):
     stop_process(process, timeout=20)
 
 
-def _wait_for(predicate, timeout: float = 90, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"timed out waiting for {what}")
-
-
 def _run():
     return BackupRun.objects.order_by("pk").first()
 
@@ -54,17 +43,17 @@ def test_a_backup_survives_the_death_of_its_worker_process(prefork_worker, throu
     blocker.execute("LOCK TABLE conversations_message IN ACCESS EXCLUSIVE MODE")
     try:
         result = backup_scheduled.delay()
-        first = _wait_for(lambda: (r := _run()) and r.worker_pid and r.attempts == 1 and r, what="the task to start")
+        first = wait_for(lambda: (r := _run()) and r.worker_pid and r.attempts == 1 and r, "the task to start")
         assert first.status == BackupRun.Status.RUNNING and first.task_id == result.id
         os.kill(first.worker_pid, signal.SIGKILL)
 
-        second = _wait_for(lambda: (r := _run()) and r.attempts == 2 and r, what="the task to be redelivered")
+        second = wait_for(lambda: (r := _run()) and r.attempts == 2 and r, "the task to be redelivered")
         assert second.worker_pid != first.worker_pid
     finally:
         blocker.rollback()
         blocker.close()
 
-    done = _wait_for(lambda: (r := _run()) and r.status == BackupRun.Status.DONE and r, what="the backup to finish")
+    done = wait_for(lambda: (r := _run()) and r.status == BackupRun.Status.DONE and r, "the backup to finish")
     assert BackupRun.objects.count() == 1 and done.attempts == 2
     finished = backups.backup_list(folder=backup_dir)
     assert [str(b.path) for b in finished] == [done.path]
