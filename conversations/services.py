@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
+import operator
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce, Left
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Left, Length
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -676,18 +678,25 @@ def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
     reach = retrieval.CONTEXT_REACH
     steps = [step for distance in range(1, reach + 1) for step in (-distance, distance)]
     rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
-    wanted = {(conversation, turn + step) for _, conversation, turn in rows for step in steps}
-    around = (scope if scope is not None else Message.objects.all()).filter(
-        conversation_id__in={conversation for _, conversation, _ in rows},
-        turn_number__in={turn for _, turn in wanted},
-    ).values_list("pk", "conversation_id", "turn_number")
-    by_position = {(conversation, turn): str(pk) for pk, conversation, turn in around if (conversation, turn) in wanted}
+    wanted: dict[Any, set[int]] = {}
+    for _, conversation, turn in rows:
+        wanted.setdefault(conversation, set()).update(turn + step for step in steps)
+    if not wanted:
+        return retrieval.Surroundings(near={}, group={})
+    # Exactly the wanted turns of each conversation (one index range each): a cross product of all
+    # conversations and all turns fetched most of a busy scope's rows (38 of 89 ms per search).
+    exact = functools.reduce(operator.or_, (Q(conversation_id=conversation, turn_number__in=turns)
+                                            for conversation, turns in wanted.items()))
+    around = list((scope if scope is not None else Message.objects.all()).filter(exact).annotate(
+        size=Length("content")).values_list("pk", "conversation_id", "turn_number", "size"))
+    by_position = {(conversation, turn): str(pk) for pk, conversation, turn, _ in around}
     near = {
         str(pk): [(by_position[(conversation, turn + step)], abs(step)) for step in steps
                   if (conversation, turn + step) in by_position]
         for pk, conversation, turn in rows
     }
-    return retrieval.Surroundings(near=near, group={str(pk): str(conversation) for pk, conversation, _ in rows})
+    return retrieval.Surroundings(near=near, group={str(pk): str(conversation) for pk, conversation, _ in rows},
+                                  size={str(pk): size for pk, _, _, size in around})
 
 
 def message_embed_texts(messages: list[Message]) -> list[str]:

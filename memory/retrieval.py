@@ -41,6 +41,11 @@ CONTEXT_DECAY = 1 / 3
 # that group: evidence that a conversation is about the question lifts its other turns (LoCoMo dev,
 # turn recall@10 74.8 → 75.9; checked on a LongMemEval_S subset too, README "Retrieval quality").
 GROUP_WEIGHT = 0.2
+# A neighbour longer than CONTEXT_FULL_CHARS receives CONTEXT_FULL_CHARS / its length of the share: a
+# short reply ("Seven years now!") is found only through the turn it answers, while a long turn says
+# enough to be found on its own, and passing it score for its neighbour's words pushed whole
+# assistant replies ahead of real evidence (LongMemEval_S; LoCoMo's turns are nearly all shorter).
+CONTEXT_FULL_CHARS = 400
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Surroundings:
 
     near: dict[str, list[tuple[str, int]]]  # candidate key → [(key of a row around it, distance ≥ 1)]
     group: dict[str, str]  # candidate key → its group (a message: its conversation)
+    size: dict[str, int] = field(default_factory=dict)  # row around a candidate → its length in characters
 
 
 # (candidate keys, scope or None) → their surroundings within the scope
@@ -256,7 +262,7 @@ def _spread(hits: dict[tuple[str, str], Hit], surround: dict[str, Surround], sco
             fused = hits[(kind, key)].fused
             for other, distance in nearby:
                 if distance <= CONTEXT_REACH:
-                    amount = weight * CONTEXT_DECAY ** (distance - 1) * fused
+                    amount = weight * CONTEXT_DECAY ** (distance - 1) * fused * _receptiveness(found.size.get(other))
                     passed[(kind, other)] = passed.get((kind, other), 0.0) + amount
                 if key in found.group:
                     group_of[(kind, other)] = (kind, found.group[key])
@@ -272,6 +278,11 @@ def _spread(hits: dict[tuple[str, str], Hit], surround: dict[str, Surround], sco
         best = best_in_group[group_of[spot]] if spot in group_of else entry.fused
         entry.context += GROUP_WEIGHT * best
         entry.fused += entry.context
+
+
+def _receptiveness(size: int | None) -> float:
+    """The part of its neighbours' share a row of `size` characters receives (CONTEXT_FULL_CHARS)."""
+    return 1.0 if not size or size <= CONTEXT_FULL_CHARS else CONTEXT_FULL_CHARS / size
 
 
 def _attach_objects(page: list[Hit]) -> None:

@@ -202,6 +202,21 @@ def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_th
     assert fused == {"t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "u1": 0.6, "m1": 1.08}
 
 
+def test_a_long_neighbour_receives_a_smaller_share(settings, monkeypatch):
+    """A turn of 4 × CONTEXT_FULL_CHARS gets a quarter of the share; a short one all of it."""
+    settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
+    monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.0)
+    full = retrieval.CONTEXT_FULL_CHARS
+    hits = {("message", "t3"): retrieval.Hit(kind="message", key="t3", fused=1.0)}
+
+    def surround(keys, scope):
+        return retrieval.Surroundings(near={"t3": [("t2", 1), ("t4", 1)]}, group={"t3": "c1"},
+                                      size={"t2": 4 * full, "t4": full, "t3": 10})
+
+    retrieval._spread(hits, {"message": surround}, {"message": None}, {"message": True})
+    assert {key: round(hit.fused, 6) for (_, key), hit in hits.items()} == {"t3": 1.0, "t2": 0.075, "t4": 0.3}
+
+
 def test_message_surroundings_stay_within_the_scope_and_the_conversation():
     chat = conversations.conversation_begin(session_id="around")
     ids = [str(conversations.message_store(conversation_id=chat.id, role="user", content=f"turn {n}").pk)
@@ -212,6 +227,7 @@ def test_message_surroundings_stay_within_the_scope_and_the_conversation():
     found = conversations.message_surroundings([ids[2]], scope)
     assert sorted(found.near[ids[2]]) == sorted([(ids[1], 1), (ids[3], 1), (ids[0], 2)])
     assert found.group == {ids[2]: str(chat.id)}
+    assert found.size == {ids[n]: len(f"turn {n + 1}") for n in (0, 1, 3)}
 
 
 def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings):
