@@ -29,6 +29,7 @@ MODEL = "all-MiniLM-L6-v2"
 DIMS = 384
 TURNS_PER_CONVERSATION = 100
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+ROOT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
 
 
 def vocabulary(size: int, seed: int = 7) -> list[str]:
@@ -157,27 +158,49 @@ def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -
     return timings
 
 
+def english_turns(count: int) -> list[str]:
+    """Real chat turns ("Speaker: text") from the LoCoMo dev file in ../shared/bench-data, if present."""
+    import gzip
+    import json
+
+    path = ROOT_DATA / "locomo_dev.json.gz"
+    if not path.exists():
+        return []
+    with gzip.open(path, "rt") as handle:
+        items = json.load(handle)
+    turns = [f"{turn['speaker']}: {turn['text']}" for item in items for key, value in item["conversation"].items()
+             if key.startswith("session_") and isinstance(value, list) for turn in value]
+    return turns[:count]
+
+
 def embedding_throughput(words: list[str]) -> None:
     import numpy as np
+    import torch
+    from django.conf import settings
     from django.test.utils import override_settings
 
     from memory import embeddings
 
     rng = np.random.default_rng(3)
-    sample = [f"Speaker: {text}" for text in texts(2048, words, rng)]
+    samples = {"synthetic ~80-char texts": [f"Speaker: {text}" for text in texts(2048, words, rng)],
+               "LoCoMo chat turns (English)": english_turns(2048)}
     with override_settings(WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL):
-        embeddings.embed_texts(sample[:64])  # model load
-        began = time.perf_counter()
-        embeddings.embed_texts(sample, batch_size=64)
-        seconds = time.perf_counter() - began
-        single = []
-        for text in sample[:50]:
-            started = time.perf_counter()
-            embeddings.embed_texts([text])
-            single.append((time.perf_counter() - started) * 1000)
-    p50, p95 = _django.percentiles(single)
-    print(f"embedding throughput (one process, batches of 64, ~80-char texts): {len(sample) / seconds:.0f} texts/s; "
-          f"one text: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+        for name, sample in samples.items():
+            if not sample:
+                continue
+            embeddings.embed_texts(sample[:64])  # model load, warm-up
+            began = time.perf_counter()
+            embeddings.embed_texts(sample)
+            seconds = time.perf_counter() - began
+            single = []
+            for text in sample[:50]:
+                started = time.perf_counter()
+                embeddings.embed_texts([text])
+                single.append((time.perf_counter() - started) * 1000)
+            p50, p95 = _django.percentiles(single)
+            print(f"embedding throughput, {name} (one process, batches of {settings.WINNI_EMBEDDING_BATCH_SIZE}, "
+                  f"{torch.get_num_threads()} torch thread(s), bf16 {embeddings.use_bf16()}): "
+                  f"{len(sample) / seconds:.0f} texts/s; one text: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
 def main() -> None:

@@ -281,11 +281,17 @@ def embed_texts(texts: list[str], *, model: str | None = None, batch_size: int |
         return []
     chosen = provider(model)
     size = batch_size or settings.WINNI_EMBEDDING_BATCH_SIZE
-    out: list[list[float]] = []
-    for start in range(0, len(texts), size):
-        chunk = [text[: settings.WINNI_EMBEDDING_MAX_CHARS] for text in texts[start : start + size]]
+    # Batches of similar lengths: a batch is padded to its longest text, so chunking the texts in
+    # their given order made the model compute mostly padding (LoCoMo turns, 2,048 in batches of
+    # 64, one torch thread: 62 → 115 texts/s).
+    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+    out: list[list[float]] = [[] for _ in texts]
+    for start in range(0, len(order), size):
+        picked = order[start : start + size]
+        chunk = [texts[index][: settings.WINNI_EMBEDDING_MAX_CHARS] for index in picked]
         raw = chosen.embed(chunk)
-        out += check_vectors(raw, count=len(chunk), dimensions=dimensions(), model=chosen.model)
+        for index, vector in zip(picked, check_vectors(raw, count=len(chunk), dimensions=dimensions(), model=chosen.model)):
+            out[index] = vector
     return out
 
 

@@ -150,3 +150,14 @@ def test_local_model_bf16_and_float32_give_the_same_vectors(settings, mode):
     for ours, theirs in zip(embeddings.LocalProvider().embed(texts), reference):
         assert len(ours) == embeddings.LOCAL_DIMENSIONS
         assert sum(a * b for a, b in zip(ours, theirs)) >= 0.999
+
+
+def test_batches_are_formed_by_length_and_vectors_come_back_in_order(settings, fake_provider):
+    """Texts are grouped by length (less padding for the local model) but each vector stays with its text."""
+    settings.WINNI_EMBEDDING_PROVIDER = "openai"
+    settings.WINNI_EMBEDDING_MODEL = "nomic-embed-text"
+    settings.WINNI_EMBEDDING_URL = fake_provider.url
+    texts = ["x" * 9, "x", "x" * 5, "x" * 2, "x" * 7]
+    together = embeddings.embed_texts(texts, batch_size=2)
+    assert [body["input"] for _, body in fake_provider.requests] == [["x", "xx"], ["xxxxx", "xxxxxxx"], ["x" * 9]]
+    assert together == [embeddings.embed_texts([text])[0] for text in texts]
