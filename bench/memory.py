@@ -29,7 +29,6 @@ MODEL = "all-MiniLM-L6-v2"
 DIMS = 384
 TURNS_PER_CONVERSATION = 100
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-ROOT_DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
 
 
 def vocabulary(size: int, seed: int = 7) -> list[str]:
@@ -163,7 +162,9 @@ def english_turns(count: int) -> list[str]:
     import gzip
     import json
 
-    path = ROOT_DATA / "locomo_dev.json.gz"
+    from retrieval import DATA
+
+    path = DATA / "locomo_dev.json.gz"
     if not path.exists():
         return []
     with gzip.open(path, "rt") as handle:
