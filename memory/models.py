@@ -49,7 +49,7 @@ class Embedding(models.Model):
 
     The column is an untyped `vector`, so several models (of any dimension) can live side by side
     while `winni_reembed` moves search from one to the next; each (model, kind) gets its own
-    partial HNSW index over `vector::vector(<dimensions>)` (see memory.vectors)."""
+    partial HNSW index over `vector::halfvec(<dimensions>)` (see memory.vectors)."""
 
     kind = models.CharField(max_length=32)
     object_id = models.CharField(max_length=64)

@@ -84,7 +84,7 @@ def query_lexemes(text: str) -> list[str]:
     return [lexeme for lexeme in lexemes or [] if "\\" not in lexeme]
 
 
-def _tsquery(lexemes: list[str]) -> str:
+def tsquery(lexemes: list[str]) -> str:
     return " | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
 
 
@@ -96,7 +96,7 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     meta = spec.model._meta
     table = connection.ops.quote_name(meta.db_table)
     pk = connection.ops.quote_name(meta.pk.column)
-    params: list[Any] = [_tsquery(lexemes)]
+    params: list[Any] = [tsquery(lexemes)]
     scope_clause = ""
     if filtered:
         scope_sql, scope_params = scope.values("pk").query.sql_with_params()

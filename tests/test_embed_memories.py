@@ -1,8 +1,12 @@
 """Semantic memories: the service rules, REST and admin (seed 003)."""
+import datetime as dt
+
 import pytest
+from django.utils import timezone
 
 from memory import services, vectors
 from memory.models import Embedding, Memory
+from winni_site import health
 from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
@@ -64,6 +68,27 @@ def test_a_memory_is_found_before_its_vector_exists():
     hits = services.memory_search(query="staging database db2.internal")
     assert [hit.memory.pk for hit in hits] == [memory.pk]
     assert hits[0].match == "semantic" and 30 <= hits[0].relevance <= 100
+
+
+@pytest.fixture
+def sweep_count():
+    """Record a backlog count as the beat sweep does; forget it afterwards (Redis is shared)."""
+    yield vectors.backlog_record
+    health._redis().delete(vectors.BACKLOG_KEY)
+
+
+def test_the_last_sweep_bounds_which_rows_a_search_embeds_itself(sweep_count):
+    """Read-your-writes looks for vector-less memories only among those created since the last
+    sweep found none waiting; when it found some waiting, among all of them."""
+    old = store("the staging database lives on db2.internal")
+    Memory.objects.filter(pk=old.pk).update(created_at=timezone.now() - dt.timedelta(days=2))
+    new = store("the staging database moved to db3.internal")
+    sweep_count({"memory": 0, "message": 0})
+    found = {hit.memory.pk for hit in services.memory_search(query="staging database")}
+    assert new.pk in found and old.pk not in found
+    sweep_count({"memory": 1, "message": 0})
+    found = {hit.memory.pk for hit in services.memory_search(query="staging database")}
+    assert {new.pk, old.pk} <= found
 
 
 def test_search_drops_weak_results_sorts_and_filters_by_tags(django_capture_on_commit_callbacks):

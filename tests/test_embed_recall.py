@@ -105,7 +105,7 @@ def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
         (definition,) = cursor.fetchone()
-    assert "hnsw" in definition and "vector_cosine_ops" in definition and "'hash-bow'" in definition
+    assert "hnsw" in definition and "halfvec_cosine_ops" in definition and "'hash-bow'" in definition
 
 
 def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_capture_on_commit_callbacks):

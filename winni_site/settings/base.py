@@ -239,6 +239,9 @@ WINNI_EMBEDDING_THREADS = env_int("WINNI_EMBEDDING_THREADS", 1, minimum=0, maxim
 WINNI_EMBEDDING_BF16 = env_str("WINNI_EMBEDDING_BF16", "auto").lower()
 if WINNI_EMBEDDING_BF16 not in ("auto", "on", "off"):
     raise ImproperlyConfigured(f"WINNI_EMBEDDING_BF16 must be auto, on or off, got {WINNI_EMBEDDING_BF16!r}")
+# Small batches (a query, a few fresh rows) of the local model through ONNX Runtime: ≈ 4.5 ms a
+# short query instead of ≈ 10 ms through torch, same vectors; and no torch in web processes.
+WINNI_EMBEDDING_ONNX = env_bool("WINNI_EMBEDDING_ONNX", True)
 # Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
 # The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
