@@ -127,7 +127,8 @@ def test_bad_embedding_settings_name_the_variable(monkeypatch):
     from tests.support import ROOT
 
     for name, value in (("WINNI_EMBEDDING_PROVIDER", "magic"), ("WINNI_EMBEDDING_DIMENSIONS", "0"),
-                        ("WINNI_RECALL_FUSION", "max"), ("WINNI_EMBEDDING_BF16", "maybe")):
+                        ("WINNI_RECALL_FUSION", "max"), ("WINNI_EMBEDDING_BF16", "maybe"),
+                        ("WINNI_PG_SHARED_BUFFERS", "lots"), ("WINNI_EMBEDDING_ONNX", "perhaps")):
         result = subprocess.run(
             [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True, text=True,
             env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test", name: value},

@@ -50,6 +50,20 @@ def test_start_reattach_stop_restart(data_dir):
         assert conn.execute("SELECT v FROM kept").fetchone() == ("still here",)
 
 
+def test_shared_buffers_is_applied_once_and_kept(data_dir):
+    db = embedded.postgres_settings(data_dir, shared_buffers="256MB")
+    with _connect(db) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone() == ("256MB",)
+        started = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
+    # The same value again: no restart. A new value: applied (restart), data kept.
+    embedded.postgres_settings(data_dir, shared_buffers="256MB")
+    with _connect(db) as conn:
+        assert conn.execute("SELECT pg_postmaster_start_time()").fetchone() == started
+    embedded.postgres_settings(data_dir, shared_buffers="192MB")
+    with _connect(db) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)
+
+
 def test_embedded_redis_starts_once_and_stops(data_dir):
     url = embedded.redis_url(data_dir)
     assert embedded.redis_url(data_dir) == url  # found again, not started twice

