@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import json
-import operator
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce, Left, Length
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Left
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -676,27 +674,30 @@ def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
     if not keys:
         return retrieval.Surroundings(near={}, group={})
     reach = retrieval.CONTEXT_REACH
-    steps = [step for distance in range(1, reach + 1) for step in (-distance, distance)]
-    rows = list(Message.objects.filter(pk__in=keys).values_list("pk", "conversation_id", "turn_number"))
-    wanted: dict[Any, set[int]] = {}
-    for _, conversation, turn in rows:
-        wanted.setdefault(conversation, set()).update(turn + step for step in steps)
-    if not wanted:
-        return retrieval.Surroundings(near={}, group={})
-    # Exactly the wanted turns of each conversation (one index lookup each), not every wanted turn
-    # number in every conversation involved, which grows with the product of the two.
-    exact = functools.reduce(operator.or_, (Q(conversation_id=conversation, turn_number__in=turns)
-                                            for conversation, turns in wanted.items()))
-    around = list((scope if scope is not None else Message.objects.all()).filter(exact).annotate(
-        size=Length("content")).values_list("pk", "conversation_id", "turn_number", "size"))
-    by_position = {(conversation, turn): str(pk) for pk, conversation, turn, _ in around}
-    near = {
-        str(pk): [(by_position[(conversation, turn + step)], abs(step)) for step in steps
-                  if (conversation, turn + step) in by_position]
-        for pk, conversation, turn in rows
-    }
-    return retrieval.Surroundings(near=near, group={str(pk): str(conversation) for pk, conversation, _ in rows},
-                                  size={str(pk): size for pk, _, _, size in around})
+    # One range probe of the (conversation, turn) index per candidate, in one statement.
+    sql = ("SELECT h.id, h.conversation_id, m.id, abs(m.turn_number - h.turn_number), length(m.content) "
+           "FROM conversations_message h LEFT JOIN conversations_message m "
+           "ON m.conversation_id = h.conversation_id AND m.turn_number <> h.turn_number "
+           "AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+           "WHERE h.id = ANY(%s::uuid[])")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [reach, reach, keys])
+        rows = cursor.fetchall()
+    if scope is not None:
+        # Checked by primary key afterwards: inside the join, the planner re-ran the scope's
+        # subquery once per candidate (≈ 60 ms for 100 candidates in a 2,000-message session).
+        inside = set(scope.filter(pk__in={row[2] for row in rows if row[2] is not None}).values_list("pk", flat=True))
+        rows = [row if row[2] in inside else (*row[:2], None, None, None) for row in rows]
+    near: dict[str, list[tuple[str, int]]] = {}
+    group: dict[str, str] = {}
+    size: dict[str, int] = {}
+    for hit, conversation, other, distance, length in rows:
+        group[str(hit)] = str(conversation)
+        nearby = near.setdefault(str(hit), [])
+        if other is not None:
+            nearby.append((str(other), distance))
+            size[str(other)] = length
+    return retrieval.Surroundings(near=near, group=group, size=size)
 
 
 def message_embed_texts(messages: list[Message]) -> list[str]:

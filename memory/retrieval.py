@@ -6,9 +6,15 @@ finds nothing for a natural-language question. Here the question's lexemes (engl
 stemmed, stop words dropped) are ORed to collect candidates, and the candidates are scored with
 Okapi BM25 computed in SQL from the tsvector positions (tf), the candidates' document
 frequencies within the scope (every row containing a query lexeme is a candidate, so df is
-exact up to the candidate cap) and the scope's size."""
+exact up to the candidate cap) and the scope's size.
+
+Over a whole large table a lexeme can sit in most rows (its posting list alone costs
+milliseconds to read, and a capped candidate set drawn from it can miss every row holding the
+question's rare, telling word); there ANALYZE's lexeme frequencies pick the candidates from the
+rarest lexemes first and give the common ones their true df (see candidate_lexemes)."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -25,10 +31,11 @@ MODES = ("fts", "semantic", "hybrid")
 
 BM25_K1 = 1.2
 BM25_B = 0.75
-# Candidate rows scored per kind; beyond it the candidates are an arbitrary subset of the matches and
-# df counts approximate. Only huge, unfiltered scopes reach it (a session's messages never did on the
-# benchmarks): at 1M messages, 20,000 candidates cost ≈ 225 ms, 2,000 ≈ 23 ms.
-FTS_CANDIDATE_CAP = 2_000
+# Candidate rows scored per kind; beyond it the candidates are an arbitrary subset of the matches of
+# the rarest lexemes (candidate_lexemes) and df counts approximate. Only huge scopes reach it (a
+# session's messages never did on the benchmarks). 1M synthetic messages, questions of common words
+# only: 2,000 candidates p50 12-14 ms / p95 20-26 ms, 1,000 p50 7 ms / p95 11-12 ms.
+FTS_CANDIDATE_CAP = 1_000
 CANDIDATE_DEPTH = 50
 
 
@@ -96,14 +103,17 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     meta = spec.model._meta
     table = connection.ops.quote_name(meta.db_table)
     pk = connection.ops.quote_name(meta.pk.column)
-    params: list[Any] = [tsquery(lexemes)]
+    size = _scope_size(scope, table, filtered)
+    # Table-wide frequencies say nothing about a filtered scope (a session is small anyway).
+    estimated = {} if filtered else {lexeme: freq * size for lexeme, freq in lexeme_frequencies(meta.db_table).items()
+                                     if lexeme in lexemes}
+    params: list[Any] = [tsquery(candidate_lexemes(lexemes, estimated))]
     scope_clause = ""
     if filtered:
         scope_sql, scope_params = scope.values("pk").query.sql_with_params()
         scope_clause = f" AND t.{pk} IN ({scope_sql})"
         params += list(scope_params)
-    params += [FTS_CANDIDATE_CAP, lexemes]
-    size = _scope_size(scope, table, filtered)
+    params += [FTS_CANDIDATE_CAP, lexemes, list(estimated), list(estimated.values())]
     sql = f"""
         WITH cand AS MATERIALIZED (
             SELECT t.{pk}::text AS id, t.search_vector AS sv FROM {table} t
@@ -114,7 +124,11 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
             SELECT c.id, length(c.sv)::float AS dl, u.lexeme, greatest(cardinality(u.positions), 1)::float AS tf
             FROM cand c, unnest(c.sv) u WHERE u.lexeme = ANY(%s)
         ),
-        df AS (SELECT lexeme, count(*)::float AS df FROM terms GROUP BY lexeme),
+        df AS (
+            SELECT d.lexeme, greatest(d.n, coalesce(e.df, 0)) AS df
+            FROM (SELECT lexeme, count(*)::float AS n FROM terms GROUP BY lexeme) d
+            LEFT JOIN unnest(%s::text[], %s::float8[]) AS e(lexeme, df) USING (lexeme)
+        ),
         stats AS (SELECT greatest(avg(length(sv)), 1)::float AS avgdl FROM cand)
         SELECT t.id, sum(
             ln(1 + (greatest(%s, df.df) - df.df + 0.5) / (df.df + 0.5))
@@ -127,6 +141,45 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def candidate_lexemes(lexemes: list[str], estimated_df: dict[str, float]) -> list[str]:
+    """The lexemes whose rows become BM25 candidates: rarest first, as long as their rows (by
+    ANALYZE's estimate; a lexeme it does not list as common counts as rare) fit under the cap, and
+    at least one. A lexeme in most rows adds almost nothing to a score (its IDF is near 0) but would
+    flood the capped candidates with arbitrary rows."""
+    chosen: list[str] = []
+    total = 0.0
+    for lexeme in sorted(lexemes, key=lambda lexeme: estimated_df.get(lexeme, 0.0)):
+        rows = estimated_df.get(lexeme, 0.0)
+        if chosen and total + rows > FTS_CANDIDATE_CAP:
+            break
+        chosen.append(lexeme)
+        total += rows
+    return chosen
+
+
+# How long a process trusts the lexeme frequencies it read (they change only when ANALYZE runs).
+LEXEME_STATS_SECONDS = 300
+_lexeme_stats: dict[str, tuple[float, dict[str, float]]] = {}
+
+
+def lexeme_frequencies(table: str) -> dict[str, float]:
+    """The fraction of `table`'s rows whose search_vector holds each of its most common lexemes, as
+    the last ANALYZE counted them (pg_stats); empty before the first ANALYZE."""
+    now = time.monotonic()
+    cached = _lexeme_stats.get(table)
+    if cached and now - cached[0] < LEXEME_STATS_SECONDS:
+        return cached[1]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                       "WHERE schemaname = current_schema() AND tablename = %s AND attname = 'search_vector'",
+                       [table])
+        row = cursor.fetchone()
+    # The frequencies array ends with summary numbers (min, max …) after one entry per lexeme.
+    frequencies = dict(zip(row[0], row[1])) if row and row[0] else {}
+    _lexeme_stats[table] = (now, frequencies)
+    return frequencies
 
 
 def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:

@@ -267,8 +267,9 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
     sql += f" ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s"
     params += [literal, int(limit)]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute(f"SET LOCAL hnsw.ef_search = {max(int(settings.WINNI_RECALL_HNSW_EF_SEARCH), int(limit))}")
+        # Both settings in one round trip (a statement without parameters may hold several).
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; "
+                       f"SET LOCAL hnsw.ef_search = {max(int(settings.WINNI_RECALL_HNSW_EF_SEARCH), int(limit))}")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     rows.sort(key=lambda row: row[1])

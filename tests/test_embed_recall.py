@@ -98,6 +98,30 @@ def test_bm25_prefers_rare_terms():
 # --- the pipeline ----------------------------------------------------------------------------
 
 
+def test_candidates_come_from_the_rarest_lexemes_first():
+    common = {"server": 900_000.0, "deploy": 1_500.0}
+    assert retrieval.candidate_lexemes(["server", "deploy", "rollback"], common) == ["rollback"]
+    assert retrieval.candidate_lexemes(["server", "deploy"], common) == ["deploy"]  # always at least one
+    assert retrieval.candidate_lexemes(["server", "deploy", "rollback"], {}) == ["server", "deploy", "rollback"]
+
+
+def test_over_a_whole_table_common_lexemes_neither_flood_the_candidates_nor_look_rare(monkeypatch):
+    """With ANALYZE's frequencies, a lexeme in most rows does not pick the candidates: the rows with
+    the rare word are all scored. Without them, the cap takes arbitrary rows matching any word."""
+    conversation = conversations.conversation_begin(session_id="idf-table")
+    for number in range(12):
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"server number {number}")
+    wanted = conversations.message_store(conversation_id=conversation.id, role="user", content="server rollback done")
+    monkeypatch.setattr(retrieval, "FTS_CANDIDATE_CAP", 5)
+    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {"server": 1.0, "number": 0.9})
+    scope = searchable.get("message").model.objects.all()
+    lexemes = retrieval.query_lexemes("server rollback")
+    ranked = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)
+    assert [key for key, _ in ranked] == [str(wanted.pk)]
+    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {})
+    assert len(retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)) == 5
+
+
 def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     assert Embedding.objects.filter(kind="message").count() == 4
     assert vectors.backlog()["memory"] == vectors.backlog()["message"] == 0

@@ -1,5 +1,6 @@
 """Settings shared by every environment. Every value a user may change is an environment
 variable read here (documented in README.md, "Settings")."""
+import os
 import re
 import secrets
 from pathlib import Path
@@ -107,12 +108,15 @@ TEMPLATES = [
 # --- Database: DATABASE_URL, or the embedded PostgreSQL 18 + pgvector in WINNI_DATA_DIR ------
 DATABASE_URL = env_str("DATABASE_URL")
 WINNI_EMBEDDED_POSTGRES = not DATABASE_URL
-# The embedded server's buffer cache; size it to the vector indexes (1M messages: ≈ 1 GB of HNSW).
-# Memory is only taken as pages are used. A change restarts the embedded server at the next start.
-WINNI_PG_SHARED_BUFFERS = env_str("WINNI_PG_SHARED_BUFFERS", "1GB").replace(" ", "")
+# The embedded server's buffer cache; it should hold the vector indexes (1M messages: ≈ 1.1 GB of
+# HNSW). `auto`: a quarter of the machine's memory, PostgreSQL's usual starting point; memory is
+# only taken as pages are used. A change restarts the embedded server once, at the next start.
+WINNI_PG_SHARED_BUFFERS = env_str("WINNI_PG_SHARED_BUFFERS", "auto").replace(" ", "")
+if WINNI_PG_SHARED_BUFFERS == "auto":
+    WINNI_PG_SHARED_BUFFERS = f"{max(128, os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 4 // 2**20)}MB"
 if not re.fullmatch(r"[1-9][0-9]*(kB|MB|GB|TB)", WINNI_PG_SHARED_BUFFERS):
     raise ImproperlyConfigured(
-        f"WINNI_PG_SHARED_BUFFERS must be a size like 512MB or 2GB, got {WINNI_PG_SHARED_BUFFERS!r}")
+        f"WINNI_PG_SHARED_BUFFERS must be auto or a size like 512MB or 2GB, got {WINNI_PG_SHARED_BUFFERS!r}")
 _database = (database_from_url(DATABASE_URL) if DATABASE_URL
              else embedded.postgres_settings(DATA_DIR, shared_buffers=WINNI_PG_SHARED_BUFFERS))
 # Tools run in worker threads that Django's request cycle never cleans up; keep connections for a
