@@ -157,8 +157,10 @@ def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -
     return timings
 
 
-def english_turns(count: int) -> list[str]:
-    """Real chat turns ("Speaker: text") from the LoCoMo dev file in ../shared/bench-data, if present."""
+def locomo_texts(count: int) -> dict[str, list[str]]:
+    """Real English texts from the LoCoMo dev file in ../shared/bench-data, if present: its questions
+    (short sentences), its chat turns ("Speaker: text"), and the turns as the worker embeds a
+    message (the turn, then the turn before it: conversations.services.message_embed_texts)."""
     import gzip
     import json
 
@@ -166,12 +168,22 @@ def english_turns(count: int) -> list[str]:
 
     path = DATA / "locomo_dev.json.gz"
     if not path.exists():
-        return []
+        return {}
     with gzip.open(path, "rt") as handle:
         items = json.load(handle)
-    turns = [f"{turn['speaker']}: {turn['text']}" for item in items for key, value in item["conversation"].items()
-             if key.startswith("session_") and isinstance(value, list) for turn in value]
-    return turns[:count]
+    questions = [qa["question"] for item in items for qa in item["qa"]]
+    turns, with_previous = [], []
+    for item in items:
+        for key, value in item["conversation"].items():
+            if key.startswith("session_") and isinstance(value, list):
+                previous = None
+                for turn in value:
+                    text = f"{turn['speaker']}: {turn['text']}"
+                    turns.append(text)
+                    with_previous.append(f"{text}\n{previous}" if previous else text)
+                    previous = text
+    return {"LoCoMo questions (short sentences)": questions[:count], "LoCoMo chat turns": turns[:count],
+            "LoCoMo turns + the turn before (what a message embeds)": with_previous[:count]}
 
 
 def embedding_throughput(words: list[str]) -> None:
@@ -184,7 +196,7 @@ def embedding_throughput(words: list[str]) -> None:
 
     rng = np.random.default_rng(3)
     samples = {"synthetic ~80-char texts": [f"Speaker: {text}" for text in texts(2048, words, rng)],
-               "LoCoMo chat turns (English)": english_turns(2048)}
+               **locomo_texts(2048)}
     with override_settings(WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL):
         for name, sample in samples.items():
             if not sample:
@@ -210,6 +222,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=100, help="calls per tool")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-latency", action="store_true", help="only the embedding throughput (no corpus)")
     args = parser.parse_args()
     _django.setup("memory", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL)
 
@@ -223,9 +236,15 @@ def main() -> None:
 
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     words = vocabulary(20_000)
+    if args.skip_latency:
+        embedding_throughput(words)
+        return
     load(args.memories, args.messages, words)
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
+    # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat
+    # runs here): search_memory's read-your-writes check reads it.
+    vectors.backlog_record(vectors.backlog())
 
     rng = np.random.default_rng(11)
     queries = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))

@@ -1,10 +1,13 @@
 """The embedded PostgreSQL: start, re-attach from a second process, stop, restart with data intact."""
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 
@@ -48,6 +51,32 @@ def test_start_reattach_stop_restart(data_dir):
     restarted = embedded.postgres_settings(data_dir)
     with _connect(restarted) as conn:
         assert conn.execute("SELECT v FROM kept").fetchone() == ("still here",)
+
+
+def test_a_zombie_postmaster_does_not_block_a_restart(tmp_path):
+    """A killed postmaster nobody has reaped yet looks alive to pgserver and PostgreSQL; once no
+    process of the old server works in the data dir any more, its postmaster.pid is removed."""
+    pgdata = tmp_path / "pg"
+    pgdata.mkdir()
+    zombie = os.fork()
+    if zombie == 0:  # pragma: no cover - the child exits at once
+        os._exit(0)
+    while psutil.Process(zombie).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.01)
+    lock = pgdata / "postmaster.pid"
+    lock.write_text(f"{zombie}\n{pgdata}\n")
+    backend_binary = tmp_path / "postgres"  # a process named like a backend, working in the data dir
+    shutil.copy("/bin/sleep", backend_binary)
+    backend = subprocess.Popen([str(backend_binary), "60"], cwd=pgdata)
+    try:
+        embedded._wait_for_dead_postmaster(pgdata, reap_seconds=0.1, give_up_seconds=0.5)
+        assert lock.exists()  # an old backend still runs: not safe yet
+    finally:
+        backend.kill()
+        backend.wait()
+    embedded._wait_for_dead_postmaster(pgdata, reap_seconds=0.1, give_up_seconds=5)
+    assert not lock.exists()
+    os.waitpid(zombie, 0)
 
 
 def test_shared_buffers_is_applied_once_and_kept(data_dir):

@@ -80,20 +80,40 @@ def _postmaster_gone(pgdata: Path) -> bool:
         return True
 
 
-def _wait_for_dead_postmaster(pgdata: Path, timeout: float = 10) -> None:
-    """A killed postmaster stays a zombie until its parent reaps it, and pgserver takes a zombie
-    for a running server; wait for the reaping so the restart is not skipped."""
+def _wait_for_dead_postmaster(pgdata: Path, reap_seconds: float = 3, give_up_seconds: float = 30) -> None:
+    """A killed postmaster stays a zombie until its parent (here PID 1) reaps it, and both pgserver
+    and PostgreSQL take a zombie for a running server (kill(pid, 0) succeeds on it), so the restart
+    would be skipped. Wait for the reaping; if it does not come and no process of the old server
+    is left (PostgreSQL's processes run in the data dir), the postmaster.pid is stale: remove it.
+    Seen here: PID 1 sometimes left the zombie for over a minute."""
     import psutil
 
     pid = _postmaster_pid(pgdata)
-    deadline = time.monotonic() + timeout
-    while pid is not None and time.monotonic() < deadline:
+    started = time.monotonic()
+    while pid is not None and time.monotonic() - started < give_up_seconds:
         try:
             if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return
+                return  # a live server, or
         except psutil.NoSuchProcess:
+            return  # reaped: PostgreSQL's own stale-lock check takes over
+        if time.monotonic() - started > reap_seconds and not _old_server_processes(pgdata, exclude=pid):
+            (pgdata / "postmaster.pid").unlink(missing_ok=True)
             return
         time.sleep(0.05)
+
+
+def _old_server_processes(pgdata: Path, *, exclude: int) -> list[Any]:
+    """Live processes (not zombies) working in the data dir: backends of a killed postmaster that
+    have not noticed its death yet."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "name", "cwd", "status"]):
+        info = process.info
+        if (info["pid"] != exclude and info["name"] == "postgres" and info["status"] != psutil.STATUS_ZOMBIE
+                and info["cwd"] and Path(info["cwd"]) == pgdata.resolve()):
+            found.append(process)
+    return found
 
 
 def forget_stale_handles(data_dir: Path) -> None:
@@ -110,7 +130,7 @@ def postgres_settings(data_dir: Path, *, shared_buffers: str | None = None) -> d
     info = server.get_postmaster_info()
     host = str(info.socket_dir)
     port = str(info.port or 5432)
-    _ensure_database(host, port, DATABASE_NAME)
+    _ensure_database(data_dir, host, port, DATABASE_NAME)
     if shared_buffers:
         _apply_shared_buffers(data_dir, server, host, port, shared_buffers)
     return {
@@ -150,14 +170,16 @@ def _apply_shared_buffers(data_dir: Path, server: Any, host: str, port: str, wan
             conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
         pgexec("pg_ctl", ("-w", "-D", str(pg_data_dir(data_dir)), "restart", "-m", "fast"),
                bin_path=server.bin_path, user=server.system_user)
-        _ensure_database(host, port, DATABASE_NAME)
+        _ensure_database(data_dir, host, port, DATABASE_NAME)
 
 
-def _ensure_database(host: str, port: str, name: str) -> None:
+def _ensure_database(data_dir: Path, host: str, port: str, name: str) -> None:
     import psycopg
     from psycopg import sql
 
-    # After a crash the server replays its WAL before it accepts connections (seconds).
+    # After a crash the server replays its WAL before it accepts connections (seconds). And a server
+    # that was being killed as we attached (SIGKILL lands a moment after it is sent) looked alive
+    # then and is gone now: start it again instead of waiting on its dead socket.
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -166,6 +188,8 @@ def _ensure_database(host: str, port: str, name: str) -> None:
         except psycopg.OperationalError:
             if time.monotonic() > deadline:
                 raise
+            if _postmaster_gone(pg_data_dir(data_dir)):
+                _postgres_server(data_dir)
             time.sleep(0.1)
     with conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
