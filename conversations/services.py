@@ -674,14 +674,17 @@ def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
     if not keys:
         return retrieval.Surroundings(near={}, group={})
     reach = retrieval.CONTEXT_REACH
-    # One range probe of the (conversation, turn) index per candidate, in one statement.
-    sql = ("SELECT h.id, h.conversation_id, m.id, abs(m.turn_number - h.turn_number), length(m.content) "
-           "FROM conversations_message h LEFT JOIN conversations_message m "
-           "ON m.conversation_id = h.conversation_id AND m.turn_number <> h.turn_number "
+    # One range probe of the (conversation, turn) index per candidate, in one statement (LATERAL: as a
+    # plain join, or a LATERAL it could flatten, the planner hashed every message of the table: 5K
+    # messages, 7 ms instead of 1; the LIMIT, at most 2 × reach rows anyway, keeps it per candidate).
+    sql = ("SELECT h.id, h.conversation_id, n.id, n.distance, n.size FROM conversations_message h "
+           "LEFT JOIN LATERAL (SELECT m.id, abs(m.turn_number - h.turn_number) AS distance, "
+           "length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
            "AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+           "AND m.turn_number <> h.turn_number LIMIT %s) n ON true "
            "WHERE h.id = ANY(%s::uuid[])")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [reach, reach, keys])
+        cursor.execute(sql, [reach, reach, 2 * reach, keys])
         rows = cursor.fetchall()
     if scope is not None:
         # Checked by primary key afterwards: inside the join, the planner re-ran the scope's
