@@ -34,6 +34,16 @@ def staff_user(db: Any) -> Any:
     return get_user_model().objects.create_superuser("root", "root@example.com", "pw-root-123")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def recall_helpers_stop(django_db_setup: Any) -> Iterator[None]:
+    """Hybrid recall's helper threads hold connections to the test database; they must be gone
+    before the database is dropped."""
+    yield
+    from memory import retrieval
+
+    retrieval.helpers_shutdown()
+
+
 @pytest.fixture(scope="session")
 def live_server_env(django_db_setup: Any, django_db_blocker: Any) -> dict[str, str]:
     """Environment for child processes: the test database, the test Redis."""

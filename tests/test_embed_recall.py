@@ -1,8 +1,10 @@
 """winni_recall over every registered kind (here: messages and memories), its REST endpoint, the
 embedding pipeline around it (signal → vectors, backlog, HNSW, re-embedding)."""
+import threading
+
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
 from conversations import services as conversations
 from memory import retrieval, services as memories, vectors
@@ -38,6 +40,33 @@ def test_hybrid_recall_ranks_messages_and_memories_together(corpus):
     assert top["scores"]["fused"] == top["score"] == max(hit["score"] for hit in out["results"])
     memory_hit = next(hit for hit in out["results"] if hit["kind"] == "memory")
     assert memory_hit["id"] == str(corpus["memory"].pk) and memory_hit["turn"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monkeypatch):
+    """Committed data, no transaction open: the vector side runs in a helper thread (its own
+    connection); inside a transaction it runs inline. The ranking is the same either way."""
+    work = conversations.conversation_begin(session_id="work")
+    for text in ("the deploy pipeline failed on the migration step", "we fixed the flaky login test",
+                 "lunch was a pizza"):
+        conversations.message_store(conversation_id=work.id, role="user", content=text)
+    memories.memory_store(content="deploy pipelines run migrations before the web rollout", tags=["ops"])
+    assert Embedding.objects.count() == 4  # eager Celery embedded each row at its commit
+    threads: list[str] = []
+    semantic_side = retrieval._semantic_side
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return semantic_side(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "_semantic_side", recording)
+    beside = recall.recall(query="deploy pipeline migration")
+    with transaction.atomic():
+        inline = recall.recall(query="deploy pipeline migration")
+    assert threads[0].startswith("winni-recall") and threads[1] == threading.current_thread().name
+    assert [(hit["id"], hit["score"]) for hit in beside["results"]] == \
+        [(hit["id"], hit["score"]) for hit in inline["results"]]
+    assert beside["results"][0]["scores"]["vector_similarity"] > 0
 
 
 def test_modes_kinds_and_filters(corpus):
