@@ -134,7 +134,8 @@ def load(memories: int, messages: int, words: list[str]) -> None:
         cursor.execute("ANALYZE")
 
 
-def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, list[float]]:
+def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]],
+                warmup: list[tuple[str, dict[str, Any]]]) -> dict[str, list[float]]:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -146,7 +147,10 @@ def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                       timeout=httpx2.Timeout(60, read=300)) as http:
             async with Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client:
-                await client.call_tool(*calls[0])  # warm-up: loads the embedding model in the web process
+                # Warm-up, not measured: ten calls per tool with other queries (model and ONNX
+                # session load, connections, psycopg's prepared statements after five uses).
+                for name, arguments in warmup:
+                    await client.call_tool(name, arguments)
                 for name, arguments in tqdm(calls, desc="MCP calls", unit="call"):
                     began = time.perf_counter()
                     result = await client.call_tool(name, arguments)
@@ -252,11 +256,16 @@ def main() -> None:
     calls = [("search_memory", {"query": q, "limit": 5}) for q in queries]
     calls += [("winni_recall", {"query": q, "limit": 10}) for q in queries]
     calls += [("winni_recall", {"query": q, "limit": 10, "session_id": "bench-7"}) for q in queries[: args.queries // 2]]
+    others = [" ".join(words[i] for i in rng.zipf(1.3, size=3) % len(words)) for _ in range(10)]
+    # Each kind of measured call (tool + arguments besides the query), warmed with ten other queries.
+    shapes = sorted({(name, tuple(sorted((k, v) for k, v in arguments.items() if k != "query")))
+                     for name, arguments in calls})
+    warmup = [(name, {**dict(rest), "query": q}) for name, rest in shapes for q in others]
     _, token = auth.token_create(name=f"bench-{uuid.uuid4().hex[:8]}")
     server = LiveServer(child_env(connection.settings_dict, DJANGO_SETTINGS_MODULE="winni_site.settings.dev",
                                   WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL))
     try:
-        timings = measure_mcp(server.url, token, calls)
+        timings = measure_mcp(server.url, token, calls, warmup)
     finally:
         server.stop()
     print(f"\n{args.memories} memories, {args.messages} messages, {DIMS}-d vectors (HNSW m=16, ef_search "

@@ -8,12 +8,16 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        from memory import vectors
         from memory.models import Memory
         from winni_site import health
         from winni_site.searchable import Searchable, register, searchable_changed
 
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80]))
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
+        connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)
 
 

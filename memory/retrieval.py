@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -299,6 +299,12 @@ def _helpers() -> ThreadPoolExecutor:
         if _helper_pool is None:
             _helper_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="winni-recall")
         return _helper_pool
+
+
+def in_background(work: Callable[..., Any], *args: Any) -> Future:
+    """Run `work(*args)` in a helper thread. Only for work that touches no database (the query's
+    embedding): it would not see the caller's transaction."""
+    return _helpers().submit(work, *args)
 
 
 def helpers_shutdown() -> None:

@@ -132,24 +132,30 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) 
     scope = memory_list(tags=tags)
     filtered = bool(tags)
     with storage_op("memory.search", limit=limit) as log:
+        # The query's vector (CPU only, no database) is computed in a helper thread while this one
+        # reads which memories still wait for theirs.
+        embedding = retrieval.in_background(embeddings.embed_query, query)
+        model = vectors.model_active()
+        waiting = _waiting_for_a_vector(query=query, scope=scope, model=model.name) \
+            if model.name == embeddings.model_name() else []
         try:
-            query_vector: list[float] | None = embeddings.embed_query(query)
+            query_vector: list[float] | None = embedding.result()
         except EmbeddingUnavailable:
             query_vector = None
         if query_vector is None:
             hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered)
         else:
-            hits = _semantic(query=query, query_vector=query_vector, scope=scope, limit=limit, filtered=filtered)
+            hits = _semantic(query_vector=query_vector, scope=scope, limit=limit, filtered=filtered, model=model,
+                             waiting=waiting)
         log["results"] = len(hits)
     return hits
 
 
-def _semantic(*, query: str, query_vector: list[float], scope: Any, limit: int, filtered: bool) -> list[MemoryHit]:
-    model = vectors.model_active()
+def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
+              waiting: list[Memory]) -> list[MemoryHit]:
     found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
                                  scope=scope if filtered else None))
-    if model.name == embeddings.model_name():
-        found.update(_fresh_similarities(query=query, query_vector=query_vector, scope=scope, model=model.name))
+    found.update(_similarities(rows=waiting, query_vector=query_vector))
     memories = {str(m.pk): m for m in Memory.objects.filter(pk__in=list(found)).defer("search_vector")}
     hits = [
         MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
@@ -160,10 +166,10 @@ def _semantic(*, query: str, query_vector: list[float], scope: Any, limit: int, 
     return hits[:limit]
 
 
-def _fresh_similarities(*, query: str, query_vector: list[float], scope: Any, model: str) -> dict[str, float]:
+def _waiting_for_a_vector(*, query: str, scope: Any, model: str) -> list[Memory]:
     """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
-    commit) are embedded here and compared with the query. Those that share a word with the query
-    come first, then the newest, FRESH_CANDIDATES at most.
+    commit), to be embedded by the search itself. Those that share a word with the query come
+    first, then the newest, FRESH_CANDIDATES at most.
 
     Finding them is an anti-join; bounded to the memories created since the last sweep saw no
     memory waiting (vectors.settled_since), it reads a few index entries instead of every memory
@@ -174,8 +180,11 @@ def _fresh_similarities(*, query: str, query_vector: list[float], scope: Any, mo
         waiting = waiting.filter(created_at__gte=since)
     lexemes = retrieval.query_lexemes(query)
     shares_a_word = RawSQL("search_vector @@ %s::tsquery", [retrieval.tsquery(lexemes)]) if lexemes else Value(False)
-    rows = list(waiting.annotate(shares_a_word=ExpressionWrapper(shares_a_word, output_field=BooleanField()))
+    return list(waiting.annotate(shares_a_word=ExpressionWrapper(shares_a_word, output_field=BooleanField()))
                 .order_by("-shares_a_word", "-created_at").only("pk", "content")[:FRESH_CANDIDATES])
+
+
+def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str, float]:
     if not rows:
         return {}
     try:

@@ -244,13 +244,25 @@ def vector_literal(vector: list[float]) -> str:
     return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
+def hnsw_session_settings(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """On every new PostgreSQL connection (Django's connection_created): HNSW searches scan on past
+    a selective filter (iterative scan, exact order) and look at WINNI_RECALL_HNSW_EF_SEARCH
+    candidates. Set once per connection instead of SET LOCAL in a transaction per search, which
+    cost three extra round trips each."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET hnsw.iterative_scan = strict_order; "
+                       f"SET hnsw.ef_search = {int(settings.WINNI_RECALL_HNSW_EF_SEARCH)}")
+
+
 def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
             scope: QuerySet | None = None) -> list[tuple[str, float]]:
     """(object_id, cosine similarity) of the `limit` nearest rows of `kind` under `model`, best
     first, restricted to `scope` (a queryset of that kind's rows) when given.
 
-    Uses the partial HNSW index (ordered by the halfvec distance, reported exactly); a selective scope relies on pgvector 0.8's iterative scan
-    (relaxed order, re-sorted here) so a filter does not starve the result."""
+    Uses the partial HNSW index (ordered by the halfvec distance, reported exactly); a selective
+    scope relies on pgvector 0.8's iterative scan so a filter does not starve the result."""
     dims = int(model.dimensions)
     if len(query_vector) != dims:
         raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
@@ -266,11 +278,15 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         params += list(scope_params)
     sql += f" ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s"
     params += [literal, int(limit)]
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Both settings in one round trip (a statement without parameters may hold several).
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order; "
-                       f"SET LOCAL hnsw.ef_search = {max(int(settings.WINNI_RECALL_HNSW_EF_SEARCH), int(limit))}")
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    if limit <= settings.WINNI_RECALL_HNSW_EF_SEARCH:
+        # The connection already has the search settings (hnsw_session_settings): one round trip.
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+    else:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
     rows.sort(key=lambda row: row[1])
     return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]

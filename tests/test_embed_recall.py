@@ -161,6 +161,14 @@ def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     assert "hnsw" in definition and "halfvec_cosine_ops" in definition and "'hash-bow'" in definition
 
 
+def test_connections_carry_the_hnsw_search_settings(settings):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        assert cursor.fetchone() == (str(settings.WINNI_RECALL_HNSW_EF_SEARCH),)
+        cursor.execute("SHOW hnsw.iterative_scan")
+        assert cursor.fetchone() == ("strict_order",)
+
+
 def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_capture_on_commit_callbacks):
     """A selective filter over an HNSW index: the few matching rows must all come back."""
     with django_capture_on_commit_callbacks(execute=True):
