@@ -228,12 +228,13 @@ def search(
     lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, filtered, depth)
     semantic: Callable[[], list[tuple[str, str, float]]] = lambda: _semantic_side(
         query, query_vector, scopes, filtered, depth, mode)
-    if mode == "hybrid" and not connection.in_atomic_block:
+    pending = in_background(_with_own_connection, semantic) \
+        if mode == "hybrid" and not connection.in_atomic_block else None
+    if pending is not None:
         # The two sides are independent; the vector side (ONNX inference and index walks, both
         # outside the GIL) runs in a helper thread with its own connection while this one ranks by
         # BM25. 1M messages + 100K memories: ≈ 45 ms of sequential work becomes ≈ 25. Not inside a
         # transaction: the helper's connection would not see the caller's uncommitted rows.
-        pending = _helpers().submit(_with_own_connection, semantic)
         ranked, near = lexical(), pending.result()
     else:
         ranked = lexical() if mode in ("fts", "hybrid") else []
@@ -297,14 +298,24 @@ def _helpers() -> ThreadPoolExecutor:
     global _helper_pool
     with _helper_lock:
         if _helper_pool is None:
-            _helper_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="winni-recall")
+            _helper_pool = ThreadPoolExecutor(max_workers=HELPERS, thread_name_prefix="winni-recall")
         return _helper_pool
 
 
-def in_background(work: Callable[..., Any], *args: Any) -> Future:
-    """Run `work(*args)` in a helper thread. Only for work that touches no database (the query's
-    embedding): it would not see the caller's transaction."""
-    return _helpers().submit(work, *args)
+HELPERS = 4
+_helper_slots = threading.BoundedSemaphore(HELPERS)
+
+
+def in_background(work: Callable[..., Any], *args: Any) -> Future | None:
+    """`work(*args)` started in a helper thread, or None when every helper is busy (a loaded
+    process: the caller then does the work itself rather than queue behind other requests).
+    Database work must bring its own connection (_with_own_connection) and not need the caller's
+    uncommitted rows."""
+    if not _helper_slots.acquire(blocking=False):
+        return None
+    future = _helpers().submit(work, *args)
+    future.add_done_callback(lambda _: _helper_slots.release())
+    return future
 
 
 def helpers_shutdown() -> None:

@@ -139,7 +139,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) 
         waiting = _waiting_for_a_vector(query=query, scope=scope, model=model.name) \
             if model.name == embeddings.model_name() else []
         try:
-            query_vector: list[float] | None = embedding.result()
+            query_vector: list[float] | None = embedding.result() if embedding else embeddings.embed_query(query)
         except EmbeddingUnavailable:
             query_vector = None
         if query_vector is None:

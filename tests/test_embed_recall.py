@@ -45,7 +45,8 @@ def test_hybrid_recall_ranks_messages_and_memories_together(corpus):
 @pytest.mark.django_db(transaction=True)
 def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monkeypatch):
     """Committed data, no transaction open: the vector side runs in a helper thread (its own
-    connection); inside a transaction it runs inline. The ranking is the same either way."""
+    connection); inside a transaction, or with every helper busy, it runs inline. The ranking is
+    the same either way."""
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "we fixed the flaky login test",
                  "lunch was a pizza"):
@@ -63,9 +64,14 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
     beside = recall.recall(query="deploy pipeline migration")
     with transaction.atomic():
         inline = recall.recall(query="deploy pipeline migration")
-    assert threads[0].startswith("winni-recall") and threads[1] == threading.current_thread().name
+    monkeypatch.setattr(retrieval, "_helper_slots", threading.BoundedSemaphore(1))
+    retrieval._helper_slots.acquire()  # every helper busy (a loaded process): no queueing, inline
+    busy = recall.recall(query="deploy pipeline migration")
+    here = threading.current_thread().name
+    assert threads[0].startswith("winni-recall") and threads[1:] == [here, here]
     assert [(hit["id"], hit["score"]) for hit in beside["results"]] == \
-        [(hit["id"], hit["score"]) for hit in inline["results"]]
+        [(hit["id"], hit["score"]) for hit in inline["results"]] == \
+        [(hit["id"], hit["score"]) for hit in busy["results"]]
     assert beside["results"][0]["scores"]["vector_similarity"] > 0
 
 
