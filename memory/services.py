@@ -177,6 +177,8 @@ def _waiting_for_a_vector(*, query: str, scope: Any, model: str) -> list[Memory]
     waiting = vectors.pending(kind=KIND, model=model, scope=scope)
     since = vectors.settled_since(kind=KIND)
     if since is not None:
+        if not Memory.objects.filter(created_at__gte=since).exists():
+            return []  # nothing written since: skip building the anti-join (≈ 3 ms of ORM work)
         waiting = waiting.filter(created_at__gte=since)
     lexemes = retrieval.query_lexemes(query)
     shares_a_word = RawSQL("search_vector @@ %s::tsquery", [retrieval.tsquery(lexemes)]) if lexemes else Value(False)
