@@ -311,10 +311,11 @@ def in_background(work: Callable[..., Any], *args: Any) -> Future | None:
     process: the caller then does the work itself rather than queue behind other requests).
     Database work must bring its own connection (_with_own_connection) and not need the caller's
     uncommitted rows."""
-    if not _helper_slots.acquire(blocking=False):
+    slots = _helper_slots  # released below even if the module's semaphore is replaced meanwhile
+    if not slots.acquire(blocking=False):
         return None
     future = _helpers().submit(work, *args)
-    future.add_done_callback(lambda _: _helper_slots.release())
+    future.add_done_callback(lambda _: slots.release())
     return future
 
 
