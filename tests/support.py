@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import socket
+import signal
 import subprocess
 import sys
 import time
@@ -172,3 +173,15 @@ def stop_process(process: subprocess.Popen, timeout: float = 15) -> None:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+def kill_postgres(pgdata: Path) -> None:
+    """SIGKILL the postmaster and every one of its processes at once, like a power cut."""
+    import psutil
+
+    postmaster = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+    for process in [postmaster, *postmaster.children(recursive=True)]:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass  # a backend that died with the postmaster

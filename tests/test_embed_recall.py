@@ -1,5 +1,7 @@
 """winni_recall over every registered kind (here: messages and memories), its REST endpoint, the
 embedding pipeline around it (signal → vectors, backlog, HNSW, re-embedding)."""
+import importlib
+import math
 import threading
 
 import pytest
@@ -173,6 +175,51 @@ def test_connections_carry_the_hnsw_search_settings(settings):
         assert cursor.fetchone() == (str(settings.WINNI_RECALL_HNSW_EF_SEARCH),)
         cursor.execute("SHOW hnsw.iterative_scan")
         assert cursor.fetchone() == ("strict_order",)
+
+
+def test_vector_search_reports_the_exact_similarity(corpus):
+    """The index orders by 16-bit distances; a hit's similarity is computed from its 32-bit vector."""
+    dense = [math.sin(i + 0.5) for i in range(384)]  # every component non-zero: 16-bit rounding shows
+    query = [x / math.sqrt(sum(y * y for y in dense)) for x in dense]
+    found = vectors.nearest(kind="message", query_vector=query, model=vectors.model_active(), limit=4)
+    assert len(found) == 4
+    for object_id, similarity in found:
+        stored = Embedding.objects.get(kind="message", object_id=object_id).vector
+        assert similarity == pytest.approx(sum(float(a) * float(b) for a, b in zip(query, stored)), abs=1e-6)
+
+
+def test_migration_0004_moves_an_existing_index_to_halfvec(corpus):
+    migration = importlib.import_module("memory.migrations.0004_halfvec_indexes")
+    new = vectors.index_name(model="hash-bow", kind="message", dimensions=384)
+    old = migration._name("hash-bow", "message", 384, "vector")
+
+    def definition(name):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    with connection.schema_editor() as editor:
+        migration.backwards(None, editor)
+    assert "vector_cosine_ops" in definition(old) and definition(new) is None
+    with connection.schema_editor() as editor:
+        migration.forwards(None, editor)
+    assert "halfvec_cosine_ops" in definition(new) and definition(old) is None
+
+
+def test_lexeme_frequencies_come_from_analyze(monkeypatch):
+    monkeypatch.setattr(retrieval, "_lexeme_stats", {})
+    conversation = conversations.conversation_begin(session_id="stats")
+    for number in range(40):
+        words = "server rollback" if number % 4 == 0 else "server started"
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"{words} {number}")
+    assert retrieval.lexeme_frequencies("conversations_message") == {}  # no ANALYZE yet
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+    monkeypatch.setattr(retrieval, "_lexeme_stats", {})
+    frequencies = retrieval.lexeme_frequencies("conversations_message")
+    assert frequencies["server"] == pytest.approx(1.0, abs=0.01)
+    assert frequencies["rollback"] == pytest.approx(0.25, abs=0.01)
 
 
 def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_capture_on_commit_callbacks):

@@ -11,6 +11,7 @@ import psutil
 import psycopg
 import pytest
 
+from tests.support import kill_postgres
 from winni_site import embedded
 
 
@@ -51,6 +52,27 @@ def test_start_reattach_stop_restart(data_dir):
     restarted = embedded.postgres_settings(data_dir)
     with _connect(restarted) as conn:
         assert conn.execute("SELECT v FROM kept").fetchone() == ("still here",)
+
+
+def test_a_server_killed_as_we_attach_is_started_again(data_dir):
+    """postgres_settings saw a live server, then it died (SIGKILL lands a moment after it is sent):
+    waiting for its socket starts it again instead of waiting on a dead one."""
+    db = embedded.postgres_settings(data_dir)
+    kill_postgres(embedded.pg_data_dir(data_dir))
+    began = time.monotonic()
+    embedded._ensure_database(data_dir, db["HOST"], db["PORT"], embedded.DATABASE_NAME)
+    with _connect(db) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert time.monotonic() - began < 30  # not the 60 s wait on a dead socket
+
+
+def test_shared_buffers_auto_is_a_quarter_of_the_memory():
+    code = "import django; django.setup(); from django.conf import settings; print(settings.WINNI_PG_SHARED_BUFFERS)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test",
+                              "WINNI_PG_SHARED_BUFFERS": "auto"}).stdout.split()
+    quarter = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4 // 2**20
+    assert out[-1] == f"{max(128, quarter)}MB"
 
 
 def test_a_zombie_postmaster_does_not_block_a_restart(tmp_path):

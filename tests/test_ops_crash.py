@@ -13,13 +13,13 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import psycopg
 import pytest
 from django.db import connection, connections
 
 from conversations import services as conv
 from conversations.models import Conversation
+from tests.support import kill_postgres
 from winni_site import embedded
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -115,17 +115,6 @@ def _writer(db: dict, name: str, acked: list, in_flight: dict, stop: threading.E
         conn.close()
 
 
-def _kill_server(pgdata: Path) -> None:
-    """SIGKILL the postmaster and every one of its processes at once, like a power cut."""
-    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
-    postmaster = psutil.Process(pid)
-    for process in [postmaster, *postmaster.children(recursive=True)]:
-        try:
-            process.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
-
-
 def test_acknowledged_writes_survive_kill_minus_9_of_postgres():
     data_dir = Path(tempfile.mkdtemp(prefix="winni-kill-", dir="/tmp"))
     try:
@@ -147,7 +136,7 @@ def test_acknowledged_writes_survive_kill_minus_9_of_postgres():
             deadline = time.monotonic() + 60
             while len(acked) < target and time.monotonic() < deadline:
                 time.sleep(0.02)
-            _kill_server(embedded.pg_data_dir(data_dir))
+            kill_postgres(embedded.pg_data_dir(data_dir))
             for thread in threads:
                 thread.join(30)
             stop.set()
