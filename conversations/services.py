@@ -477,7 +477,6 @@ def message_search_filters(
 class RankedMessage:
     message_id: uuid.UUID
     rank: float
-    created_at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -553,7 +552,7 @@ def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offse
             ),
             window,
         )
-    hits = [RankedMessage(message_id=row[0], rank=float(row[1]), created_at=row[2]) for row in rows]
+    hits = [RankedMessage(message_id=row[0], rank=float(row[1])) for row in rows]
     return RankedPage(hits=hits, total=total, total_is_estimate=estimate)
 
 
@@ -677,7 +676,9 @@ def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
     # One range probe of the (conversation, turn) index per candidate, in one statement (LATERAL: as a
     # plain join, or a LATERAL it could flatten, the planner hashed every message of the table: 5K
     # messages, 7 ms instead of 1; the LIMIT, at most 2 × reach rows anyway, keeps it per candidate).
-    sql = ("SELECT h.id, h.conversation_id, n.id, n.distance, n.size FROM conversations_message h "
+    # Keys come back as text: the ranking keys rows by string, and parsing a few hundred UUIDs only
+    # to print them again cost ≈ 1 ms a search.
+    sql = ("SELECT h.id::text, h.conversation_id::text, n.id::text, n.distance, n.size FROM conversations_message h "
            "LEFT JOIN LATERAL (SELECT m.id, abs(m.turn_number - h.turn_number) AS distance, "
            "length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
            "AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
@@ -689,17 +690,18 @@ def message_surroundings(keys: list[str], scope: Any) -> retrieval.Surroundings:
     if scope is not None:
         # Checked by primary key afterwards: inside the join, the planner re-ran the scope's
         # subquery once per candidate (≈ 60 ms for 100 candidates in a 2,000-message session).
-        inside = set(scope.filter(pk__in={row[2] for row in rows if row[2] is not None}).values_list("pk", flat=True))
+        inside = {str(pk) for pk in scope.filter(pk__in={row[2] for row in rows if row[2] is not None})
+                  .values_list("pk", flat=True)}
         rows = [row if row[2] in inside else (*row[:2], None, None, None) for row in rows]
     near: dict[str, list[tuple[str, int]]] = {}
     group: dict[str, str] = {}
     size: dict[str, int] = {}
     for hit, conversation, other, distance, length in rows:
-        group[str(hit)] = str(conversation)
-        nearby = near.setdefault(str(hit), [])
+        group[hit] = conversation
+        nearby = near.setdefault(hit, [])
         if other is not None:
-            nearby.append((str(other), distance))
-            size[str(other)] = length
+            nearby.append((other, distance))
+            size[other] = length
     return retrieval.Surroundings(near=near, group=group, size=size)
 
 
@@ -736,12 +738,12 @@ def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: in
     narrowed = bool(filters.sql()[0])
     try:
         found = retrieval.search(query=query, scopes={"message": scope}, filtered={"message": narrowed}, limit=limit,
-                                 offset=offset, mode=mode, surround={"message": message_surroundings})  # type: ignore[arg-type]
+                                 offset=offset, mode=mode, surround={"message": message_surroundings},  # type: ignore[arg-type]
+                                 attach=False)  # message_hits loads the rows, with snippets and context
     except EmbeddingUnavailable as exc:
         raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
                            field="mode") from exc
-    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused, created_at=hit.obj.created_at)
-              for hit in found]
+    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused) for hit in found]
     # Every message is some distance from the query: the total is what was ranked, an estimate.
     return RankedPage(hits=ranked, total=offset + len(ranked), total_is_estimate=True)
 

@@ -205,6 +205,7 @@ def search(
     mode: Mode = "hybrid",
     query_vector: list[float] | None = None,
     surround: dict[str, Surround] | None = None,
+    attach: bool = True,
 ) -> list[Hit]:
     """Rank rows of several kinds for `query`. `scopes` maps each kind to the queryset of rows it
     may return (`filtered[kind]` says whether that queryset is narrower than the whole table).
@@ -215,7 +216,10 @@ def search(
     `surround[kind]`, when given, says which rows lie around the candidates (the turns before and
     after a message) and which group each belongs to (its conversation): in hybrid mode each
     candidate passes part of its score to the rows around it (so an answer given a turn after the
-    words of the question still ranks) and each group's best score lifts its other hits."""
+    words of the question still ranks) and each group's best score lifts its other hits.
+
+    `attach` loads each hit's row into `Hit.obj` and drops rows deleted meanwhile; a caller that
+    loads the rows its own way passes False and gets keys and scores only."""
     filtered = filtered or {}
     # Candidates per side. Fixed (not 3 × limit) so score fusion normalises over the same depth
     # whatever page is asked for.
@@ -253,6 +257,8 @@ def search(
     if mode == "semantic":
         ordered = [entry for entry in ordered if entry.similarity is not None]
     page = ordered[offset : offset + limit]
+    if not attach:
+        return page
     _attach_objects(page)
     return [entry for entry in page if entry.obj is not None]
 
