@@ -6,8 +6,9 @@ Each client is an agent: it makes a call, waits for the answer, then "thinks" fo
 only queueing). The clients run in --client-procs processes so that the load generator itself is
 not the bottleneck; they share the machine's cores with the server, as a local agent would.
 
-Prints the offered and achieved rate, p50/p95/p99 per tool, errors, and the server's RSS (all
-its processes) at start and end.
+Prints the offered and achieved rate, p50/p95/p99 per tool, errors, the server's RSS (all its
+processes) at start and end, and the CPU time each part spent per call (uvicorn, PostgreSQL, the
+load generator): on 2 shared cores that sum, not any one part, sets how far latency can fall.
     .venv/bin/python bench/load.py [--clients 32] [--seconds 60] [--think-ms 0] [--web-workers 2]
                                    [--search-mode hybrid|fts|semantic]"""
 from __future__ import annotations
@@ -27,9 +28,33 @@ from ops_support import percentile, winni_server
 WORDS = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
 
 
-def _rss(pid: int) -> int:
+def _tree(pid: int) -> list[psutil.Process]:
     process = psutil.Process(pid)
-    return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+    return [process, *process.children(recursive=True)]
+
+
+def _rss(pid: int) -> int:
+    return sum(p.memory_info().rss for p in _tree(pid))
+
+
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:  # a backend that ended meanwhile: its time is lost either way
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _server_cpu(server_pid: int, data_dir) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """CPU seconds so far of the uvicorn tree and of the embedded PostgreSQL (postmaster and backends)."""
+    from winni_site import embedded
+
+    postmaster = embedded.postmaster_pid(embedded.pg_data_dir(data_dir))
+    return {"uvicorn": _cpu_seconds(_tree(server_pid)),
+            "postgres": _cpu_seconds(_tree(postmaster)) if postmaster else float("nan")}
 
 
 async def client_loop(url: str, token: str, number: int, deadline: float, think_ms: float,
@@ -76,6 +101,7 @@ def client_process(url: str, token: str, numbers: list[int], seconds: float, thi
     errors: list[str] = []
     ready.release()
     go.wait()
+    cpu_start = time.process_time()
 
     async def main() -> None:
         deadline = time.monotonic() + seconds
@@ -85,11 +111,12 @@ def client_process(url: str, token: str, numbers: list[int], seconds: float, thi
         errors.extend(f"client crashed: {o!r}" for o in outcomes if isinstance(o, BaseException))
 
     asyncio.run(main())
-    results.put((latencies, errors))
+    results.put((latencies, errors, time.process_time() - cpu_start))
 
 
 def run_load(url: str, token: str, clients: int, seconds: float, think_ms: float, procs: int,
-             desc: str = "load") -> tuple[dict[str, list[float]], list[str], float]:
+             desc: str = "load") -> tuple[dict[str, list[float]], list[str], float, float]:
+    """(latencies per tool, errors, seconds elapsed, CPU seconds the load generators spent)"""
     context = multiprocessing.get_context("spawn")
     progress = context.Value("i", 0, lock=False)
     ready, go, results = context.Semaphore(0), context.Event(), context.Queue()
@@ -111,18 +138,20 @@ def run_load(url: str, token: str, clients: int, seconds: float, think_ms: float
             bar.refresh()
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
+    generator_cpu = 0.0
     for _ in workers:
-        part, part_errors = results.get()
+        part, part_errors, part_cpu = results.get()
         for name, values in part.items():
             latencies.setdefault(name, []).extend(values)
         errors.extend(part_errors)
+        generator_cpu += part_cpu
     for worker in workers:
         worker.join()
-    return latencies, errors, time.time() - start_at
+    return latencies, errors, time.time() - start_at, generator_cpu
 
 
 def report(clients: int, think_ms: float, latencies: dict[str, list[float]], errors: list[str], elapsed: float,
-           rss_start: int, rss_end: int) -> None:
+           rss_start: int, rss_end: int, cpu: dict[str, float]) -> None:
     calls = sum(len(v) for v in latencies.values())
     everything = [x for v in latencies.values() for x in v]
     pace = f"think time {think_ms:g} ms (mean)" if think_ms else "no think time (saturation)"
@@ -134,6 +163,8 @@ def report(clients: int, think_ms: float, latencies: dict[str, list[float]], err
               f"{percentile(values, 99):8.1f}")
     growth = (rss_end - rss_start) / rss_start * 100
     print(f"server RSS: start {rss_start / 1048576:.1f} MiB, end {rss_end / 1048576:.1f} MiB ({growth:+.1f}%)")
+    print("CPU per call: " + ", ".join(f"{part} {seconds / max(calls, 1) * 1000:.1f} ms" for part, seconds in cpu.items())
+          + f"; all {sum(cpu.values()) / max(calls, 1) * 1000:.1f} ms")
     for error in errors[:10]:
         print("error:", error)
 
@@ -153,14 +184,18 @@ def main() -> None:
     paces = args.think_ms or [0.0]
     print(f"server: {args.web_workers} uvicorn worker(s), dewey_search default mode {args.search_mode}; "
           f"{args.client_procs} client process(es) on {os.cpu_count()} cores")
-    with winni_server("load", workers=args.web_workers, WINNI_SEARCH_DEFAULT_MODE=args.search_mode) as (server, token, _):
+    with winni_server("load", workers=args.web_workers, WINNI_SEARCH_DEFAULT_MODE=args.search_mode) as (server, token,
+                                                                                                       data_dir):
         # Warm up every worker (imports, the embedding model, first connections), then take the RSS.
         run_load(server.url, token, 8, 10, 0, 1, desc="warm-up")
         for think_ms in paces:
             rss_start = _rss(server.process.pid)
-            latencies, errors, elapsed = run_load(server.url, token, args.clients, args.seconds, think_ms,
-                                                  args.client_procs)
-            report(args.clients, think_ms, latencies, errors, elapsed, rss_start, _rss(server.process.pid))
+            cpu_start = _server_cpu(server.process.pid, data_dir)
+            latencies, errors, elapsed, generator_cpu = run_load(server.url, token, args.clients, args.seconds,
+                                                                 think_ms, args.client_procs)
+            cpu = {part: seconds - cpu_start[part] for part, seconds in _server_cpu(server.process.pid, data_dir).items()}
+            cpu["load generator"] = generator_cpu
+            report(args.clients, think_ms, latencies, errors, elapsed, rss_start, _rss(server.process.pid), cpu)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def _postgres_server(data_dir: Path) -> Any:
     return server
 
 
-def _postmaster_pid(pgdata: Path) -> int | None:
+def postmaster_pid(pgdata: Path) -> int | None:
     try:
         return int((pgdata / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
@@ -71,7 +71,7 @@ def _postmaster_gone(pgdata: Path) -> bool:
     process is gone or a zombie waiting to be reaped."""
     import psutil
 
-    pid = _postmaster_pid(pgdata)
+    pid = postmaster_pid(pgdata)
     if pid is None:
         return True
     try:
@@ -88,7 +88,7 @@ def _wait_for_dead_postmaster(pgdata: Path, reap_seconds: float = 3, give_up_sec
     Seen here: PID 1 sometimes left the zombie for over a minute."""
     import psutil
 
-    pid = _postmaster_pid(pgdata)
+    pid = postmaster_pid(pgdata)
     started = time.monotonic()
     while pid is not None and time.monotonic() - started < give_up_seconds:
         try:
