@@ -150,15 +150,15 @@ async def drive(url: str, token: str, args: Any, session_id: str, first_at: Any,
                 (f"search fts medium ({medium})", medium, fts),
                 (f"search fts common ({common}, ~90%)", common, fts),
                 ("search fts two words (database index)", "database index", fts),
-                (f"search fts common + role=assistant", common, {"role": "assistant", **fts}),
-                (f"search fts common + one day", common, {**window, **fts}),
-                (f"search fts medium + session", medium, {"session_id": session_id, **fts}),
-                (f"search fts medium + one day", medium, {**window, **fts}),
+                ("search fts common + role=assistant", common, {"role": "assistant", **fts}),
+                ("search fts common + one day", common, {**window, **fts}),
+                ("search fts medium + session", medium, {"session_id": session_id, **fts}),
+                ("search fts medium + one day", medium, {**window, **fts}),
                 # The default mode (hybrid): BM25 + vectors; the corpus has no vectors, so this
                 # measures the BM25 side and the fusion overhead.
                 (f"search hybrid medium ({medium})", medium, {"mode": "hybrid"}),
                 (f"search hybrid common ({common})", common, {"mode": "hybrid"}),
-                (f"search hybrid medium + session", medium, {"session_id": session_id, "mode": "hybrid"}),
+                ("search hybrid medium + session", medium, {"session_id": session_id, "mode": "hybrid"}),
             ]:
                 outs = await measure(label, lambda i, q=query, e=extra: call("dewey_search", {"query": q, "limit": 20, **e}))
                 totals[label] = (outs[-1]["total"], outs[-1]["total_is_estimate"])
@@ -180,8 +180,8 @@ async def drive(url: str, token: str, args: Any, session_id: str, first_at: Any,
 
     print(f"\ncorpus: {total_messages:,} messages; server: 1 uvicorn process; client: official mcp client "
           f"(legacy handshake), {args.samples} calls per operation\n")
-    print(f"| operation | p50 ms | p95 ms | p99 ms | note |")
-    print(f"|---|---|---|---|---|")
+    print("| operation | p50 ms | p95 ms | p99 ms | note |")
+    print("|---|---|---|---|---|")
     for label, times, note in results:
         extra = totals.get(label)
         note = note or (f"total {extra[0]:,}{' (estimate)' if extra[1] else ''}" if extra else "")

@@ -2,7 +2,6 @@
 checks, and lists that do not COUNT(*) big tables."""
 from __future__ import annotations
 
-import datetime as dt
 import re
 from typing import Any
 

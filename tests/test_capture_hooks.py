@@ -3,7 +3,6 @@ against a live Winni, and against no Winni at all), and the installer."""
 import json
 import subprocess
 import sys
-import uuid
 
 import pytest
 from django.core.management import CommandError, call_command

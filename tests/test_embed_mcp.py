@@ -1,5 +1,4 @@
 """store_memory, search_memory, winni_recall and the persona prompts through the real MCP transport."""
-import asyncio
 
 import pytest
 

@@ -8,7 +8,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from pathlib import Path
 
 import psutil
 import pytest
