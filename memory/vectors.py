@@ -140,12 +140,21 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
     gone = set(keys) - found
     if gone:
         Embedding.objects.filter(kind=kind, object_id__in=gone).delete()
+    done: set[str] = set()
     if not force:
         done = set(Embedding.objects.filter(kind=kind, model=model_name, object_id__in=found)
                    .values_list("object_id", flat=True))
         rows = [row for row in rows if _key(row.pk) not in done]
-    if not rows:
-        return 0
+    if rows:
+        _store_vectors(spec, kind, rows, model_name, dims, force)
+    # Also when every row had its vector already: a task redelivered because its worker died
+    # between storing the vectors and building the index must still leave the index behind.
+    if build_index and (rows or done):
+        index_ensure(model=model_name, kind=kind, dimensions=dims)
+    return len(rows)
+
+
+def _store_vectors(spec: Any, kind: str, rows: list[Any], model_name: str, dims: int, force: bool) -> None:
     with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)):
         texts = spec.embed_texts(rows) if spec.embed_texts else [spec.text(row) for row in rows]
         vectors = embeddings.embed_texts([text or " " for text in texts], model=model_name)
@@ -158,9 +167,6 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
                  for row, vector in zip(rows, vectors)],
                 ignore_conflicts=True,
             )
-    if build_index:
-        index_ensure(model=model_name, kind=kind, dimensions=dims)
-    return len(rows)
 
 
 def embeddings_forget(*, kind: str, ids: Iterable[Any]) -> int:

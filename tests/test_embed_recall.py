@@ -169,6 +169,19 @@ def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     assert "hnsw" in definition and "halfvec_cosine_ops" in definition and "'hash-bow'" in definition
 
 
+def test_a_redelivered_task_builds_the_missing_index(corpus):
+    """A worker that died after storing the vectors but before building the index: the task comes
+    back (acks_late), finds every vector stored, and must still build the index."""
+    name = vectors.index_name(model="hash-bow", kind="message", dimensions=384)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX {name}")
+    ids = list(Embedding.objects.filter(kind="message").values_list("object_id", flat=True))
+    assert vectors.embedding_store(kind="message", ids=ids) == 0  # nothing left to embed…
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [name])
+        assert cursor.fetchone() == (1,)  # …and the index is back
+
+
 def test_connections_carry_the_hnsw_search_settings(settings):
     with connection.cursor() as cursor:
         cursor.execute("SHOW hnsw.ef_search")
