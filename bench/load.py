@@ -7,8 +7,9 @@ only queueing). The clients run in --client-procs processes so that the load gen
 not the bottleneck; they share the machine's cores with the server, as a local agent would.
 
 Prints the offered and achieved rate, p50/p95/p99 per tool, errors, the server's RSS (all its
-processes) at start and end, and the CPU time each part spent per call (uvicorn, PostgreSQL, the
-load generator): on 2 shared cores that sum, not any one part, sets how far latency can fall.
+processes) at start and end, the CPU time each part spent per call (uvicorn, PostgreSQL, the
+load generator: on 2 shared cores that sum, not any one part, sets how far latency can fall) and
+the host's CPU steal over the run.
     .venv/bin/python bench/load.py [--clients 32] [--seconds 60] [--think-ms 0] [--web-workers 2]
                                    [--search-mode hybrid|fts|semantic]"""
 from __future__ import annotations
@@ -46,6 +47,18 @@ def _cpu_seconds(processes: list[psutil.Process]) -> float:
             continue
         total += times.user + times.system
     return total
+
+
+def _host_ticks() -> tuple[int, int]:
+    """(steal, total) CPU ticks of the whole machine so far (/proc/stat). Steal is time the
+    hypervisor gave this VM's CPUs to other guests: on a shared host it, not the code, can make one
+    run twice as slow as the last, so each result says how much there was."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(x) for x in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0, 0
+    return fields[7], sum(fields)
 
 
 def _server_cpu(server_pid: int, data_dir) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -151,7 +164,7 @@ def run_load(url: str, token: str, clients: int, seconds: float, think_ms: float
 
 
 def report(clients: int, think_ms: float, latencies: dict[str, list[float]], errors: list[str], elapsed: float,
-           rss_start: int, rss_end: int, cpu: dict[str, float]) -> None:
+           rss_start: int, rss_end: int, cpu: dict[str, float], steal: float) -> None:
     calls = sum(len(v) for v in latencies.values())
     everything = [x for v in latencies.values() for x in v]
     pace = f"think time {think_ms:g} ms (mean)" if think_ms else "no think time (saturation)"
@@ -165,6 +178,7 @@ def report(clients: int, think_ms: float, latencies: dict[str, list[float]], err
     print(f"server RSS: start {rss_start / 1048576:.1f} MiB, end {rss_end / 1048576:.1f} MiB ({growth:+.1f}%)")
     print("CPU per call: " + ", ".join(f"{part} {seconds / max(calls, 1) * 1000:.1f} ms" for part, seconds in cpu.items())
           + f"; all {sum(cpu.values()) / max(calls, 1) * 1000:.1f} ms")
+    print(f"host CPU steal during the run: {steal:.0f}% (time the hypervisor ran other guests)")
     for error in errors[:10]:
         print("error:", error)
 
@@ -191,11 +205,14 @@ def main() -> None:
         for think_ms in paces:
             rss_start = _rss(server.process.pid)
             cpu_start = _server_cpu(server.process.pid, data_dir)
+            steal_start, total_start = _host_ticks()
             latencies, errors, elapsed, generator_cpu = run_load(server.url, token, args.clients, args.seconds,
                                                                  think_ms, args.client_procs)
             cpu = {part: seconds - cpu_start[part] for part, seconds in _server_cpu(server.process.pid, data_dir).items()}
             cpu["load generator"] = generator_cpu
-            report(args.clients, think_ms, latencies, errors, elapsed, rss_start, _rss(server.process.pid), cpu)
+            steal_end, total_end = _host_ticks()
+            steal = (steal_end - steal_start) / max(total_end - total_start, 1) * 100
+            report(args.clients, think_ms, latencies, errors, elapsed, rss_start, _rss(server.process.pid), cpu, steal)
 
 
 if __name__ == "__main__":
