@@ -1,10 +1,12 @@
 import uuid
 
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from winni_site.searchable import tsvector_of
 
 
 class StartupContext(models.Model):
@@ -17,7 +19,7 @@ class StartupContext(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     search_vector = models.GeneratedField(
-        expression=SearchVector("name", "content", config="english"),
+        expression=tsvector_of("name", "content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

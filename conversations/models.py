@@ -1,10 +1,12 @@
 import uuid
 
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from winni_site.searchable import tsvector_of
 
 
 def _metadata_is_object(field: str) -> Q:
@@ -55,7 +57,7 @@ class Message(models.Model):
     metadata = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     search_vector = models.GeneratedField(
-        expression=SearchVector("content", config="english"),
+        expression=tsvector_of("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
@@ -102,10 +104,8 @@ class FiedlerResult(models.Model):
         Conversation, null=True, blank=True, on_delete=models.SET_NULL, related_name="fiedler_results"
     )
     created_at = models.DateTimeField(default=timezone.now)
-    # Single-column vectors joined with || keep the expression immutable (a multi-column
-    # SearchVector would use CONCAT, which PostgreSQL does not accept in a generated column).
     search_vector = models.GeneratedField(
-        expression=SearchVector("prompt", config="english") + SearchVector("output", config="english"),
+        expression=tsvector_of("prompt", "output"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

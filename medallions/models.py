@@ -9,10 +9,12 @@ from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+from winni_site.searchable import tsvector_of
 
 
 class Status(models.TextChoices):
@@ -65,7 +67,7 @@ class Medallion(models.Model):
     # full-text search indexes and the embedding pipeline embeds.
     search_text = models.TextField(default="", blank=True, editable=False)
     search_vector = models.GeneratedField(
-        expression=SearchVector("search_text", config="english"),
+        expression=tsvector_of("search_text"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

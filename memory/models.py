@@ -3,11 +3,13 @@ import uuid
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import VectorField
+
+from winni_site.searchable import tsvector_of
 
 
 class Memory(models.Model):
@@ -24,7 +26,7 @@ class Memory(models.Model):
     conversation_id = models.UUIDField(null=True, blank=True)
     message_id = models.UUIDField(null=True, blank=True)
     search_vector = models.GeneratedField(
-        expression=SearchVector("content", config="english"),
+        expression=tsvector_of("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -160,3 +160,33 @@ def test_fts_ranked_is_reusable_with_filters():
     page = services.message_fts_ranked(query="ranking", filters=filters, limit=10)
     assert [hit.message_id for hit in page.hits] == [message.id]
     assert list(filters.apply(Message.objects.all())) == [message]
+
+
+@pytest.mark.parametrize("query", ["retrieval.py", "retrieval", "memory/retrieval.py", "base.py", "settings",
+                                   "github", "bar.git"])
+@pytest.mark.parametrize("mode", ["fts", "hybrid"])
+def test_file_paths_are_found_by_their_parts(query, mode):
+    """PostgreSQL's parser keeps a path as one token; its file name and parts must match too."""
+    _store("I changed memory/retrieval.py and winni_site/settings/base.py, see github.com/foo/bar.git")
+    _store("We talked about the weather and lunch.")
+    page = services.message_search(query=query, mode=mode)
+    assert _contents(page)[:1] == [
+        "I changed memory/retrieval.py and winni_site/settings/base.py, see github.com/foo/bar.git"]
+
+
+def test_prose_is_indexed_as_before_and_paths_add_only_their_parts():
+    from django.db import connection
+
+    def stored_and_plain(text):
+        _, message = _store(text)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT search_vector::text, to_tsvector('english', content)::text "
+                           "FROM conversations_message WHERE id = %s", [message.id])
+            return cursor.fetchone()
+
+    stored, plain = stored_and_plain("We shipped version 3.14 of the release; the index fix is in.")
+    assert stored == plain  # no path, no dotted name: BM25 sees exactly what it saw before
+    stored, plain = stored_and_plain("edit ./winni and docs/setup.md")
+    assert "'setup.md'" not in plain and "'doc'" not in plain
+    assert "'setup.md'" in stored and "'setup'" in stored and "'doc'" in stored and "'md'" in stored
+    assert stored.count("'winni'") == 1  # a part is added once, not once more as a file name

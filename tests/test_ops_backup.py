@@ -191,15 +191,31 @@ def test_migrate_backs_up_a_database_with_data_first(tmp_path, scratch):
 
     with pgtools.connect(scratch) as conn:
         conn.execute("INSERT INTO winni_site_apitoken (name, secret_sha256, created_at) VALUES ('x', 'y', now())")
-    assert _manage(env, "migrate", "winni_site", "0001").returncode == 0
+    # Step back the newest migration of an app that nothing depends on, then apply it again.
+    app, newest, before = _newest_leaf_migration()
+    assert _manage(env, "migrate", app, before).returncode == 0
     unapplied = _manage(env, "migrate")
     assert unapplied.returncode == 0, unapplied.stderr
-    assert "backing up before applying 1 migration(s): winni_site.0002_backup_run" in unapplied.stdout
+    assert f"backing up before applying 1 migration(s): {app}.{newest}" in unapplied.stdout
     taken = backups.backup_list(folder=tmp_path)
     assert len(taken) == 2  # one before the backwards migration, one before the forwards one
     assert taken[-1].manifest["row_counts"]["winni_site_apitoken"] == 1
-    assert "0002_backup_run" not in taken[-1].manifest["schema_version"]["winni_site"]
+    assert newest not in taken[-1].manifest["schema_version"][app]
     backups.backup_verify(path=taken[-1].path)
+
+
+def _newest_leaf_migration() -> tuple[str, str, str]:
+    """(app, its newest migration, the one before) for a project app whose newest migration no
+    other migration depends on."""
+    from django.db.migrations.loader import MigrationLoader
+
+    graph = MigrationLoader(None, ignore_no_migrations=True).graph
+    for app in ("medallions", "contexts", "winni_site", "conversations", "memory"):
+        (leaf,) = graph.leaf_nodes(app)
+        parents = [parent for parent in graph.node_map[leaf].parents if parent[0] == app]
+        if not graph.node_map[leaf].children and parents:
+            return app, leaf[1], parents[0][1]
+    raise AssertionError("every app's newest migration has dependents")
 
 
 def test_nothing_to_apply_or_an_empty_database_takes_no_backup(settings, tmp_path, scratch):

@@ -7,9 +7,12 @@ ids)`; once the transaction commits, `searchable_changed` fires and the embeddin
 tsvector with a GIN index) so full-text search works the same way for every kind."""
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from django.contrib.postgres.search import SearchVector
 from django.db import models, transaction
 from django.dispatch import Signal
 
@@ -29,6 +32,29 @@ class Searchable:
 
 
 _registry: dict[str, Searchable] = {}
+
+
+class PathWords(models.Func):
+    """winni_path_words(text): the parts of the file paths and dotted names in a text, as words
+    ('see memory/retrieval.py' → 'retrieval.py memory retrieval py'). The SQL function is created
+    by winni_site's migration 0003 (its definition: PATH_WORDS_SQL there)."""
+
+    function = "winni_path_words"
+    output_field = models.TextField()
+
+
+def tsvector_of(*fields: str) -> Any:
+    """What a searchable model stores in `search_vector` (a GeneratedField expression): each field
+    under the english config, plus the parts of its paths and dotted names. PostgreSQL's parser
+    keeps 'memory/retrieval.py' as one token, so an agent asking about 'retrieval.py' or
+    'retrieval' found nothing; the parts make both match. Ordinary words are not repeated (a path
+    adds only its own parts), so BM25's term counts and lengths of plain prose do not change.
+    One single-column vector per part, joined with ||, keeps the expression immutable (a
+    multi-column SearchVector uses CONCAT, which PostgreSQL refuses in a generated column)."""
+    parts = []
+    for field in fields:
+        parts += [SearchVector(field, config="english"), SearchVector(PathWords(field), config="english")]
+    return functools.reduce(operator.add, parts)
 
 
 def register(searchable: Searchable) -> None:
