@@ -86,9 +86,12 @@ class Hit:
 
 
 def query_lexemes(text: str) -> list[str]:
-    """The query's lexemes under the english config, safe to quote into a tsquery."""
+    """The query's lexemes under the english config, safe to quote into a tsquery; with the parts
+    of its paths, as the rows are indexed (searchable.tsvector_of), so 'memory/retrieval.py' also
+    finds a row that only says 'retrieval.py' (the lexemes are ORed)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [text])
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s) "
+                       "|| to_tsvector('english', winni_path_words(%s)))", [text, text])
         (lexemes,) = cursor.fetchone()
     return [lexeme for lexeme in lexemes or [] if "\\" not in lexeme]
 

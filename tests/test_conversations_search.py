@@ -190,3 +190,11 @@ def test_prose_is_indexed_as_before_and_paths_add_only_their_parts():
     assert "'setup.md'" not in plain and "'doc'" not in plain
     assert "'setup.md'" in stored and "'setup'" in stored and "'doc'" in stored and "'md'" in stored
     assert stored.count("'winni'") == 1  # a part is added once, not once more as a file name
+
+
+def test_hybrid_finds_a_file_name_from_its_full_path():
+    """BM25 ORs the query's lexemes, path parts included: a row naming only the file is found."""
+    _store("the bug was in retrieval.py after all")
+    _store("We talked about the weather and lunch.")
+    page = services.message_search(query="memory/retrieval.py", mode="hybrid")
+    assert _contents(page)[:1] == ["the bug was in retrieval.py after all"]
