@@ -21,32 +21,15 @@ import os
 import random
 import time
 
-import psutil
 from tqdm import tqdm
 
-from ops_support import percentile, winni_server
+from ops_support import percentile, process_tree, server_cpu, winni_server
 
 WORDS = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
 
 
-def _tree(pid: int) -> list[psutil.Process]:
-    process = psutil.Process(pid)
-    return [process, *process.children(recursive=True)]
-
-
 def _rss(pid: int) -> int:
-    return sum(p.memory_info().rss for p in _tree(pid))
-
-
-def _cpu_seconds(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:  # a backend that ended meanwhile: its time is lost either way
-            continue
-        total += times.user + times.system
-    return total
+    return sum(p.memory_info().rss for p in process_tree(pid))
 
 
 def _host_ticks() -> tuple[int, int]:
@@ -59,15 +42,6 @@ def _host_ticks() -> tuple[int, int]:
     except (OSError, ValueError):
         return 0, 0
     return fields[7], sum(fields)
-
-
-def _server_cpu(server_pid: int, data_dir) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """CPU seconds so far of the uvicorn tree and of the embedded PostgreSQL (postmaster and backends)."""
-    from winni_site import embedded
-
-    postmaster = embedded.postmaster_pid(embedded.pg_data_dir(data_dir))
-    return {"uvicorn": _cpu_seconds(_tree(server_pid)),
-            "postgres": _cpu_seconds(_tree(postmaster)) if postmaster else float("nan")}
 
 
 async def client_loop(url: str, token: str, number: int, deadline: float, think_ms: float,
@@ -204,11 +178,11 @@ def main() -> None:
         run_load(server.url, token, 8, 10, 0, 1, desc="warm-up")
         for think_ms in paces:
             rss_start = _rss(server.process.pid)
-            cpu_start = _server_cpu(server.process.pid, data_dir)
+            cpu_start = server_cpu(server.process.pid, data_dir)
             steal_start, total_start = _host_ticks()
             latencies, errors, elapsed, generator_cpu = run_load(server.url, token, args.clients, args.seconds,
                                                                  think_ms, args.client_procs)
-            cpu = {part: seconds - cpu_start[part] for part, seconds in _server_cpu(server.process.pid, data_dir).items()}
+            cpu = {part: seconds - cpu_start[part] for part, seconds in server_cpu(server.process.pid, data_dir).items()}
             cpu["load generator"] = generator_cpu
             steal_end, total_end = _host_ticks()
             steal = (steal_end - steal_start) / max(total_end - total_start, 1) * 100

@@ -16,8 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from load import _server_cpu
-from ops_support import percentile, winni_server
+from ops_support import percentile, server_cpu, winni_server
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
            "mcp-protocol-version": "2025-11-25"}
@@ -62,13 +61,13 @@ async def measure(url: str, token: str, server_pid: int, data_dir: Any, calls: i
         for label, method, params in tqdm(cases, desc="calls", unit="kind", leave=False):
             for _ in range(20):  # warm: first connections, the embedding model
                 await rpc(method, params)
-            before = _server_cpu(server_pid, data_dir)
+            before = server_cpu(server_pid, data_dir)
             latencies = []
             for _ in range(calls):
                 started = time.perf_counter()
                 await rpc(method, params)
                 latencies.append((time.perf_counter() - started) * 1000)
-            after = _server_cpu(server_pid, data_dir)
+            after = server_cpu(server_pid, data_dir)
             per_call = {part: (after[part] - before[part]) / calls * 1000 for part in after}
             tqdm.write(f"{label:32} {per_call['uvicorn']:9.2f} ms {per_call['postgres']:12.2f} ms "
                        f"{percentile(latencies, 50):5.2f} ms {percentile(latencies, 95):5.2f} ms")

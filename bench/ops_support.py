@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -48,3 +50,28 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    process = psutil.Process(pid)
+    return [process, *process.children(recursive=True)]
+
+
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:  # a backend that ended meanwhile: its time is lost either way
+            continue
+        total += times.user + times.system
+    return total
+
+
+def server_cpu(server_pid: int, data_dir: Path) -> dict[str, float]:
+    """CPU seconds so far of the uvicorn tree and of the embedded PostgreSQL (postmaster and backends)."""
+    from winni_site import embedded
+
+    postmaster = embedded.postmaster_pid(embedded.pg_data_dir(data_dir))
+    return {"uvicorn": _cpu_seconds(process_tree(server_pid)),
+            "postgres": _cpu_seconds(process_tree(postmaster)) if postmaster else float("nan")}

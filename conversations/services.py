@@ -523,7 +523,7 @@ def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offse
                    row_number() OVER (ORDER BY created_at DESC, id) AS pos, count(*) OVER () AS found
             FROM recent
         )
-        SELECT id, rank, created_at, found
+        SELECT id, rank, found
         FROM numbered
         ORDER BY pos > %s, CASE WHEN pos <= %s THEN rank END DESC NULLS LAST, created_at DESC, id
         LIMIT %s OFFSET %s
@@ -532,7 +532,7 @@ def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offse
         cursor.execute(sql, [query, *params, window, query, candidates, candidates, limit, offset])
         rows = cursor.fetchall()
         if rows:
-            found = rows[0][3]
+            found = rows[0][2]
         else:
             # The page is past the end (or nothing matched): count the candidates alone.
             cursor.execute(
