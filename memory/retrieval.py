@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from django.conf import settings
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import QuerySet
 
 from memory import embeddings, vectors
@@ -108,7 +108,7 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     meta = spec.model._meta
     table = connection.ops.quote_name(meta.db_table)
     pk = connection.ops.quote_name(meta.pk.column)
-    size = _scope_size(scope, table, filtered)
+    size = _scope_size(scope, meta.db_table, filtered)
     # Table-wide frequencies say nothing about a filtered scope (a session is small anyway).
     estimated = {} if filtered else {lexeme: freq * size for lexeme, freq in lexeme_frequencies(meta.db_table).items()
                                      if lexeme in lexemes}
@@ -164,37 +164,42 @@ def candidate_lexemes(lexemes: list[str], estimated_df: dict[str, float]) -> lis
     return chosen
 
 
-# How long a process trusts the lexeme frequencies it read (they change only when ANALYZE runs).
-LEXEME_STATS_SECONDS = 300
-_lexeme_stats: dict[str, tuple[float, dict[str, float]]] = {}
+# How long a process trusts what the planner's statistics say about a table (they change only when
+# ANALYZE or VACUUM runs).
+TABLE_STATS_SECONDS = 300
+_table_stats: dict[str, tuple[float, int, dict[str, float]]] = {}
 
 
 def lexeme_frequencies(table: str) -> dict[str, float]:
     """The fraction of `table`'s rows whose search_vector holds each of its most common lexemes, as
     the last ANALYZE counted them (pg_stats); empty before the first ANALYZE."""
+    return table_stats(table)[1]
+
+
+def table_stats(table: str) -> tuple[int, dict[str, float]]:
+    """(the planner's row count estimate, lexeme_frequencies) of `table`, read in one round trip
+    and kept for TABLE_STATS_SECONDS; the estimate is -1 before the first VACUUM or ANALYZE."""
     now = time.monotonic()
-    cached = _lexeme_stats.get(table)
-    if cached and now - cached[0] < LEXEME_STATS_SECONDS:
-        return cached[1]
+    cached = _table_stats.get(table)
+    if cached and now - cached[0] < TABLE_STATS_SECONDS:
+        return cached[1], cached[2]
     with connection.cursor() as cursor:
-        cursor.execute("SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
-                       "WHERE schemaname = current_schema() AND tablename = %s AND attname = 'search_vector'",
+        cursor.execute("SELECT c.reltuples::bigint, s.most_common_elems::text::text[], s.most_common_elem_freqs "
+                       "FROM pg_class c LEFT JOIN pg_stats s ON s.schemaname = current_schema() "
+                       "AND s.tablename = c.relname AND s.attname = 'search_vector' WHERE c.oid = %s::regclass",
                        [table])
-        row = cursor.fetchone()
+        rows, lexemes, freqs = cursor.fetchone()
     # The frequencies array ends with summary numbers (min, max …) after one entry per lexeme.
-    frequencies = dict(zip(row[0], row[1])) if row and row[0] else {}
-    _lexeme_stats[table] = (now, frequencies)
-    return frequencies
+    frequencies = dict(zip(lexemes, freqs)) if lexemes else {}
+    _table_stats[table] = (now, int(rows), frequencies)
+    return int(rows), frequencies
 
 
 def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
     if filtered:
         return scope.count()
     # Unfiltered: the planner's estimate is good enough for IDF and costs nothing.
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table])
-        row = cursor.fetchone()
-    estimate = int(row[0]) if row else -1
+    estimate = table_stats(table)[0]
     return estimate if estimate > 0 else scope.count()
 
 
@@ -242,7 +247,14 @@ def search(
         # outside the GIL) runs in a helper thread with its own connection while this one ranks by
         # BM25. 1M messages + 100K memories: ≈ 45 ms of sequential work becomes ≈ 25. Not inside a
         # transaction: the helper's connection would not see the caller's uncommitted rows.
-        ranked, near = lexical(), pending.result()
+        ranked = lexical()
+        try:
+            near = pending.result()
+        except DatabaseError:
+            # The helper's connection broke (a database restart since its last search; it is not
+            # health-checked before each use, see _with_own_connection): it is dropped, and this
+            # thread's checked connection does the work instead.
+            near = semantic()
     else:
         ranked = lexical() if mode in ("fts", "hybrid") else []
         near = semantic() if mode in ("semantic", "hybrid") else []
@@ -289,12 +301,11 @@ def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[st
             if mode == "semantic":
                 raise
             return []
-    model = vectors.model_active()
+    active = vectors.ActiveModel()
     near: list[tuple[str, str, float]] = []
     for kind, scope in scopes.items():
-        near += [(kind, key, sim) for key, sim in vectors.nearest(
-            kind=kind, query_vector=query_vector, model=model, limit=depth,
-            scope=scope if filtered.get(kind, True) else None)]
+        near += [(kind, key, sim) for key, sim in active.nearest(
+            kind=kind, query_vector=query_vector, limit=depth, scope=scope if filtered.get(kind, True) else None)]
     near.sort(key=lambda item: -item[2])
     return near[:depth]
 
@@ -342,15 +353,19 @@ def helpers_shutdown() -> None:
 
 
 def _with_own_connection(work: Callable[[], Any]) -> Any:
-    """Run `work` in a helper thread; its connection (one per thread) is kept between calls like a
-    request's, and dropped when broken or past its age."""
-    from django.db import close_old_connections
-
-    close_old_connections()
+    """Run `work` in a helper thread with the thread's own connection, kept between calls like a
+    request's. Unlike a request's it is not health-checked before each use (a `SELECT 1` round trip
+    on the hybrid search's critical path): a connection that turns out broken raises, is dropped
+    here, and the caller redoes the work on its own connection."""
     try:
         return work()
+    except DatabaseError:
+        connection.close()
+        raise
     finally:
-        close_old_connections()
+        if connection.connection is not None and connection.close_at is not None \
+                and time.monotonic() >= connection.close_at:
+            connection.close()  # past WINNI_DB_CONN_MAX_AGE, as close_old_connections would
 
 
 def _fuse(entries: list[Hit], mode: str) -> None:

@@ -49,20 +49,62 @@ def model_register(*, name: str, dimensions: int, provider: str) -> EmbeddingMod
 
 def model_active() -> EmbeddingModel:
     """The model whose vectors searches use. On a new database: the configured one."""
+    global _remembered
     row = EmbeddingModel.objects.filter(is_active=True).first()
-    if row is not None:
-        return row
-    row = model_register(name=embeddings.model_name(), dimensions=embeddings.dimensions(),
-                         provider=settings.WINNI_EMBEDDING_PROVIDER)
-    model_activate(name=row.name)
-    row.refresh_from_db()
+    if row is None:
+        row = model_register(name=embeddings.model_name(), dimensions=embeddings.dimensions(),
+                             provider=settings.WINNI_EMBEDDING_PROVIDER)
+        model_activate(name=row.name)
+        row.refresh_from_db()
+    _remembered = row
     return row
+
+
+# Which model searches use changes only when a re-embed finishes, yet asking cost every vector search
+# a round trip of its own (hybrid dewey_search under load: ≈ 2-3 ms of its critical path). So each
+# process remembers the last answer (model_active) and a search checks it inside its own vector
+# query (ActiveModel): a switch made by another process is seen at the next search, not after a
+# timeout.
+_remembered: EmbeddingModel | None = None
+
+
+class ModelNotActive(Exception):
+    """nearest(require_active=True): the model is no longer (or not yet) the active one."""
+
+
+class ActiveModel:
+    """The active model for one search. Starts from the process's remembered model; the vector
+    query checks that it is still active (nearest(require_active=True)), and when it is not, this
+    asks the database which one is and runs the query again under it."""
+
+    def __init__(self) -> None:
+        remembered = _remembered
+        self.confirmed = remembered is None
+        self.model = model_active() if remembered is None else remembered
+
+    def nearest(self, *, kind: str, query_vector: list[float], limit: int,
+                scope: QuerySet | None = None) -> list[tuple[str, float]]:
+        if len(query_vector) != self.model.dimensions:
+            self._confirm()  # a remembered model of another size may simply be out of date
+        try:
+            return nearest(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope,
+                           require_active=not self.confirmed)
+        except ModelNotActive:
+            self._confirm()
+            return nearest(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope)
+
+    def _confirm(self) -> None:
+        if not self.confirmed:
+            self.confirmed = True
+            self.model = model_active()
 
 
 @transaction.atomic
 def model_activate(*, name: str) -> EmbeddingModel:
     """Switch every search over to `name` at once (one transaction; the partial unique index keeps
     exactly one model active)."""
+    global _remembered
+    _remembered = None
     row = EmbeddingModel.objects.select_for_update().get(name=name)
     EmbeddingModel.objects.filter(is_active=True).exclude(pk=row.pk).update(is_active=False)
     if not row.is_active:
@@ -264,9 +306,10 @@ def hnsw_session_settings(sender: Any, connection: Any, **kwargs: Any) -> None:
 
 
 def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
-            scope: QuerySet | None = None) -> list[tuple[str, float]]:
+            scope: QuerySet | None = None, require_active: bool = False) -> list[tuple[str, float]]:
     """(object_id, cosine similarity) of the `limit` nearest rows of `kind` under `model`, best
-    first, restricted to `scope` (a queryset of that kind's rows) when given.
+    first, restricted to `scope` (a queryset of that kind's rows) when given. `require_active`:
+    raise ModelNotActive unless `model` is the active one (checked in the same statement).
 
     Uses the partial HNSW index (ordered by the halfvec distance, reported exactly); a selective
     scope relies on pgvector 0.8's iterative scan so a filter does not starve the result."""
@@ -285,6 +328,12 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         params += list(scope_params)
     sql += f" ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s"
     params += [literal, int(limit)]
+    if require_active:
+        # Either the nearest rows (model active) or one row of NULLs (not active): both checks are
+        # one-time filters, evaluated before any index walk.
+        active = f"EXISTS (SELECT 1 FROM {EmbeddingModel._meta.db_table} WHERE name = %s AND dimensions = %s AND is_active)"
+        sql = f"(SELECT * FROM ({sql}) nearest WHERE {active}) UNION ALL (SELECT NULL, NULL WHERE NOT {active})"
+        params += [model.name, dims, model.name, dims]
     # The connection already has the search settings (hnsw_session_settings); only a limit beyond
     # its ef_search needs a larger one, for this search alone.
     deeper = limit > settings.WINNI_RECALL_HNSW_EF_SEARCH
@@ -293,5 +342,7 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
             cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
+    if rows and rows[0][0] is None:
+        raise ModelNotActive(model.name)
     rows.sort(key=lambda row: row[1])
     return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]

@@ -77,6 +77,36 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
     assert beside["results"][0]["scores"]["vector_similarity"] > 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_broken_helper_connection_falls_back_to_the_callers(monkeypatch):
+    """The helper's connection is not health-checked before each search: when the database dropped
+    it (a restart), the search still answers, on the caller's connection, and the helper reconnects."""
+    work = conversations.conversation_begin(session_id="work")
+    for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
+        conversations.message_store(conversation_id=work.id, role="user", content=text)
+    threads: list[str] = []
+    semantic_side = retrieval._semantic_side
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return semantic_side(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "_semantic_side", recording)
+    before = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    with connection.cursor() as cursor:  # what a database restart does to every other connection
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        assert cursor.fetchone()[0] >= 1
+    after = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    again = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    here = threading.current_thread().name
+    assert threads[0].startswith("winni-recall") and threads[1].startswith("winni-recall")
+    assert threads[2] == here and threads[3].startswith("winni-recall")
+    assert [hit["id"] for hit in before["results"]] == [hit["id"] for hit in after["results"]] \
+        == [hit["id"] for hit in again["results"]]
+    assert after["results"][0]["scores"]["vector_similarity"] > 0
+
+
 def test_modes_kinds_and_filters(corpus):
     fts = recall.recall(query="flaky login", mode="fts")["results"]
     assert fts[0]["text"] == "we fixed the flaky login test" and fts[0]["scores"]["vector_similarity"] is None
@@ -221,7 +251,7 @@ def test_migration_0004_moves_an_existing_index_to_halfvec(corpus):
 
 
 def test_lexeme_frequencies_come_from_analyze(monkeypatch):
-    monkeypatch.setattr(retrieval, "_lexeme_stats", {})
+    monkeypatch.setattr(retrieval, "_table_stats", {})
     conversation = conversations.conversation_begin(session_id="stats")
     for number in range(40):
         words = "server rollback" if number % 4 == 0 else "server started"
@@ -229,8 +259,9 @@ def test_lexeme_frequencies_come_from_analyze(monkeypatch):
     assert retrieval.lexeme_frequencies("conversations_message") == {}  # no ANALYZE yet
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
-    monkeypatch.setattr(retrieval, "_lexeme_stats", {})
+    monkeypatch.setattr(retrieval, "_table_stats", {})
     frequencies = retrieval.lexeme_frequencies("conversations_message")
+    assert retrieval.table_stats("conversations_message")[0] == 40  # the planner's row count, same read
     assert frequencies["server"] == pytest.approx(1.0, abs=0.01)
     assert frequencies["rollback"] == pytest.approx(0.25, abs=0.01)
 
@@ -275,6 +306,34 @@ def test_reembed_switches_search_to_the_new_model_only_when_done(corpus, setting
     # Search uses only the active model's vectors: drop the old ones, results are unchanged.
     Embedding.objects.filter(model="hash-bow").delete()
     assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+
+
+def test_search_notices_a_model_switched_by_another_process(corpus, settings):
+    """A process remembers the active model; when another process switches it (here: the switch is
+    written behind this process's back), the next search uses the new model's vectors."""
+    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert vectors._remembered is not None and vectors._remembered.name == "hash-bow"
+    settings.WINNI_EMBEDDING_MODEL = "hash-v2"
+    call_command("winni_reembed", "--no-switch")
+    Embedding.objects.filter(model="hash-bow").delete()  # the old model's vectors are gone
+    stale = vectors._remembered
+    EmbeddingModel.objects.update(is_active=False)  # another process's model_activate, in SQL
+    EmbeddingModel.objects.filter(name="hash-v2").update(is_active=True)
+    vectors._remembered = stale
+    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert vectors._remembered.name == "hash-v2"
+
+
+def test_nearest_can_require_the_model_to_be_active(corpus):
+    model = vectors.model_active()
+    query = Embedding.objects.filter(kind="message").first().vector
+    assert len(vectors.nearest(kind="message", query_vector=query, model=model, limit=3, require_active=True)) == 3
+    # Nothing to find while the model is active: an empty answer, not an error.
+    assert vectors.nearest(kind="medallion", query_vector=query, model=model, limit=3, require_active=True) == []
+    EmbeddingModel.objects.filter(pk=model.pk).update(is_active=False)
+    with pytest.raises(vectors.ModelNotActive):
+        vectors.nearest(kind="message", query_vector=query, model=model, limit=3, require_active=True)
+    assert len(vectors.nearest(kind="message", query_vector=query, model=model, limit=3)) == 3
 
 
 def test_reembed_rejects_unknown_kinds():
