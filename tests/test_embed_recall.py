@@ -44,8 +44,22 @@ def test_hybrid_recall_ranks_messages_and_memories_together(corpus):
     assert memory_hit["id"] == str(corpus["memory"].pk) and memory_hit["turn"] is None
 
 
+@pytest.fixture
+def semantic_side_threads(monkeypatch):
+    """The names of the threads that ran recall's vector side, in order."""
+    threads: list[str] = []
+    semantic_side = retrieval._semantic_side
+
+    def recording(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return semantic_side(*args, **kwargs)
+
+    monkeypatch.setattr(retrieval, "_semantic_side", recording)
+    return threads
+
+
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monkeypatch):
+def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monkeypatch, semantic_side_threads):
     """Committed data, no transaction open: the vector side runs in a helper thread (its own
     connection); inside a transaction, or with every helper busy, it runs inline. The ranking is
     the same either way."""
@@ -55,14 +69,6 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
         conversations.message_store(conversation_id=work.id, role="user", content=text)
     memories.memory_store(content="deploy pipelines run migrations before the web rollout", tags=["ops"])
     assert Embedding.objects.count() == 4  # eager Celery embedded each row at its commit
-    threads: list[str] = []
-    semantic_side = retrieval._semantic_side
-
-    def recording(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return semantic_side(*args, **kwargs)
-
-    monkeypatch.setattr(retrieval, "_semantic_side", recording)
     beside = recall.recall(query="deploy pipeline migration")
     with transaction.atomic():
         inline = recall.recall(query="deploy pipeline migration")
@@ -70,6 +76,7 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
     retrieval._helper_slots.acquire()  # every helper busy (a loaded process): no queueing, inline
     busy = recall.recall(query="deploy pipeline migration")
     here = threading.current_thread().name
+    threads = semantic_side_threads
     assert threads[0].startswith("winni-recall") and threads[1:] == [here, here]
     assert [(hit["id"], hit["score"]) for hit in beside["results"]] == \
         [(hit["id"], hit["score"]) for hit in inline["results"]] == \
@@ -78,28 +85,21 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_broken_helper_connection_falls_back_to_the_callers(monkeypatch):
+def test_a_broken_helper_connection_falls_back_to_the_callers(semantic_side_threads):
     """The helper's connection is not health-checked before each search: when the database dropped
     it (a restart), the search still answers, on the caller's connection, and the helper reconnects."""
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
-    threads: list[str] = []
-    semantic_side = retrieval._semantic_side
-
-    def recording(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return semantic_side(*args, **kwargs)
-
-    monkeypatch.setattr(retrieval, "_semantic_side", recording)
     before = recall.recall(query="deploy pipeline migration", kinds=["message"])
-    with connection.cursor() as cursor:  # what a database restart does to every other connection
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    with connection.cursor() as cursor:  # what a database restart does to the helper's connection
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+                       "current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM memory_embedding%'")
         assert cursor.fetchone()[0] >= 1
     after = recall.recall(query="deploy pipeline migration", kinds=["message"])
     again = recall.recall(query="deploy pipeline migration", kinds=["message"])
     here = threading.current_thread().name
+    threads = semantic_side_threads
     assert threads[0].startswith("winni-recall") and threads[1].startswith("winni-recall")
     assert threads[2] == here and threads[3].startswith("winni-recall")
     assert [hit["id"] for hit in before["results"]] == [hit["id"] for hit in after["results"]] \
