@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import QuerySet
 
 from memory import embeddings, vectors
 from memory.embeddings import EmbeddingUnavailable
 from winni_site import searchable
+from winni_site.connections import run_unchecked
 
 Mode = Literal["fts", "semantic", "hybrid"]
 MODES = ("fts", "semantic", "hybrid")
@@ -240,7 +241,7 @@ def search(
     lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, filtered, depth)
     semantic: Callable[[], list[tuple[str, str, float]]] = lambda: _semantic_side(
         query, query_vector, scopes, filtered, depth, mode)
-    pending = in_background(_with_own_connection, semantic) \
+    pending = in_background(_unchecked, semantic) \
         if mode == "hybrid" and not connection.in_atomic_block else None
     if pending is not None:
         # The two sides are independent; the vector side (ONNX inference and index walks, both
@@ -250,9 +251,9 @@ def search(
         ranked = lexical()
         try:
             near = pending.result()
-        except DatabaseError:
+        except (OperationalError, InterfaceError):
             # The helper's connection broke (a database restart since its last search; it is not
-            # health-checked before each use, see _with_own_connection): it is dropped, and this
+            # health-checked before each use, see winni_site.connections): it was dropped, and this
             # thread's checked connection does the work instead.
             near = semantic()
     else:
@@ -310,6 +311,11 @@ def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[st
     return near[:depth]
 
 
+def _unchecked(work: Callable[[], Any]) -> Any:
+    """A helper thread's work on its own connection; a broken one raises (the caller redoes it)."""
+    return run_unchecked(work, retry=False)
+
+
 _helper_pool: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
 
@@ -329,7 +335,7 @@ _helper_slots = threading.BoundedSemaphore(HELPERS)
 def in_background(work: Callable[..., Any], *args: Any) -> Future | None:
     """`work(*args)` started in a helper thread, or None when every helper is busy (a loaded
     process: the caller then does the work itself rather than queue behind other requests).
-    Database work must bring its own connection (_with_own_connection) and not need the caller's
+    Database work must bring its own connection (_unchecked) and not need the caller's
     uncommitted rows."""
     slots = _helper_slots  # released below even if the module's semaphore is replaced meanwhile
     if not slots.acquire(blocking=False):
@@ -350,22 +356,6 @@ def helpers_shutdown() -> None:
         import gc
 
         gc.collect()
-
-
-def _with_own_connection(work: Callable[[], Any]) -> Any:
-    """Run `work` in a helper thread with the thread's own connection, kept between calls like a
-    request's. Unlike a request's it is not health-checked before each use (a `SELECT 1` round trip
-    on the hybrid search's critical path): a connection that turns out broken raises, is dropped
-    here, and the caller redoes the work on its own connection."""
-    try:
-        return work()
-    except DatabaseError:
-        connection.close()
-        raise
-    finally:
-        if connection.connection is not None and connection.close_at is not None \
-                and time.monotonic() >= connection.close_at:
-            connection.close()  # past WINNI_DB_CONN_MAX_AGE, as close_old_connections would
 
 
 def _fuse(entries: list[Hit], mode: str) -> None:

@@ -46,3 +46,30 @@ def test_token_command_create_list_revoke(capsys):
         call_command("winni_token", "revoke", "nobody")
     with pytest.raises(CommandError, match="name must be"):
         call_command("winni_token", "create", "bad name!")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_mcp_token_check_survives_a_dropped_connection():
+    """The MCP token check keeps its thread's connection without a health check before each call;
+    when the database dropped it (a restart), the check reconnects and still answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connection
+
+    from winni_site import auth
+
+    _, secret = auth.token_create(name="agent")
+    answers: list[str | None] = []
+    backends: list[int] = []
+
+    def check() -> None:
+        answers.append(auth._verify_sync(secret))
+        backends.append(connection.connection.info.backend_pid)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # one thread, so its connection is reused
+        pool.submit(check).result()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [backends[0]])
+        pool.submit(check).result()
+        pool.submit(lambda: connection.close()).result()  # this thread's connection, not the test's
+    assert answers == ["agent", "agent"] and backends[0] != backends[1]

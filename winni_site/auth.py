@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 from mcp.server.auth.provider import AccessToken
 from rest_framework import authentication, exceptions
 
+from winni_site.connections import run_unchecked
 from winni_site.errors import Conflict, InvalidInput, NotFound
 from winni_site.models import ApiToken
 
@@ -102,12 +103,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
 
 def _verify_sync(secret: str) -> str | None:
-    close_old_connections()
-    try:
-        token = token_authenticate(secret)
-        return token.name if token else None
-    finally:
-        close_old_connections()
+    # Every MCP call comes through here first, so no health-check round trip: the lookup is safe
+    # to repeat on a fresh connection if the kept one broke.
+    token = run_unchecked(lambda: token_authenticate(secret), retry=True)
+    return token.name if token else None
 
 
 class ApiTokenVerifier:
