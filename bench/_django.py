@@ -45,7 +45,7 @@ def embed_pending(kind: str, batch: int = 256, scope: Any = None) -> int:
     from memory import embeddings, vectors
 
     model = embeddings.model_name()
-    keys = [str(pk) for pk in vectors.pending(kind=kind, model=model, scope=scope).order_by("pk").values_list("pk", flat=True)]
+    keys = vectors.keys_in_batch_order(kind=kind, rows=vectors.pending(kind=kind, model=model, scope=scope))
     with tqdm(total=len(keys), desc=f"embedding {kind}s", unit="row") as bar:
         for chunk in vectors.chunks(keys, batch):
             vectors.embedding_store(kind=kind, ids=chunk, build_index=False)

@@ -161,12 +161,15 @@ def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]],
     return timings
 
 
-def locomo_texts(count: int) -> dict[str, list[str]]:
+def locomo_texts(count: int) -> dict[str, list[Any]]:
     """Real English texts from the LoCoMo dev file in ../shared/bench-data, if present: its questions
     (short sentences), its chat turns ("Speaker: text"), and the turns as the worker embeds a
-    message (the turn, then the turn before it: conversations.services.message_embed_texts)."""
+    message, in conversation order (the turn plus a share of the turn before it:
+    conversations.services.message_embed_parts)."""
     import gzip
     import json
+
+    from django.conf import settings
 
     from retrieval import DATA
 
@@ -176,7 +179,8 @@ def locomo_texts(count: int) -> dict[str, list[str]]:
     with gzip.open(path, "rt") as handle:
         items = json.load(handle)
     questions = [qa["question"] for item in items for qa in item["qa"]]
-    turns, with_previous = [], []
+    turns, messages = [], []
+    weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
     for item in items:
         for key, value in item["conversation"].items():
             if key.startswith("session_") and isinstance(value, list):
@@ -184,40 +188,50 @@ def locomo_texts(count: int) -> dict[str, list[str]]:
                 for turn in value:
                     text = f"{turn['speaker']}: {turn['text']}"
                     turns.append(text)
-                    with_previous.append(f"{text}\n{previous}" if previous else text)
+                    messages.append([(text, 1.0), (previous, weight)] if previous and weight else [(text, 1.0)])
                     previous = text
     return {"LoCoMo questions (short sentences)": questions[:count], "LoCoMo chat turns": turns[:count],
-            "LoCoMo turns + the turn before (what a message embeds)": with_previous[:count]}
+            "LoCoMo messages as the worker embeds them (turn + share of the turn before)": messages[:count]}
 
 
 def embedding_throughput(words: list[str]) -> None:
+    """Texts per second as one worker embeds them: tasks of WINNI_EMBEDDING_BATCH_SIZE rows in
+    their stored order (a bulk import or a re-embed), each row one text or, for messages, the
+    weighted parts the worker sums."""
     import numpy as np
     import torch
     from django.conf import settings
     from django.test.utils import override_settings
+    from tqdm import tqdm
 
     from memory import embeddings
 
     rng = np.random.default_rng(3)
     samples = {"synthetic ~80-char texts": [f"Speaker: {text}" for text in texts(2048, words, rng)],
                **locomo_texts(2048)}
+
+    def embed(rows: list[Any]) -> Any:
+        return embeddings.embed_parts(rows) if isinstance(rows[0], list) else embeddings.embed_texts(rows)
+
+    size = settings.WINNI_EMBEDDING_BATCH_SIZE
     with override_settings(WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL):
         for name, sample in samples.items():
             if not sample:
                 continue
-            embeddings.embed_texts(sample[:64])  # model load, warm-up
+            embed(sample[:size])  # model load, warm-up
             began = time.perf_counter()
-            embeddings.embed_texts(sample)
+            for start in tqdm(range(0, len(sample), size), desc=name[:40], unit="task", leave=False):
+                embed(sample[start:start + size])
             seconds = time.perf_counter() - began
             single = []
-            for text in sample[:50]:
+            for row in sample[:50]:
                 started = time.perf_counter()
-                embeddings.embed_texts([text])
+                embed([row])
                 single.append((time.perf_counter() - started) * 1000)
             p50, p95 = _django.percentiles(single)
-            print(f"embedding throughput, {name} (one process, batches of {settings.WINNI_EMBEDDING_BATCH_SIZE}, "
+            print(f"embedding throughput, {name} (one process, tasks of {size}, "
                   f"{torch.get_num_threads()} torch thread(s), bf16 {embeddings.use_bf16()}): "
-                  f"{len(sample) / seconds:.0f} texts/s; one text: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+                  f"{len(sample) / seconds:.0f} rows/s; one row alone: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
 def main() -> None:

@@ -22,9 +22,12 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from winni_site import searchable
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
@@ -82,7 +85,11 @@ ONNX_MAX_BATCH = 8
 @dataclass
 class LocalProvider:
     model: str = LOCAL_MODEL_NAME
-    batch_size: int = 64
+    # Texts per forward pass. sentence-transformers sorts a call's texts by length and pads each
+    # pass to its longest text, so small passes compute less padding; the CPU gains nothing from
+    # larger ones (LoCoMo turns in worker tasks of 64, two threads: 142 rows/s in passes of 64,
+    # 175 in 32, 195 in 16, 180 in 12).
+    batch_size: int = 16
     name: str = "local"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -245,7 +252,7 @@ def provider(model: str | None = None) -> Provider:
     kind = settings.WINNI_EMBEDDING_PROVIDER
     name = model or settings.WINNI_EMBEDDING_MODEL
     if kind == "local":
-        return LocalProvider(model=name, batch_size=settings.WINNI_EMBEDDING_BATCH_SIZE)
+        return LocalProvider(model=name)
     if kind in ("ollama", "openai"):
         http_class = OllamaProvider if kind == "ollama" else OpenAIProvider
         return http_class(model=name, url=settings.WINNI_EMBEDDING_URL, api_key=settings.WINNI_EMBEDDING_API_KEY,
@@ -305,6 +312,24 @@ def embed_texts(texts: list[str], *, model: str | None = None, batch_size: int |
         raw = chosen.embed(chunk)
         for index, vector in zip(picked, check_vectors(raw, count=len(chunk), dimensions=dimensions(), model=chosen.model)):
             out[index] = vector
+    return out
+
+
+def embed_parts(rows: list[searchable.Parts], *, model: str | None = None) -> list[list[float]]:
+    """One normalised vector per row, each the weighted sum of its parts' vectors. Every distinct
+    text is embedded once per call: a message's context is the turn before it, which is itself a
+    row of the same batch when a conversation is embedded in order, so the model reads each turn
+    once instead of reading it again inside the next turn's text (LoCoMo turns, two threads:
+    ≈ 2× the messages per second, same semantic recall)."""
+    import numpy as np
+
+    distinct = list(dict.fromkeys(text[: settings.WINNI_EMBEDDING_MAX_CHARS] or " "
+                                  for parts in rows for text, _ in parts))
+    found = dict(zip(distinct, np.asarray(embed_texts(distinct, model=model), dtype=np.float64)))
+    out = []
+    for parts in rows:
+        total = sum(weight * found[text[: settings.WINNI_EMBEDDING_MAX_CHARS] or " "] for text, weight in parts)
+        out.append((total / np.linalg.norm(total)).astype(np.float32).tolist())
     return out
 
 

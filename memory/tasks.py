@@ -49,7 +49,7 @@ def embed_backlog() -> int:
     vectors.backlog_record(vectors.backlog())
     for kind in searchable.kinds():
         vectors.orphans_delete(kind=kind)
-        keys = [str(pk) for pk in vectors.pending(kind=kind, model=model).values_list("pk", flat=True)[:SWEEP_BATCH]]
+        keys = vectors.keys_in_batch_order(kind=kind, rows=vectors.pending(kind=kind, model=model), limit=SWEEP_BATCH)
         for chunk in vectors.chunks(keys, settings.WINNI_EMBEDDING_BATCH_SIZE):
             embed_rows.delay(kind, chunk)
             queued += len(chunk)

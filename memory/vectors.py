@@ -163,6 +163,13 @@ def pending(*, kind: str, model: str, scope: QuerySet | None = None) -> QuerySet
     return base.filter(~Exists(has_vector))
 
 
+def keys_in_batch_order(*, kind: str, rows: QuerySet, limit: int | None = None) -> list[str]:
+    """The primary keys of `rows` (the first `limit`) in the order their kind is best embedded in
+    (messages: by conversation and turn, so a turn and the turn it is context for share a batch)."""
+    ordered = rows.order_by(*searchable.get(kind).batch_order).values_list("pk", flat=True)
+    return [_key(pk) for pk in (ordered[:limit] if limit is not None else ordered)]
+
+
 def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, build_index: bool = True,
                     force: bool = False) -> int:
     """Embed the rows `ids` of `kind` under `model` (default: the configured one) and store the
@@ -198,8 +205,8 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
 
 def _store_vectors(spec: Any, kind: str, rows: list[Any], model_name: str, dims: int, force: bool) -> None:
     with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)):
-        texts = spec.embed_texts(rows) if spec.embed_texts else [spec.text(row) for row in rows]
-        vectors = embeddings.embed_texts([text or " " for text in texts], model=model_name)
+        parts = spec.embed_parts(rows) if spec.embed_parts else [[(spec.text(row), 1.0)] for row in rows]
+        vectors = embeddings.embed_parts(parts, model=model_name)
         register = model_register(name=model_name, dimensions=dims, provider=settings.WINNI_EMBEDDING_PROVIDER)
         with transaction.atomic():
             if force:

@@ -427,14 +427,44 @@ def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings
     assert [round(e.fused, 6) for e in entries] == [0.6, 0.12, 0.4, 0.2]
 
 
-def test_a_message_is_embedded_with_the_turn_before_it(settings):
+def test_a_message_is_embedded_with_a_share_of_the_turn_before_it(settings):
+    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.4
     chat = conversations.conversation_begin(session_id="embed-text")
     first = conversations.message_store(conversation_id=chat.id, role="user", content="how long have you painted?")
     second = conversations.message_store(conversation_id=chat.id, role="assistant", content="Seven years now!")
     Message = searchable.get("message").model
     rows = list(Message.objects.filter(pk__in=[first.pk, second.pk]).order_by("turn_number"))
-    assert conversations.message_embed_texts(rows) == [
-        "how long have you painted?", "Seven years now!\nhow long have you painted?"]
-    assert searchable.get("message").embed_texts is conversations.message_embed_texts
+    assert conversations.message_embed_parts(rows) == [
+        [("how long have you painted?", 1.0)], [("Seven years now!", 1.0), ("how long have you painted?", 0.4)]]
+    assert searchable.get("message").embed_parts is conversations.message_embed_parts
     settings.WINNI_EMBEDDING_MAX_CHARS = 10  # no more of the previous turn than the embedder reads
-    assert conversations.message_embed_texts(rows[1:]) == ["Seven years now!\nhow long h"]
+    assert conversations.message_embed_parts(rows[1:]) == [[("Seven years now!", 1.0), ("how long h", 0.4)]]
+    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.0
+    assert conversations.message_embed_parts(rows) == [[("how long have you painted?", 1.0)], [("Seven years now!", 1.0)]]
+
+
+def test_a_conversation_is_embedded_one_text_per_turn_and_each_vector_sums_its_parts(settings, monkeypatch):
+    """Each turn is read by the model once, though it is also the next turn's context; the stored
+    vector is the normalised weighted sum of the turn's and its context's vectors."""
+    import numpy as np
+
+    from memory import embeddings
+
+    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.4
+    texts = ["the build broke on arm64", "which runner?", "the self-hosted one in rack 3", "which runner?"]
+    chat = conversations.conversation_begin(session_id="embed-once")
+    rows = [conversations.message_store(conversation_id=chat.id, role="user", content=text) for text in texts]
+    alone = dict(zip(texts, np.asarray(embeddings.embed_texts(texts))))
+    asked: list[list[str]] = []
+    embed_texts = embeddings.embed_texts
+    monkeypatch.setattr(embeddings, "embed_texts", lambda batch, **kw: asked.append(list(batch)) or embed_texts(batch, **kw))
+
+    order = vectors.keys_in_batch_order(kind="message", rows=searchable.get("message").model.objects.filter(
+        conversation=chat))
+    assert order == [str(row.pk) for row in rows]  # by conversation and turn, not by the random UUID
+    assert vectors.embedding_store(kind="message", ids=order) == 4
+    assert asked == [["the build broke on arm64", "which runner?", "the self-hosted one in rack 3"]]
+    stored = {row.object_id: np.asarray(row.vector) for row in Embedding.objects.filter(kind="message")}
+    for turn, row in enumerate(rows):
+        want = alone[texts[turn]] + (0.4 * alone[texts[turn - 1]] if turn else 0)
+        np.testing.assert_allclose(stored[str(row.pk)], want / np.linalg.norm(want), atol=1e-6)

@@ -52,6 +52,9 @@ def provider(settings: Any) -> Iterator[FakeProvider]:
     settings.WINNI_EMBEDDING_PROVIDER = "openai"
     settings.WINNI_EMBEDDING_MODEL = MODEL
     settings.WINNI_EMBEDDING_URL = fake.url
+    # Messages embedded alone, so that each row's vector is the provider's vector for one text
+    # (how a message's vector is summed from its turn and context is tested in test_embed_recall).
+    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.0
     yield fake
     fake.stop()
 
@@ -61,7 +64,8 @@ def embedding_worker(live_server_env: dict[str, str], provider: FakeProvider) ->
     """A real worker with one pool process (killable on its own, like an OOM kill), embedding
     through the OpenAI-compatible provider at `provider`."""
     env = {**live_server_env, "WINNI_EMBEDDING_PROVIDER": "openai", "WINNI_EMBEDDING_MODEL": MODEL,
-           "WINNI_EMBEDDING_URL": provider.url, "WINNI_EMBEDDING_DIMENSIONS": str(DIMS)}
+           "WINNI_EMBEDDING_URL": provider.url, "WINNI_EMBEDDING_DIMENSIONS": str(DIMS),
+           "WINNI_EMBEDDING_CONTEXT_WEIGHT": "0"}
     process = start_celery_worker(env, pool="prefork")
     yield process
     stop_process(process, timeout=20)
@@ -92,9 +96,7 @@ def _store_rows() -> tuple[dict[str, str], dict[str, str]]:
         {"role": "user", "content": "backups of staging are kept for fourteen days"},
     ])
     memory, _ = memory_services.memory_store(content="deployments happen on Tuesdays after the standup")
-    # What the provider is asked to embed for each row (a message carries the turn before it).
-    embedded = conversation_services.message_embed_texts(list(messages))
-    return {str(m.pk): text for m, text in zip(messages, embedded)}, {str(memory.pk): memory.content}
+    return {str(m.pk): m.content for m in messages}, {str(memory.pk): memory.content}
 
 
 def test_an_embedding_survives_the_death_of_its_worker_process(embedding_worker, through_broker, provider):

@@ -20,6 +20,10 @@ from django.dispatch import Signal
 searchable_changed = Signal()
 
 
+# One row's embedding as weighted texts: its vector is the normalised weighted sum of theirs.
+Parts = list[tuple[str, float]]
+
+
 @dataclass(frozen=True)
 class Searchable:
     kind: str
@@ -27,8 +31,12 @@ class Searchable:
     text: Callable[[Any], str]  # what gets embedded and shown in results
     label: Callable[[Any], str] = str  # a short title for result lists
     # What gets embedded for a batch of rows when it is more than `text` (a message: with the turn
-    # before it); one call per batch so it can look up what it needs in one query.
-    embed_texts: Callable[[list[Any]], list[str]] | None = None
+    # before it), as weighted texts per row; one call per batch so it can look up what it needs in
+    # one query.
+    embed_parts: Callable[[list[Any]], list[Parts]] | None = None
+    # The order rows are batched in for embedding: rows that share texts (a turn is the next
+    # turn's context) are best embedded together.
+    batch_order: tuple[str, ...] = ("pk",)
 
 
 _registry: dict[str, Searchable] = {}

@@ -256,6 +256,9 @@ if WINNI_EMBEDDING_BF16 not in ("auto", "on", "off"):
 WINNI_EMBEDDING_ONNX = env_bool("WINNI_EMBEDDING_ONNX", True)
 # Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
+# A message's vector is its own text's vector plus this share of the previous turn's (each turn
+# is embedded once; see memory.embeddings.embed_parts). 0 embeds a message alone.
+WINNI_EMBEDDING_CONTEXT_WEIGHT = env_float("WINNI_EMBEDDING_CONTEXT_WEIGHT", 0.4, minimum=0.0, maximum=1.0)
 # The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
 WINNI_EMBEDDING_SWEEP_SECONDS = env_int("WINNI_EMBEDDING_SWEEP_SECONDS", 60, minimum=5)
 # Hybrid recall: how the full-text and vector rankings are fused, and the weight of each side.

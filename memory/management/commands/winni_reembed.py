@@ -47,7 +47,7 @@ class Command(BaseCommand):
         dims = embeddings.dimensions()
         try:
             for kind, queryset in todo.items():
-                keys = [str(pk) for pk in queryset.order_by("pk").values_list("pk", flat=True)]
+                keys = vectors.keys_in_batch_order(kind=kind, rows=queryset)
                 with tqdm(total=len(keys), desc=kind, unit="row") as bar:
                     for chunk in vectors.chunks(keys, options["batch_size"]):
                         vectors.embedding_store(kind=kind, ids=chunk, model=model, build_index=False,
