@@ -242,7 +242,10 @@ WINNI_EMBEDDING_DIMENSIONS = env_int("WINNI_EMBEDDING_DIMENSIONS", 384, minimum=
 WINNI_EMBEDDING_URL = env_str("WINNI_EMBEDDING_URL", "http://127.0.0.1:11434")
 WINNI_EMBEDDING_API_KEY = env_str("WINNI_EMBEDDING_API_KEY", "")
 WINNI_EMBEDDING_TIMEOUT = env_float("WINNI_EMBEDDING_TIMEOUT", 60.0, minimum=0.1)
-WINNI_EMBEDDING_BATCH_SIZE = env_int("WINNI_EMBEDDING_BATCH_SIZE", 64, minimum=1, maximum=2048)
+# Rows per worker task (and texts per provider call). The local model sorts a task's texts by
+# length into passes of 16, so a larger task pads less: LoCoMo messages, two threads, 174 rows/s
+# in tasks of 64, 233 in tasks of 256.
+WINNI_EMBEDDING_BATCH_SIZE = env_int("WINNI_EMBEDDING_BATCH_SIZE", 256, minimum=1, maximum=2048)
 # torch intra-op threads per process for the local model (0 = torch's default: one per core).
 WINNI_EMBEDDING_THREADS = env_int("WINNI_EMBEDDING_THREADS", 1, minimum=0, maximum=64)
 # bfloat16 inference for the local model: `auto` uses it where the CPU computes bf16 natively
