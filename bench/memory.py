@@ -169,8 +169,7 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
     import gzip
     import json
 
-    from django.conf import settings
-
+    from conversations.services import message_parts
     from retrieval import DATA
 
     path = DATA / "locomo_dev.json.gz"
@@ -180,7 +179,6 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
         items = json.load(handle)
     questions = [qa["question"] for item in items for qa in item["qa"]]
     turns, messages = [], []
-    weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
     for item in items:
         for key, value in item["conversation"].items():
             if key.startswith("session_") and isinstance(value, list):
@@ -188,7 +186,7 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
                 for turn in value:
                     text = f"{turn['speaker']}: {turn['text']}"
                     turns.append(text)
-                    messages.append([(text, 1.0), (previous, weight)] if previous and weight else [(text, 1.0)])
+                    messages.append(message_parts(text, previous))
                     previous = text
     return {"LoCoMo questions (short sentences)": questions[:count], "LoCoMo chat turns": turns[:count],
             "LoCoMo messages as the worker embeds them (turn + share of the turn before)": messages[:count]}

@@ -724,11 +724,15 @@ def message_embed_parts(messages: list[Message]) -> list[Parts]:
             "conversation_id", "turn_number", "head"):
             if (conversation, turn) in wanted:
                 previous[(conversation, turn)] = content
-    parts = []
-    for message in messages:
-        before = previous.get((message.conversation_id, message.turn_number - 1))
-        parts.append([(message.content, 1.0), (before, weight)] if before else [(message.content, 1.0)])
-    return parts
+    return [message_parts(message.content, previous.get((message.conversation_id, message.turn_number - 1)))
+            for message in messages]
+
+
+def message_parts(content: str, before: str | None) -> Parts:
+    """A message's weighted texts: its content, and the previous turn's (if any) at
+    WINNI_EMBEDDING_CONTEXT_WEIGHT."""
+    weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
+    return [(content, 1.0), (before, weight)] if before and weight else [(content, 1.0)]
 
 
 def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:

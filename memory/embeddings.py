@@ -323,12 +323,14 @@ def embed_parts(rows: list[searchable.Parts], *, model: str | None = None) -> li
     ≈ 2× the messages per second, same semantic recall)."""
     import numpy as np
 
-    distinct = list(dict.fromkeys(text[: settings.WINNI_EMBEDDING_MAX_CHARS] or " "
-                                  for parts in rows for text, _ in parts))
+    def as_read(text: str) -> str:  # what the model reads of a text: equal ones are embedded once
+        return text[: settings.WINNI_EMBEDDING_MAX_CHARS] or " "
+
+    distinct = list(dict.fromkeys(as_read(text) for parts in rows for text, _ in parts))
     found = dict(zip(distinct, np.asarray(embed_texts(distinct, model=model), dtype=np.float64)))
     out = []
     for parts in rows:
-        total = sum(weight * found[text[: settings.WINNI_EMBEDDING_MAX_CHARS] or " "] for text, weight in parts)
+        total = sum(weight * found[as_read(text)] for text, weight in parts)
         out.append((total / np.linalg.norm(total)).astype(np.float32).tolist())
     return out
 
