@@ -128,7 +128,8 @@ def test_bad_embedding_settings_name_the_variable(monkeypatch):
 
     for name, value in (("WINNI_EMBEDDING_PROVIDER", "magic"), ("WINNI_EMBEDDING_DIMENSIONS", "0"),
                         ("WINNI_RECALL_FUSION", "max"), ("WINNI_EMBEDDING_BF16", "maybe"),
-                        ("WINNI_PG_SHARED_BUFFERS", "lots"), ("WINNI_EMBEDDING_ONNX", "perhaps")):
+                        ("WINNI_PG_SHARED_BUFFERS", "lots"), ("WINNI_EMBEDDING_ONNX", "perhaps"),
+                        ("WINNI_EMBEDDING_CONTEXT_WEIGHT", "1.5"), ("WINNI_EMBEDDING_CONTEXT_WEIGHT", "some")):
         result = subprocess.run(
             [sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, capture_output=True, text=True,
             env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.test", name: value},

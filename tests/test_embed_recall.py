@@ -462,6 +462,8 @@ def test_a_conversation_is_embedded_one_text_per_turn_and_each_vector_sums_its_p
     order = vectors.keys_in_batch_order(kind="message", rows=searchable.get("message").model.objects.filter(
         conversation=chat))
     assert order == [str(row.pk) for row in rows]  # by conversation and turn, not by the random UUID
+    assert vectors.keys_in_batch_order(kind="message", rows=searchable.get("message").model.objects.filter(
+        conversation=chat), limit=2) == order[:2]  # the sweep's first rows
     assert vectors.embedding_store(kind="message", ids=order) == 4
     assert asked == [["the build broke on arm64", "which runner?", "the self-hosted one in rack 3"]]
     stored = {row.object_id: np.asarray(row.vector) for row in Embedding.objects.filter(kind="message")}
