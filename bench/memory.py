@@ -197,7 +197,6 @@ def embedding_throughput(words: list[str]) -> None:
     their stored order (a bulk import or a re-embed), each row one text or, for messages, the
     weighted parts the worker sums."""
     import numpy as np
-    import torch
     from django.conf import settings
     from django.test.utils import override_settings
     from tqdm import tqdm
@@ -227,8 +226,9 @@ def embedding_throughput(words: list[str]) -> None:
                 embed([row])
                 single.append((time.perf_counter() - started) * 1000)
             p50, p95 = _django.percentiles(single)
-            print(f"embedding throughput, {name} (one process, tasks of {size}, "
-                  f"{torch.get_num_threads()} torch thread(s), bf16 {embeddings.use_bf16()}): "
+            runtime = "torch" if embeddings.runs_on_torch(size) else "ONNX Runtime"
+            print(f"embedding throughput, {name} (one process, tasks of {size}, {runtime}, "
+                  f"{settings.WINNI_EMBEDDING_THREADS} thread(s), bf16 {embeddings.use_bf16()}): "
                   f"{len(sample) / seconds:.0f} rows/s; one row alone: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 

@@ -78,29 +78,38 @@ def _local_model(model: str) -> Any:
     return _local_models[model]
 
 
-# Batches up to this size go through ONNX Runtime (memory.onnx_encoder), larger ones through torch.
+# A query or a handful of fresh rows: always ONNX Runtime (memory.onnx_encoder), whatever the CPU.
 ONNX_MAX_BATCH = 8
+
+
+def runs_on_torch(count: int) -> bool:
+    """Whether a batch of `count` texts of the local model runs on torch rather than ONNX Runtime.
+    ONNX Runtime computes float32 faster than torch at every batch size (AVX2-only EPYC, LoCoMo
+    turns in tasks of 256, passes of 16: 62-69 vs 50-55 texts/s with one thread, 98-112 vs 82-91
+    with two; the same vectors, cosine ≥ 0.9999998). Only a large batch in bf16, on a CPU that
+    computes it natively, is faster on torch (AVX512-BF16: 73 vs 44 texts/s in batches of 64)."""
+    return not settings.WINNI_EMBEDDING_ONNX or (count > ONNX_MAX_BATCH and use_bf16())
 
 
 @dataclass
 class LocalProvider:
     model: str = LOCAL_MODEL_NAME
-    # Texts per forward pass. sentence-transformers sorts a call's texts by length and pads each
-    # pass to its longest text, so small passes compute less padding; the CPU gains nothing from
-    # larger ones (LoCoMo turns in worker tasks of 64, two threads: 142 rows/s in passes of 64,
-    # 175 in 32, 195 in 16, 180 in 12).
+    # Texts per forward pass. A pass is padded to its longest text, so small passes of texts
+    # sorted by length compute less padding; the CPU gains nothing from larger ones (LoCoMo turns
+    # in worker tasks of 64, two threads, torch: 142 rows/s in passes of 64, 175 in 32, 195 in
+    # 16, 180 in 12; ONNX Runtime in tasks of 256: 8, 16 and 32 within the runs' spread).
     batch_size: int = 16
     name: str = "local"
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        if len(texts) <= ONNX_MAX_BATCH and settings.WINNI_EMBEDDING_ONNX:
+        if not runs_on_torch(len(texts)):
             from pathlib import Path
 
             from memory import onnx_encoder
 
             fast = onnx_encoder.encoder(Path(_model_dir(self.model)), threads=settings.WINNI_EMBEDDING_THREADS)
             if fast is not None:
-                return fast.embed(texts)
+                return fast.embed(texts, pass_size=self.batch_size)
         try:
             encoder = _local_model(self.model)
         except Exception as exc:  # a missing model directory is an outage, not bad data

