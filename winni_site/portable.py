@@ -1,7 +1,7 @@
 """Export and import of the stores as JSON Lines: one file per store, one line per top-level row
 with its owned rows nested (a conversation with its messages), plus `manifest.json`.
 
-Format "winni-export" version 1 (documented in README, "Export format"):
+Format "winni-export" version 1 (documented in docs/operations.md, "Export format"):
 - `manifest.json`: {"format": "winni-export", "version": 1, "created_at", "stores": {store:
   {"file", "version", "lines", "rows": {model: count}, "sha256"}}}
 - `<store>.jsonl`: UTF-8, one JSON object per line, keys sorted, rows in primary-key order. A line

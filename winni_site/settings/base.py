@@ -277,11 +277,11 @@ WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimu
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
 # --- Conversations: search and orchestration results ---------------------------------------
-# dewey_search ranks only the most recent N matches (README "Search"); also the cap up to which
+# dewey_search ranks only the most recent N matches (docs/search.md, "Common words"); also the cap up to which
 # `total` is exact.
 WINNI_SEARCH_CANDIDATES = env_int("WINNI_SEARCH_CANDIDATES", 1000, minimum=100, maximum=100_000)
 # dewey_search's mode when the caller names none. SPEC: the mode that measures best on the
-# retrieval benchmark, which is hybrid (README "Retrieval quality").
+# retrieval benchmark, which is hybrid (docs/benchmarks.md, "Retrieval quality").
 WINNI_SEARCH_DEFAULT_MODE = env_str("WINNI_SEARCH_DEFAULT_MODE", "hybrid")
 if WINNI_SEARCH_DEFAULT_MODE not in ("fts", "semantic", "hybrid"):
     raise ImproperlyConfigured(

@@ -1,5 +1,5 @@
 """Export the stores as JSON Lines (one file per store plus manifest.json with SHA-256
-checksums); format "winni-export" version 1, documented in README. Deterministic: the same data
+checksums); format "winni-export" version 1, documented in docs/operations.md. Deterministic: the same data
 gives the same files."""
 from pathlib import Path
 
