@@ -332,23 +332,13 @@ def synthetic_conversations(
             yield ConversationRow(uuid.uuid4(), session, {"source": "bench"}, started_at, when, rows)
 
 
-def load_corpus(
-    *,
-    conversations: int,
-    messages: int,
-    seed: int = 0,
-    min_per: int = 2,
-    max_per: int = 200,
-    session_share: float = 0.5,
-    days: int = 365,
-    defer_indexes: bool | None = None,
-    progress: bool = True,
-) -> LoadStats:
+def load_corpus(*, conversations: int, messages: int, defer_indexes: bool | None = None, progress: bool = True,
+                **shape: Any) -> LoadStats:
     """COPY `conversations` synthetic conversations holding `messages` messages into the configured
-    database (copy_corpus). About `session_share` of the conversations get a session id
-    (`bench-session-<n>`, ~5 conversations per session)."""
-    rows = synthetic_conversations(conversations=conversations, messages=messages, seed=seed, min_per=min_per,
-                                   max_per=max_per, session_share=session_share, days=days)
+    database (copy_corpus); `shape` is synthetic_conversations' seed, min_per, max_per,
+    session_share (about that share of the conversations get a session id, `bench-session-<n>`,
+    ~5 conversations per session) and days."""
+    rows = synthetic_conversations(conversations=conversations, messages=messages, **shape)
     return copy_corpus(rows, messages=messages, defer_indexes=defer_indexes, progress=progress)
 
 
