@@ -29,7 +29,7 @@ Deterministic for a seed (also the UUIDs); sessions start over `days` (default 1
 (default 2026-11-01), on working hours, each project active in its own window of those months.
 
 Where the numbers come from
-- Measured (2026-11-23) by importing tests/data/claude-code-2.1.197-session.jsonl (a real Claude
+- Measured (2026-11-24) by importing tests/data/claude-code-2.1.197-session.jsonl (a real Claude
   Code 2.1.197 session, made against a stand-in model, so its lengths say nothing) through the
   real import into a bench database: 22 transcript lines → 8 messages (3 user, 3 assistant,
   2 tool: one tool_use of 88 characters, one tool_result of 350); queue-operation, attachment,
@@ -42,10 +42,10 @@ Where the numbers come from
   from 245,306 Claude Code tool calls") has 7.2 human prompts, 40 tool calls and ≈ 33 assistant
   text/thinking rows per session → TOOLS_PER_TURN ≈ 5.5 and, assuming half of those rows are
   thinking, ≈ 16 text blocks per session: one reply per turn plus an interstitial text before
-  TEXT_BEFORE_TOOL ≈ 0.22 of the tool calls. Tool mix (cc-multi over 1,835 sessions: Bash 36.9%,
-  Read 24.8%, Edit 15.0%, Grep 11.2%, Write 4.6%, Glob 3.0%, WebSearch 1.8%, Task* 2.7%) → TOOL_MIX,
-  with TodoWrite for the Task* list tools, and WebFetch, Task (sub-agents) and MCP tools assumed at
-  1.5% each.
+  TEXT_BEFORE_TOOL ≈ 0.22 of the tool calls. Tool mix (the cc-multi README's run over 1,835
+  sessions: Bash 36.9%, Read 24.8%, Edit 15.0%, Grep 11.2%, Write 4.6%, Glob 3.0%, WebSearch 1.8%,
+  TaskCreate/TaskUpdate 2.7%) → TOOL_MIX, with TodoWrite for the task-list tools, and WebFetch,
+  Task (sub-agents) and MCP tools assumed at 1.5% each.
 - Assumed (no real lengths were reachable; each is a log-normal median and spread in
   realistic_content.py): prompts median 180 characters (a few lines; 10% over 900 with pasted
   logs or code), replies median 900 (a few paragraphs, code blocks in about half), interstitial

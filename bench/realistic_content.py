@@ -282,7 +282,8 @@ def make_project(rng: random.Random, index: int, name: str) -> Project:
         attrs = [camel(pick(rng, nouns), pick(rng, ["id", "status", "amount", "createdAt", "count", "url"]))
                  for _ in range(30)]
     else:
-        functions = [pascal(pick(rng, verbs), pick(rng, nouns)) if language == "go" else snake(pick(rng, verbs), pick(rng, nouns))
+        functions = [pascal(pick(rng, verbs), pick(rng, nouns)) if language == "go"
+                     else snake(pick(rng, verbs), pick(rng, nouns))
                      for _ in range(40)]
         attrs = [camel(pick(rng, nouns), pick(rng, ["ID", "Status", "Amount", "Count"])) if language == "go"
                  else snake(pick(rng, nouns), pick(rng, ["id", "status", "amount", "count"])) for _ in range(30)]
@@ -296,7 +297,8 @@ def make_project(rng: random.Random, index: int, name: str) -> Project:
     tests = []
     for _ in range(40):
         fn = pick(rng, functions)
-        base = f"test_{fn.lower()}_{pick(rng, ['handles', 'rejects', 'returns', 'retries', 'skips'])}_{pick(rng, ADJECTIVES)}_{pick(rng, nouns)}"
+        outcome = pick(rng, ['handles', 'rejects', 'returns', 'retries', 'skips'])
+        base = f"test_{fn.lower()}_{outcome}_{pick(rng, ADJECTIVES)}_{pick(rng, nouns)}"
         tests.append(f"{pick(rng, test_files)}::{base}" if language == "python" else
                      (f"Test{pascal(fn)}" if language == "go" else base))
     deps = rng.sample(DEPENDENCIES[language], 6)
@@ -849,7 +851,8 @@ class Tools:
         if rng.random() < 0.55:
             args["output_mode"] = "files_with_matches"
             paths = [self.abs(project, p) for p in hits]
-            result = f"Found {len(paths)} file{'s' if len(paths) != 1 else ''}\n" + "\n".join(paths) if paths else "No files found"
+            result = (f"Found {len(paths)} file{'s' if len(paths) != 1 else ''}\n" + "\n".join(paths)
+                      if paths else "No files found")
             response = {"mode": "files_with_matches", "filenames": paths, "numFiles": len(paths)}
         else:
             args.update(output_mode="content", **{"-n": True})
@@ -974,7 +977,8 @@ class Tools:
                 for test in rng.sample(project.tests, min(failures, len(project.tests))):
                     lines += self._python_failure(project, test)
                 lines += ["=" * 27 + " short test summary info " + "=" * 28]
-                lines += [f"FAILED {t} - {project.error(rng).splitlines()[0][:80]}" for t in rng.sample(project.tests, min(failures, 5))]
+                lines += [f"FAILED {t} - {project.error(rng).splitlines()[0][:80]}"
+                          for t in rng.sample(project.tests, min(failures, 5))]
             seconds = round(rng.uniform(0.4, 90), 2)
             summary = f"{failures} failed, {total - failures} passed" if failed else f"{total} passed"
             lines.append(f"{'=' * 20} {summary} in {seconds}s {'=' * 20}")
