@@ -7,7 +7,9 @@ operation and the bulk ingest rate.
     .venv/bin/python bench/conversations.py --conversations 10000 --messages 100000 --samples 100
 
 The data dir (default /tmp/winni-bench-conv) is wiped first unless --reuse is given (then the
-corpus is not loaded again).
+corpus is not loaded again). --corpus realistic loads bench/realistic.py's coding-agent sessions
+instead of the synthetic text; its rare, medium and common terms are a ticket id of the least
+worked-on project, the name of the project nearest 1% of the sessions, and "test".
 """
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ def main() -> None:
     parser.add_argument("--data-dir", default="/tmp/winni-bench-conv")
     parser.add_argument("--reuse", action="store_true", help="keep the data dir and its corpus")
     parser.add_argument("--ingest-batches", type=int, default=40, help="bulk calls of 500 messages for the ingest rate")
+    parser.add_argument("--corpus", choices=["synthetic", "realistic"], default="synthetic",
+                        help="synthetic Zipf text (default) or bench/realistic.py's coding-agent sessions")
     args = parser.parse_args()
 
     data_dir = Path(args.data_dir)
@@ -54,19 +58,29 @@ def main() -> None:
 
     from bench.corpus import COMMON_TERM, MEDIUM_TERM, RARE_TERM, load_corpus, setup_django
 
+    terms = {"rare": RARE_TERM, "medium": MEDIUM_TERM, "common": COMMON_TERM}
+    realistic_corpus = None
+    if args.corpus == "realistic":
+        from bench.realistic import RealisticCorpus, copy_corpus, search_terms
+
+        realistic_corpus = RealisticCorpus(conversations=args.conversations, messages=args.messages)
+        terms = search_terms(realistic_corpus)
     setup_django()
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM conversations_message")
         existing = cursor.fetchone()[0]
-    if existing == 0:
+    if existing == 0 and realistic_corpus is not None:
+        copy_corpus(realistic_corpus, messages=args.messages)
+    elif existing == 0:
         load_corpus(conversations=args.conversations, messages=args.messages)
     else:
         # Drop what earlier runs wrote through the server (the corpus is tagged source=bench),
         # so term frequencies stay as loaded, and refresh the planner's statistics.
         with connection.cursor() as cursor:
-            earlier = "SELECT id FROM conversations_conversation WHERE metadata IS NULL OR metadata->>'source' <> 'bench'"
+            earlier = ("SELECT id FROM conversations_conversation WHERE metadata IS NULL "
+                       "OR (metadata->>'source' <> 'bench' AND NOT metadata ? 'bench_corpus')")
             cursor.execute(f"DELETE FROM conversations_message WHERE conversation_id IN ({earlier})")
             cursor.execute(f"DELETE FROM conversations_conversation WHERE id IN ({earlier})")
             print(f"reusing {existing:,} messages in {data_dir} (removed {cursor.rowcount:,} conversations of earlier runs)")
@@ -91,7 +105,7 @@ def main() -> None:
     server = LiveServer(env)
     try:
         asyncio.run(drive(server.url, token, args, session_id, first_at, last_at,
-                          COMMON_TERM, MEDIUM_TERM, RARE_TERM, total_messages))
+                          terms["common"], terms["medium"], terms["rare"], total_messages))
     finally:
         server.stop()
         from winni_site import embedded
@@ -148,7 +162,7 @@ async def drive(url: str, token: str, args: Any, session_id: str, first_at: Any,
             for label, query, extra in [
                 (f"search fts rare ({rare})", rare, fts),
                 (f"search fts medium ({medium})", medium, fts),
-                (f"search fts common ({common}, ~90%)", common, fts),
+                (f"search fts common ({common}{', ~90%' if args.corpus == 'synthetic' else ''})", common, fts),
                 ("search fts two words (database index)", "database index", fts),
                 ("search fts common + role=assistant", common, {"role": "assistant", **fts}),
                 ("search fts common + one day", common, {**window, **fts}),

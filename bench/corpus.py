@@ -1,5 +1,6 @@
 """A reusable synthetic conversation corpus, loaded with COPY into the database Django is configured
-for (other benchmarks import it).
+for (other benchmarks import it), and the COPY path any corpus loads through (copy_corpus: a
+stream of ConversationRow; bench/realistic.py's coding-agent sessions use it too).
 
     from bench.corpus import setup_django, load_corpus
     setup_django()                      # honours DATABASE_URL / WINNI_DATA_DIR, runs migrations
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import sys
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 from tqdm import tqdm
@@ -73,6 +76,7 @@ class LoadStats:
     messages: int
     seconds: float
     index_seconds: float
+    characters: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -106,7 +110,7 @@ def _vocabulary(rng: np.random.Generator, size: int = 20_000) -> list[str]:
     return words
 
 
-def _conversation_sizes(rng: np.random.Generator, conversations: int, messages: int, lo: int, hi: int) -> np.ndarray:
+def conversation_sizes(rng: np.random.Generator, conversations: int, messages: int, lo: int, hi: int) -> np.ndarray:
     """Long-tailed sizes in [lo, hi] summing exactly to `messages`."""
     if not lo * conversations <= messages <= hi * conversations:
         raise ValueError(f"{messages} messages cannot fill {conversations} conversations of {lo}-{hi} messages")
@@ -160,34 +164,62 @@ def _copy_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
+def _copy_value(value: Any) -> str:
+    """One field in COPY's text format: NULL, JSON for dicts, ISO for timestamps."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, dict):
+        value = json.dumps(value, ensure_ascii=False)
+    elif isinstance(value, dt.datetime):
+        value = value.isoformat()
+    return _copy_escape(str(value))
+
+
+@dataclass(slots=True)
+class MessageRow:
+    id: uuid.UUID
+    turn_number: int
+    role: str
+    content: str
+    created_at: dt.datetime
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class ConversationRow:
+    id: uuid.UUID
+    session_id: str | None
+    metadata: dict[str, Any] | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    messages: list[MessageRow]
+
+
 # Secondary message indexes that are cheaper to build once after a bulk load than to maintain.
 _DEFERRABLE_INDEXES = ("msg_search_vector", "msg_created")
+# A COPY batch ends after this many conversations or characters of message text, whichever comes
+# first (a batch of long realistic messages stays a few tens of MB).
+_BATCH_CONVERSATIONS = 2_000
+_BATCH_CHARS = 32_000_000
 
 
-def load_corpus(
+def copy_corpus(
+    conversations: Iterable[ConversationRow],
     *,
-    conversations: int,
     messages: int,
-    seed: int = 0,
-    min_per: int = 2,
-    max_per: int = 200,
-    session_share: float = 0.5,
-    days: int = 365,
     defer_indexes: bool | None = None,
     progress: bool = True,
+    on_batch: Callable[[list[uuid.UUID]], None] | None = None,
 ) -> LoadStats:
-    """COPY `conversations` conversations holding `messages` messages into the configured database.
+    """COPY conversations and their messages (any generator of ConversationRow: this module's
+    synthetic text, bench/realistic.py's coding-agent sessions) into the configured database,
+    in batches; `messages` is the expected total, for the progress bar. `on_batch` gets each
+    batch's message ids once they are in (bench/memory.py adds their vectors).
 
     defer_indexes (default: when the message table is empty) drops the GIN and created_at indexes
-    first and rebuilds them after the load, which is several times faster than maintaining them.
-    About `session_share` of the conversations get a session id (`bench-session-<n>`, ~5
-    conversations per session)."""
+    first and rebuilds them after the load, which is several times faster than maintaining them."""
     from django.db import connection
 
-    rng = np.random.default_rng(seed)
-    sizes = _conversation_sizes(rng, conversations, messages, min_per, max_per)
-    maker = _TextMaker(rng)
-    now = dt.datetime.now(dt.timezone.utc)
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("SELECT NOT EXISTS (SELECT 1 FROM conversations_message)")
@@ -197,30 +229,9 @@ def load_corpus(
             for name in _DEFERRABLE_INDEXES:
                 cursor.execute(f"DROP INDEX IF EXISTS {name}")
     bar = tqdm(total=messages, unit="msg", desc="COPY messages", disable=not progress, smoothing=0.1)
-    chunk = 2_000  # conversations per COPY batch
-    for first in range(0, conversations, chunk):
-        batch_sizes = sizes[first : first + chunk]
-        n_messages = int(batch_sizes.sum())
-        texts = maker.texts(n_messages)
-        roles = rng.choice(len(ROLES), size=n_messages, p=ROLE_WEIGHTS)
-        gaps = rng.integers(5, 600, n_messages)
-        conv_rows: list[str] = []
-        msg_rows: list[str] = []
-        k = 0
-        for j, size in enumerate(batch_sizes):
-            cid = uuid.uuid4()
-            started_at = now - dt.timedelta(seconds=float(rng.uniform(0, days * 86400)))
-            session = f"bench-session-{(first + j) // 5}" if rng.random() < session_share else None
-            when = started_at
-            for turn in range(1, int(size) + 1):
-                when = when + dt.timedelta(seconds=int(gaps[k]))
-                role = ROLES[roles[k]] if turn > 1 else "user"
-                msg_rows.append(f"{uuid.uuid4()}\t{cid}\t{turn}\t{role}\t{_copy_escape(texts[k])}\t\\N\t{when.isoformat()}\n")
-                k += 1
-            conv_rows.append(
-                f"{cid}\t{session if session else chr(92) + 'N'}\t{{\"source\": \"bench\"}}\t"
-                f"{started_at.isoformat()}\t{when.isoformat()}\n"
-            )
+    counts = [0, 0, 0]  # conversations, messages, characters
+
+    def flush(conv_rows: list[str], msg_rows: list[str], ids: list[uuid.UUID]) -> None:
         with connection.cursor() as cursor:
             with cursor.copy(
                 "COPY conversations_conversation (id, session_id, metadata, created_at, updated_at) FROM STDIN"
@@ -231,7 +242,35 @@ def load_corpus(
                 "FROM STDIN"
             ) as copy:
                 copy.write("".join(msg_rows))
-        bar.update(n_messages)
+        if on_batch is not None:
+            on_batch(ids)
+        bar.update(len(ids))
+
+    conv_rows: list[str] = []
+    msg_rows: list[str] = []
+    ids: list[uuid.UUID] = []
+    chars = 0
+    for conversation in conversations:
+        cid = conversation.id
+        conv_rows.append("\t".join(_copy_value(v) for v in (
+            cid, conversation.session_id, conversation.metadata, conversation.created_at,
+            conversation.updated_at)) + "\n")
+        for message in conversation.messages:
+            msg_rows.append("\t".join(_copy_value(v) for v in (
+                message.id, cid, message.turn_number, message.role, message.content, message.metadata,
+                message.created_at)) + "\n")
+            ids.append(message.id)
+            chars += len(message.content)
+        counts[0] += 1
+        if len(conv_rows) >= _BATCH_CONVERSATIONS or chars >= _BATCH_CHARS:
+            counts[1] += len(ids)
+            counts[2] += chars
+            flush(conv_rows, msg_rows, ids)
+            conv_rows, msg_rows, ids, chars = [], [], [], 0
+    if conv_rows:
+        counts[1] += len(ids)
+        counts[2] += chars
+        flush(conv_rows, msg_rows, ids)
     bar.close()
     loaded = time.perf_counter() - started
     index_started = time.perf_counter()
@@ -246,15 +285,61 @@ def load_corpus(
         cursor.execute("ANALYZE conversations_conversation")
         cursor.execute("ANALYZE conversations_message")
     index_seconds = time.perf_counter() - index_started
-    stats = LoadStats(conversations, messages, loaded + index_seconds, index_seconds)
+    stats = LoadStats(counts[0], counts[1], loaded + index_seconds, index_seconds, counts[2])
     if progress:
         print(
-            f"loaded {conversations:,} conversations / {messages:,} messages in {stats.seconds:.1f} s "
-            f"({messages / loaded:,.0f} messages/s COPY incl. tsvector; indexes {index_seconds:.1f} s; "
+            f"loaded {stats.conversations:,} conversations / {stats.messages:,} messages "
+            f"({stats.characters / 1e6:,.1f} M characters) in {stats.seconds:.1f} s "
+            f"({stats.messages / loaded:,.0f} messages/s COPY incl. tsvector; indexes {index_seconds:.1f} s; "
             f"{stats.rows_per_second:,.0f} rows/s overall)",
             flush=True,
         )
     return stats
+
+
+def synthetic_conversations(
+    *,
+    conversations: int,
+    messages: int,
+    seed: int = 0,
+    min_per: int = 2,
+    max_per: int = 200,
+    session_share: float = 0.5,
+    days: int = 365,
+) -> Iterator[ConversationRow]:
+    """The synthetic corpus, conversation by conversation (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    sizes = conversation_sizes(rng, conversations, messages, min_per, max_per)
+    maker = _TextMaker(rng)
+    now = dt.datetime.now(dt.timezone.utc)
+    for first in range(0, conversations, _BATCH_CONVERSATIONS):
+        batch_sizes = sizes[first : first + _BATCH_CONVERSATIONS]
+        n_messages = int(batch_sizes.sum())
+        texts = maker.texts(n_messages)
+        roles = rng.choice(len(ROLES), size=n_messages, p=ROLE_WEIGHTS)
+        gaps = rng.integers(5, 600, n_messages)
+        k = 0
+        for j, size in enumerate(batch_sizes):
+            started_at = now - dt.timedelta(seconds=float(rng.uniform(0, days * 86400)))
+            session = f"bench-session-{(first + j) // 5}" if rng.random() < session_share else None
+            when = started_at
+            rows = []
+            for turn in range(1, int(size) + 1):
+                when = when + dt.timedelta(seconds=int(gaps[k]))
+                role = ROLES[roles[k]] if turn > 1 else "user"
+                rows.append(MessageRow(uuid.uuid4(), turn, role, texts[k], when))
+                k += 1
+            yield ConversationRow(uuid.uuid4(), session, {"source": "bench"}, started_at, when, rows)
+
+
+def load_corpus(*, conversations: int, messages: int, defer_indexes: bool | None = None, progress: bool = True,
+                **shape: Any) -> LoadStats:
+    """COPY `conversations` synthetic conversations holding `messages` messages into the configured
+    database (copy_corpus); `shape` is synthetic_conversations' seed, min_per, max_per,
+    session_share (about that share of the conversations get a session id, `bench-session-<n>`,
+    ~5 conversations per session) and days."""
+    rows = synthetic_conversations(conversations=conversations, messages=messages, **shape)
+    return copy_corpus(rows, messages=messages, defer_indexes=defer_indexes, progress=progress)
 
 
 def main() -> None:

@@ -9,9 +9,12 @@ not the bottleneck; they share the machine's cores with the server, as a local a
 Prints the offered and achieved rate, p50/p95/p99 per tool, errors, the server's RSS (all its
 processes) at start and end, the CPU time each part spent per call (uvicorn, PostgreSQL, the
 load generator: on 2 shared cores that sum, not any one part, sets how far latency can fall) and
-the host's CPU steal over the run.
+the host's CPU steal over the run. With --corpus realistic the stored messages are coding-agent
+messages of bench/realistic.py (prompts, replies, tool calls and outputs up to 20,000 characters,
+in their real mix) and the searches are its queries (questions, identifiers, file names, errors);
+synthetic (the default) stores 30 words of eight and searches one of them.
     .venv/bin/python bench/load.py [--clients 32] [--seconds 60] [--think-ms 0] [--web-workers 2]
-                                   [--search-mode hybrid|fts|semantic]"""
+                                   [--search-mode hybrid|fts|semantic] [--corpus synthetic|realistic]"""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +29,18 @@ from tqdm import tqdm
 from ops_support import percentile, process_tree, server_cpu, winni_server
 
 WORDS = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
+POOL_SIZE = 2_000  # realistic messages and queries the clients draw from
+
+
+def corpus_pools(kind: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """(role, content) pairs to store and queries to search; empty for the synthetic words."""
+    if kind == "synthetic":
+        return [], []
+    from realistic import RealisticCorpus, queries, sample_rows
+
+    corpus = RealisticCorpus(conversations=POOL_SIZE // 10, messages=POOL_SIZE, seed=3)
+    return ([(m.role, m.content) for m in sample_rows(corpus, POOL_SIZE)],
+            [q for _, q in queries(corpus, POOL_SIZE)])
 
 
 def _rss(pid: int) -> int:
@@ -45,7 +60,8 @@ def _host_ticks() -> tuple[int, int]:
 
 
 async def client_loop(url: str, token: str, number: int, deadline: float, think_ms: float,
-                      latencies: dict[str, list[float]], errors: list[str], progress) -> None:  # type: ignore[no-untyped-def]
+                      latencies: dict[str, list[float]], errors: list[str], progress,  # type: ignore[no-untyped-def]
+                      pools: tuple[list[tuple[str, str]], list[str]]) -> None:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -60,12 +76,13 @@ async def client_loop(url: str, token: str, number: int, deadline: float, think_
                 if think_ms:
                     await asyncio.sleep(rng.expovariate(1000 / think_ms))
                 roll = rng.random()
+                contents, queries = pools
                 if roll < 0.4:
-                    name, args = "dewey_store_message", {
-                        "conversation_id": cid, "role": rng.choice(["user", "assistant"]),
-                        "content": " ".join(rng.choices(WORDS, k=30))}
+                    role, content = (rng.choice(contents) if contents else
+                                     (rng.choice(["user", "assistant"]), " ".join(rng.choices(WORDS, k=30))))
+                    name, args = "dewey_store_message", {"conversation_id": cid, "role": role, "content": content}
                 elif roll < 0.7:
-                    name, args = "dewey_search", {"query": rng.choice(WORDS), "limit": 10}
+                    name, args = "dewey_search", {"query": rng.choice(queries or WORDS), "limit": 10}
                 else:
                     name, args = "dewey_get_conversation", {"conversation_id": cid}
                 started = time.perf_counter()
@@ -80,7 +97,7 @@ async def client_loop(url: str, token: str, number: int, deadline: float, think_
 
 
 def client_process(url: str, token: str, numbers: list[int], seconds: float, think_ms: float,
-                   progress, ready, go, results) -> None:  # type: ignore[no-untyped-def]
+                   progress, ready, go, results, pools) -> None:  # type: ignore[no-untyped-def]
     """One load-generator process: its share of the clients, all starting at the same moment."""
     import mcp.client.streamable_http  # noqa: F401 - imported before the clock starts
 
@@ -93,7 +110,7 @@ def client_process(url: str, token: str, numbers: list[int], seconds: float, thi
     async def main() -> None:
         deadline = time.monotonic() + seconds
         outcomes = await asyncio.gather(
-            *(client_loop(url, token, n, deadline, think_ms, latencies, errors, progress) for n in numbers),
+            *(client_loop(url, token, n, deadline, think_ms, latencies, errors, progress, pools) for n in numbers),
             return_exceptions=True)
         errors.extend(f"client crashed: {o!r}" for o in outcomes if isinstance(o, BaseException))
 
@@ -102,14 +119,15 @@ def client_process(url: str, token: str, numbers: list[int], seconds: float, thi
 
 
 def run_load(url: str, token: str, clients: int, seconds: float, think_ms: float, procs: int,
-             desc: str = "load") -> tuple[dict[str, list[float]], list[str], float, float]:
+             desc: str = "load", pools: tuple[list[tuple[str, str]], list[str]] = ([], [])
+             ) -> tuple[dict[str, list[float]], list[str], float, float]:
     """(latencies per tool, errors, seconds elapsed, CPU seconds the load generators spent)"""
     context = multiprocessing.get_context("spawn")
     progress = context.Value("i", 0, lock=False)
     ready, go, results = context.Semaphore(0), context.Event(), context.Queue()
     workers = [context.Process(target=client_process,
                                args=(url, token, list(range(p, clients, procs)), seconds, think_ms,
-                                     progress, ready, go, results))
+                                     progress, ready, go, results, pools))
                for p in range(min(procs, clients))]
     for worker in workers:
         worker.start()
@@ -168,20 +186,23 @@ def main() -> None:
     parser.add_argument("--client-procs", type=int, default=2, help="load-generator processes")
     parser.add_argument("--search-mode", choices=["fts", "semantic", "hybrid"], default="hybrid",
                         help="WINNI_SEARCH_DEFAULT_MODE of the server (dewey_search is called without a mode)")
+    parser.add_argument("--corpus", choices=["synthetic", "realistic"], default="synthetic",
+                        help="what the clients store and search (see above)")
     args = parser.parse_args()
+    pools = corpus_pools(args.corpus)
     paces = args.think_ms or [0.0]
     print(f"server: {args.web_workers} uvicorn worker(s), dewey_search default mode {args.search_mode}; "
-          f"{args.client_procs} client process(es) on {os.cpu_count()} cores")
+          f"{args.client_procs} client process(es) on {os.cpu_count()} cores; {args.corpus} messages and queries")
     with winni_server("load", workers=args.web_workers, WINNI_SEARCH_DEFAULT_MODE=args.search_mode) as (server, token,
                                                                                                        data_dir):
         # Warm up every worker (imports, the embedding model, first connections), then take the RSS.
-        run_load(server.url, token, 8, 10, 0, 1, desc="warm-up")
+        run_load(server.url, token, 8, 10, 0, 1, desc="warm-up", pools=pools)
         for think_ms in paces:
             rss_start = _rss(server.process.pid)
             cpu_start = server_cpu(server.process.pid, data_dir)
             steal_start, total_start = _host_ticks()
             latencies, errors, elapsed, generator_cpu = run_load(server.url, token, args.clients, args.seconds,
-                                                                 think_ms, args.client_procs)
+                                                                 think_ms, args.client_procs, pools=pools)
             cpu = {part: seconds - cpu_start[part] for part, seconds in server_cpu(server.process.pid, data_dir).items()}
             cpu["load generator"] = generator_cpu
             steal_end, total_end = _host_ticks()

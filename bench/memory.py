@@ -1,14 +1,19 @@
 """Latency at scale: search_memory and winni_recall through MCP over 100K memories and 1M messages
 with vectors, plus embedding throughput of one worker with the real model.
 
-The corpus is synthetic: texts of 8-20 words drawn from a 20,000-word Zipf vocabulary, loaded
-with COPY (not through the API: a million API calls is not what is measured here), and every
-row gets a random unit vector (cosine search costs the same for any vector; ranking quality is
-bench/retrieval.py's job). Queries are embedded by the real all-MiniLM-L6-v2 in the web process,
-so the measured latency includes the query embedding.
+The corpus (--corpus) is synthetic (default: texts of 8-20 words drawn from a 20,000-word Zipf
+vocabulary, queries of 2-4 such words) or realistic (bench/realistic.py: coding-agent sessions as
+Winni's capture stores them, 10 messages per session, memories that are one-sentence project facts,
+queries that are questions, identifiers, file names, errors). Either is loaded with COPY (not
+through the API: a million API calls is not what is measured here), and every row gets a random
+unit vector (cosine search costs the same for any vector; ranking quality is bench/retrieval.py's
+job). Queries are embedded by the real all-MiniLM-L6-v2 in the web process, so the measured
+latency includes the query embedding. The embedding throughput embeds real texts of the chosen
+corpus as the worker does.
 
     .venv/bin/python bench/memory.py                       # 100K memories, 1M messages
     .venv/bin/python bench/memory.py --messages 200000 --queries 50
+    .venv/bin/python bench/memory.py --skip-latency --corpus realistic --throughput-rows 2000
 
 The data stays in WINNI_DATA_DIR (default /tmp/winni-bench-memory) for the next run."""
 from __future__ import annotations
@@ -61,8 +66,9 @@ def unit_vectors(count: int, rng: Any) -> Any:
     return block
 
 
-def load(memories: int, messages: int, words: list[str]) -> None:
-    """COPY the synthetic corpus and its vectors in, then build the HNSW indexes once."""
+def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> None:
+    """COPY the corpus (synthetic, or `corpus`, a bench.realistic.RealisticCorpus) and its vectors
+    in, then build the HNSW indexes once."""
     import numpy as np
     from django.db import connection
     from pgvector import Vector
@@ -74,11 +80,15 @@ def load(memories: int, messages: int, words: list[str]) -> None:
     from memory.models import Embedding, Memory
     from memory.services import content_hash
 
+    import realistic
+
+    tagged = Conversation.objects.filter(metadata__bench_corpus=realistic.CORPUS_TAG).exists()
     have = (Memory.objects.count(), Message.objects.count())
-    if have == (memories, messages):
-        print(f"corpus present: {memories} memories, {messages} messages")
+    kind_name = "realistic" if corpus else "synthetic"
+    if have == (memories, messages) and tagged == bool(corpus):
+        print(f"{kind_name} corpus present: {memories} memories, {messages} messages")
         return
-    print(f"loading {memories} memories and {messages} messages (found {have}; starting over)")
+    print(f"loading {memories} memories and {messages} {kind_name} messages (found {have}; starting over)")
     Embedding.objects.all().delete()
     Memory.objects.all().delete()
     Conversation.objects.all().delete()
@@ -87,26 +97,38 @@ def load(memories: int, messages: int, words: list[str]) -> None:
     raw = connection.connection
     register_vector(raw)
     chunk = 20_000
+    memory_texts = realistic.memory_texts(corpus, memories) if corpus else None
+
+    def copy_vectors(kind: str, ids: list[uuid.UUID]) -> None:
+        block = unit_vectors(len(ids), rng)
+        with raw.cursor() as cursor:
+            with cursor.copy("COPY memory_embedding (kind, object_id, model, dimensions, vector, created_at) "
+                             "FROM STDIN WITH (FORMAT BINARY)") as copy:
+                copy.set_types(["varchar", "varchar", "varchar", "int2", "vector", "timestamptz"])
+                for pk, vector in zip(ids, block):
+                    copy.write_row((kind, str(pk), MODEL, DIMS, Vector(vector), EPOCH))
+
     with raw.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '2GB'")
         cursor.execute(f"DROP INDEX IF EXISTS {vectors.index_name(model=MODEL, kind='message', dimensions=DIMS)}")
         cursor.execute(f"DROP INDEX IF EXISTS {vectors.index_name(model=MODEL, kind='memory', dimensions=DIMS)}")
-        conversations = [uuid.uuid4() for _ in range(max(1, messages // TURNS_PER_CONVERSATION))]
-        with cursor.copy("COPY conversations_conversation (id, session_id, created_at, updated_at) FROM STDIN") as copy:
-            for index, cid in enumerate(conversations):
-                copy.write_row((cid, f"bench-{index % 500}", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"))
-        for kind, total in (("memory", memories), ("message", messages)):
+        conversations = [] if corpus else [uuid.uuid4() for _ in range(max(1, messages // TURNS_PER_CONVERSATION))]
+        if not corpus:
+            with cursor.copy("COPY conversations_conversation (id, session_id, created_at, updated_at) FROM STDIN") as copy:
+                for index, cid in enumerate(conversations):
+                    copy.write_row((cid, f"bench-{index % 500}", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"))
+        for kind, total in (("memory", memories), ("message", 0 if corpus else messages)):
             with tqdm(total=total, desc=f"COPY {kind}s + vectors", unit="row") as bar:
                 for start in range(0, total, chunk):
                     count = min(chunk, total - start)
-                    batch = texts(count, words, rng)
+                    batch = memory_texts[start:start + count] if memory_texts and kind == "memory" else texts(count, words, rng)
                     ids = [uuid.uuid4() for _ in range(count)]
                     if kind == "memory":
                         with cursor.copy("COPY memory_memory (id, content, content_hash, tags, created_at) FROM STDIN") as copy:
                             for pk, text in zip(ids, batch):
                                 tag = ["bench", f"t{int(rng.integers(0, 50))}"]
-                                copy.write_row((pk, f"{text} {pk.hex[:8]}", content_hash(f"{text} {pk.hex[:8]}"), tag,
-                                                "2026-01-01T00:00:00Z"))
+                                content = text if memory_texts else f"{text} {pk.hex[:8]}"  # unique by content
+                                copy.write_row((pk, content, content_hash(content), tag, "2026-01-01T00:00:00Z"))
                     else:
                         with cursor.copy("COPY conversations_message (id, conversation_id, turn_number, role, content, "
                                          "created_at) FROM STDIN") as copy:
@@ -115,14 +137,14 @@ def load(memories: int, messages: int, words: list[str]) -> None:
                                 copy.write_row((pk, conversations[number // TURNS_PER_CONVERSATION],
                                                 number % TURNS_PER_CONVERSATION + 1, "user" if number % 2 else "assistant",
                                                 text, "2026-01-01T00:00:00Z"))
-                    block = unit_vectors(count, rng)
-                    with cursor.copy("COPY memory_embedding (kind, object_id, model, dimensions, vector, created_at) "
-                                     "FROM STDIN WITH (FORMAT BINARY)") as copy:
-                        copy.set_types(["varchar", "varchar", "varchar", "int2", "vector", "timestamptz"])
-                        for pk, vector in zip(ids, block):
-                            copy.write_row((kind, str(pk), MODEL, DIMS, Vector(vector), EPOCH))
+                    copy_vectors(kind, ids)
                     raw.commit()
                     bar.update(count)
+    if corpus:
+        # The sessions through bench/corpus.py's COPY path, each batch's vectors right after it.
+        from bench.corpus import copy_corpus
+
+        copy_corpus(corpus, messages=messages, defer_indexes=True, on_batch=lambda ids: copy_vectors("message", ids))
     for kind in ("memory", "message"):
         started = time.perf_counter()
         with connection.cursor() as cursor:
@@ -192,10 +214,29 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
             "LoCoMo messages as the worker embeds them (turn + share of the turn before)": messages[:count]}
 
 
-def embedding_throughput(words: list[str]) -> None:
+def realistic_messages(corpus: Any, count: int) -> dict[str, list[Any]]:
+    """The first `count` messages of the realistic corpus as the worker embeds them, in
+    conversation order: each its content plus a share of the turn before it (the previous
+    message's first WINNI_EMBEDDING_MAX_CHARS characters, as conversations.services.message_embed_parts
+    reads it)."""
+    from django.conf import settings
+
+    from conversations.services import message_parts
+    from realistic import sample_rows
+
+    rows, previous = [], None
+    for message in sample_rows(corpus, count):  # in conversation order: turn 1 starts one
+        rows.append(message_parts(message.content, previous if message.turn_number > 1 else None))
+        previous = message.content[: settings.WINNI_EMBEDDING_MAX_CHARS]
+    mean = sum(len(parts[0][0]) for parts in rows) / max(1, len(rows))
+    return {f"realistic coding-agent messages as the worker embeds them (mean {mean:,.0f} chars)": rows}
+
+
+def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048) -> None:
     """Texts per second as one worker embeds them: tasks of WINNI_EMBEDDING_BATCH_SIZE rows in
     their stored order (a bulk import or a re-embed), each row one text or, for messages, the
-    weighted parts the worker sums."""
+    weighted parts the worker sums. `corpus` (a bench.realistic.RealisticCorpus): its messages
+    instead of the synthetic texts and LoCoMo."""
     import numpy as np
     from django.conf import settings
     from django.test.utils import override_settings
@@ -204,8 +245,11 @@ def embedding_throughput(words: list[str]) -> None:
     from memory import embeddings
 
     rng = np.random.default_rng(3)
-    samples = {"synthetic ~80-char texts": [f"Speaker: {text}" for text in texts(2048, words, rng)],
-               **locomo_texts(2048)}
+    if corpus is not None:
+        samples = realistic_messages(corpus, rows)
+    else:
+        samples = {"synthetic ~80-char texts": [f"Speaker: {text}" for text in texts(rows, words, rng)],
+                   **locomo_texts(rows)}
 
     def embed(rows: list[Any]) -> Any:
         return embeddings.embed_parts(rows) if isinstance(rows[0], list) else embeddings.embed_texts(rows)
@@ -239,6 +283,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100, help="calls per tool")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-latency", action="store_true", help="only the embedding throughput (no corpus)")
+    parser.add_argument("--corpus", choices=["synthetic", "realistic"], default="synthetic",
+                        help="synthetic Zipf texts (default) or bench/realistic.py's coding-agent sessions")
+    parser.add_argument("--throughput-rows", type=int, default=2048, help="rows per embedding-throughput sample")
     args = parser.parse_args()
     _django.setup("memory", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL)
 
@@ -252,10 +299,15 @@ def main() -> None:
 
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     words = vocabulary(20_000)
+    corpus = None
+    if args.corpus == "realistic":
+        from realistic import RealisticCorpus
+
+        corpus = RealisticCorpus(conversations=max(1, args.messages // 10), messages=args.messages, seed=0)
     if args.skip_latency:
-        embedding_throughput(words)
+        embedding_throughput(words, corpus, args.throughput_rows)
         return
-    load(args.memories, args.messages, words)
+    load(args.memories, args.messages, words, corpus)
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
     # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat
@@ -263,12 +315,23 @@ def main() -> None:
     vectors.backlog_record(vectors.backlog())
 
     rng = np.random.default_rng(11)
-    queries = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))
-               for _ in range(args.queries)]
+    if corpus is not None:
+        from realistic import queries as realistic_queries
+
+        asked = [q for _, q in realistic_queries(corpus, args.queries + 10)]
+        queries, others = asked[: args.queries], asked[args.queries:]
+        with connection.cursor() as cursor:  # the session with the most messages
+            cursor.execute("SELECT c.session_id FROM conversations_conversation c JOIN conversations_message m "
+                           "ON m.conversation_id = c.id GROUP BY c.id ORDER BY count(*) DESC LIMIT 1")
+            session = cursor.fetchone()[0]
+    else:
+        queries = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))
+                   for _ in range(args.queries)]
+        others = [" ".join(words[i] for i in rng.zipf(1.3, size=3) % len(words)) for _ in range(10)]
+        session = "bench-7"
     calls = [("search_memory", {"query": q, "limit": 5}) for q in queries]
     calls += [("winni_recall", {"query": q, "limit": 10}) for q in queries]
-    calls += [("winni_recall", {"query": q, "limit": 10, "session_id": "bench-7"}) for q in queries[: args.queries // 2]]
-    others = [" ".join(words[i] for i in rng.zipf(1.3, size=3) % len(words)) for _ in range(10)]
+    calls += [("winni_recall", {"query": q, "limit": 10, "session_id": session}) for q in queries[: args.queries // 2]]
     # Each kind of measured call (tool + arguments besides the query), warmed with ten other queries.
     shapes = sorted({(name, tuple(sorted((k, v) for k, v in arguments.items() if k != "query")))
                      for name, arguments in calls})
@@ -280,7 +343,7 @@ def main() -> None:
         timings = measure_mcp(server.url, token, calls, warmup)
     finally:
         server.stop()
-    print(f"\n{args.memories} memories, {args.messages} messages, {DIMS}-d vectors (HNSW m=16, ef_search "
+    print(f"\n{args.memories} memories, {args.messages} {args.corpus} messages, {DIMS}-d vectors (HNSW m=16, ef_search "
           f"{vectors.settings.WINNI_RECALL_HNSW_EF_SEARCH}); MCP streamable HTTP, one client, sequential calls")
     names = {"search_memory": "search_memory (limit 5)", "winni_recall": "winni_recall (all kinds, limit 10)"}
     recall_all = timings.get("winni_recall", [])
@@ -292,7 +355,7 @@ def main() -> None:
             p50, p95 = _django.percentiles(samples)
             print(f"{label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {1000 / (sum(samples) / len(samples)):.1f} calls/s")
     if not args.skip_throughput:
-        embedding_throughput(words)
+        embedding_throughput(words, corpus, args.throughput_rows)
 
 
 if __name__ == "__main__":
