@@ -136,8 +136,8 @@ def main() -> None:
     from django.utils import timezone
     from pgvector.django import CosineDistance
 
-    from memory import librarian
-    from memory.librarian_models import QueryMemory
+    from memory.librarian import services as librarian
+    from memory.librarian.models import QueryMemory
     from tests.support import LiveServer, child_env
     from winni_site import auth
 

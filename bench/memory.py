@@ -248,7 +248,7 @@ def main() -> None:
     from memory import vectors
     from tests.support import LiveServer, child_env
     from winni_site import auth
-    from winni_site.searchable import searchable_changed
+    from core.searchable import searchable_changed
 
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     words = vocabulary(20_000)

@@ -227,7 +227,7 @@ def main() -> None:
     from django.conf import settings
     from tqdm import tqdm
 
-    from winni_site.searchable import searchable_changed
+    from core.searchable import searchable_changed
 
     # The bench computes vectors itself, in big batches, right after the ingest (no worker runs).
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")

@@ -1,19 +1,24 @@
-"""The contract between the stores and the search/embedding pipeline.
+"""The contract between the stores and search: the registry of searchable kinds.
 
-Each app registers the kinds of rows that `winni_recall` searches and the embedding worker embeds
-(AppConfig.ready → `register(Searchable(...))`), and after a write calls `announce_changed(kind,
-ids)`; once the transaction commits, `searchable_changed` fires and the embedding pipeline
-(the memory app) picks the rows up. A registered model must have a `search_vector` field (a stored
-tsvector with a GIN index) so full-text search works the same way for every kind."""
+Each app registers the kinds of rows it wants searched and embedded (AppConfig.ready →
+`register(Searchable(...))`): the text of a row, the recall filters it honours, the rows that
+surround a hit, what a hit adds to recall's answer. Recall (core.recall) and the ranking engine
+(memory.retrieval) read all of that from here, so neither has code for any particular app.
+
+After a write an app calls `announce_changed(kind, ids)`; once the transaction commits,
+`searchable_changed` fires and the embedding pipeline (the memory app) picks the rows up. A
+registered model must have a `search_vector` field (a stored tsvector with a GIN index, built
+with `tsvector_of`) so full-text search works the same way for every kind."""
 from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from django.contrib.postgres.search import SearchVector
 from django.db import models, transaction
+from django.db.models import QuerySet
 from django.dispatch import Signal
 
 # kwargs: kind: str, ids: list (primary keys; a missing row means it was deleted)
@@ -22,6 +27,50 @@ searchable_changed = Signal()
 
 # One row's embedding as weighted texts: its vector is the normalised weighted sum of theirs.
 Parts = list[tuple[str, float]]
+
+
+class EmbeddingError(Exception):
+    """The embedding provider answered, but with something we must not store (wrong dimension, bad
+    shape). Raised by the embedding pipeline (memory.embeddings); declared here so callers of
+    search can catch it without importing the pipeline."""
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """The embedding provider could not be reached or failed; the caller should retry later (or
+    search without meaning)."""
+
+
+# How far the rows around a hit reach (a message: the turns up to this many before and after it);
+# hybrid ranking passes part of a hit's score to them (memory.retrieval).
+CONTEXT_REACH = 2
+
+
+@dataclass
+class Surroundings:
+    """Where candidate rows sit among the other rows of their kind."""
+
+    near: dict[str, list[tuple[str, int]]]  # candidate key → [(key of a row around it, distance ≥ 1)]
+    group: dict[str, str]  # candidate key → its group (a message: its conversation)
+    size: dict[str, int] = field(default_factory=dict)  # row around a candidate → its length in characters
+
+
+# (candidate keys, scope or None) → their surroundings within the scope, up to CONTEXT_REACH away
+Surround = Callable[[list[str], "QuerySet | None"], Surroundings]
+
+
+@dataclass
+class Hit:
+    """One ranked row, as the ranking engine returns it."""
+
+    kind: str
+    key: str
+    fts_score: float | None = None
+    fts_rank: int | None = None
+    similarity: float | None = None
+    vector_rank: int | None = None
+    context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
+    fused: float = 0.0
+    obj: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -37,6 +86,14 @@ class Searchable:
     # The order rows are batched in for embedding: rows that share texts (a turn is the next
     # turn's context) are best embedded together.
     batch_order: tuple[str, ...] = ("pk",)
+    # Recall filters this kind honours: filter name → ORM lookup on the model (a message's
+    # "session_id" → "conversation__session_id"). A recall given a filter that a kind does not
+    # list leaves that kind out. start_date/end_date apply to every kind with a created_at field.
+    filters: dict[str, str] = field(default_factory=dict)
+    # The rows around candidate hits, for hybrid ranking (see Surroundings); None: no neighbours.
+    surround: Surround | None = None
+    # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
+    hit_fields: Callable[[Any], dict[str, Any]] | None = None
 
 
 _registry: dict[str, Searchable] = {}
@@ -45,7 +102,8 @@ _registry: dict[str, Searchable] = {}
 class PathWords(models.Func):
     """winni_path_words(text): the parts of the file paths and dotted names in a text, as words
     ('see memory/retrieval.py' → 'retrieval.py memory retrieval py'). The SQL function is created
-    by winni_site's migration 0003 (its definition: PATH_WORDS_SQL there)."""
+    by winni_site's migration 0003 (its definition: PATH_WORDS_SQL there), which every searchable
+    app's migrations depend on."""
 
     function = "winni_path_words"
     output_field = models.TextField()
@@ -60,8 +118,8 @@ def tsvector_of(*fields: str) -> Any:
     One single-column vector per part, joined with ||, keeps the expression immutable (a
     multi-column SearchVector uses CONCAT, which PostgreSQL refuses in a generated column)."""
     parts = []
-    for field in fields:
-        parts += [SearchVector(field, config="english"), SearchVector(PathWords(field), config="english")]
+    for name in fields:
+        parts += [SearchVector(name, config="english"), SearchVector(PathWords(name), config="english")]
     return functools.reduce(operator.add, parts)
 
 
@@ -75,6 +133,11 @@ def get(kind: str) -> Searchable:
 
 def kinds() -> list[str]:
     return sorted(_registry)
+
+
+def filter_names() -> list[str]:
+    """Every recall filter some registered kind honours (besides the dates)."""
+    return sorted({name for searchable in _registry.values() for name in searchable.filters})
 
 
 def announce_changed(kind: str, ids: Iterable[Any]) -> None:

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from medallions import outputs, schema, services
-from winni_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 STATUS_CHOICES = ["active", "superseded", "archived", "any"]
 

@@ -7,6 +7,6 @@ class MedallionsConfig(AppConfig):
 
     def ready(self) -> None:
         from medallions.models import Medallion
-        from winni_site.searchable import Searchable, register
+        from core.searchable import Searchable, register
 
         register(Searchable(kind="medallion", model=Medallion, text=lambda m: m.search_text, label=str))

@@ -7,7 +7,7 @@ from typing import Any
 from medallions import services
 from winni_client.schema import MedallionNotFoundError, MedallionValidationError
 from winni_client.store import MedallionStore, Scope
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
 
 
 def _validation_error(exc: InvalidInput | PayloadTooLarge) -> MedallionValidationError:

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from memory import embeddings, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from winni_site import searchable
+from core import searchable
 
 log = logging.getLogger("winni.embeddings")
 

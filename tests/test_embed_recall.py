@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from conversations import services as conversations
 from memory import retrieval, services as memories, vectors
 from memory.models import Embedding, EmbeddingModel
-from winni_site import recall, searchable
-from winni_site.errors import InvalidInput
+from core import recall, searchable
+from core.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from medallions import services
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision
 from tests.llm_servers import HANG, FakeLLMServer
 from tests.medallion_support import SCOPE, SESSION
-from winni_site.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound
 
 # The job is queued on commit and (eager in tests) runs at once: these tests need real commits.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -18,7 +18,7 @@ from conversations import services as conv
 from conversations.models import Message
 from tests.support import ROOT, child_env
 from winni_site import backups, pgtools
-from winni_site.errors import Conflict, InvalidInput
+from core.errors import Conflict, InvalidInput
 from winni_site.pgtools import OperationFailed
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -26,8 +26,8 @@ from django.db import connections
 from psycopg import sql
 
 from winni_site import pgtools
-from winni_site.errors import Conflict, InvalidInput, NotFound
-from winni_site.logs import storage_op
+from core.errors import Conflict, InvalidInput, NotFound
+from core.logs import storage_op
 from winni_site.pgtools import OperationFailed
 
 MANIFEST_FORMAT = "winni-backup"

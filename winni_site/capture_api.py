@@ -8,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from winni_site import capture
-from winni_site.auth import actor_name_from_rest
-from winni_site.errors import ApplicationError
+from core.actors import actor_name_from_rest
+from core.errors import ApplicationError
 
 
 class HookEventSerializer(serializers.Serializer):

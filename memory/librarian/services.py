@@ -22,15 +22,16 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
+from core import llm
+from core.errors import InvalidInput, NotFound
+from core.logs import storage_op
+from core.recall import recall
+from core.validation import validate_query, validate_storable
 from memory import embeddings
-from memory.librarian_models import (
+from memory.librarian.models import (
     QUERY_EMBEDDING_DIMENSIONS, TIER_ORDER, LibrarianHourlyStats, QueryMemory, Tier,
 )
-from winni_site.errors import InvalidInput, NotFound
-from winni_site.logs import storage_op
-from winni_site.validation import validate_storable
 
-QUERY_EMPTY = "query must not be empty or whitespace"
 ANSWER_EMPTY = "answer must not be empty or whitespace"
 QUERY_UNKNOWN = "no cached query matches {query!r} (feedback and forget need the exact query, after normalisation)"
 DAYS_RANGE = "days must be between 1 and 365"
@@ -176,13 +177,6 @@ def semantic_guard_allows(query: str, cached_query: str) -> bool:
 # --- validation --------------------------------------------------------------------------------
 
 
-def validate_query(value: Any, *, field: str = "query") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
-    validate_storable(value, field=field)
-    return value.strip()
-
-
 def validate_answer(value: Any, *, field: str = "answer") -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {ANSWER_EMPTY}", field=field)
@@ -258,9 +252,6 @@ class Knowledge:
 def knowledge_answer(query: str) -> Knowledge:
     """The best matching stored passages (messages, memories, medallions, contexts: the hybrid
     `winni_recall`) with their sources, labelled as retrieved text, never generated."""
-    # Imported here: winni_site.recall sits above the apps and imports their search services.
-    from winni_site.recall import recall
-
     hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES)["results"]
     if not hits:
         return Knowledge(NO_KNOWLEDGE_ANSWER, [])
@@ -292,15 +283,15 @@ judge_log = logging.getLogger("winni.librarian")
 
 
 def judge_answer(query: str, answer: str) -> float | None:
-    """The configured LLM's rating of an answer (0–1), or None when the provider fails or the
-    reply holds no number (the answer is then treated as unjudged). Slow: call it outside
-    transactions. Uses the medallions' provider layer (WINNI_MEDALLION_LLM_*)."""
-    from medallions import llm
-
-    provider = llm.provider_from_settings()
+    """The configured LLM's rating of an answer (0–1), or None when there is no chat model, the
+    provider fails or the reply holds no number (the answer is then treated as unjudged). Slow:
+    call it outside transactions. The LLM is the one configured by WINNI_MEDALLION_LLM_*."""
+    client = llm.chat_client_from_settings()
+    if client is None:
+        return None
     try:
-        reply = provider.complete(system=JUDGE_SYSTEM, prompt=f"Question:\n{query}\n\nAnswer:\n{answer}")  # type: ignore[attr-defined]
-    except llm.MedallionLLMError as exc:
+        reply = client.complete(system=JUDGE_SYSTEM, prompt=f"Question:\n{query}\n\nAnswer:\n{answer}")
+    except llm.LLMError as exc:
         judge_log.warning("judgment model failed", extra={"fields": {"error": str(exc)[:300]}})
         return None
     match = _NUMBER.search(reply)
@@ -370,7 +361,7 @@ def _vectors_fit() -> bool:
 def _schedule_embedding(entry: QueryMemory) -> None:
     """Warm, hot and core entries need a query vector for L2; make it in the worker."""
     if entry.tier != Tier.COLD and entry.embedding_model != query_vector_tag() and _vectors_fit():
-        from memory.librarian_tasks import librarian_embed
+        from memory.librarian.tasks import librarian_embed
 
         entry_id = entry.pk
         transaction.on_commit(lambda: librarian_embed.delay(entry_id))

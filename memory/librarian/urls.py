@@ -1,11 +1,11 @@
 from django.urls import path
 
-from memory import librarian_api as api
+from memory.librarian import api
 
 urlpatterns = [
-    path("ask", api.CacheAskApi.as_view(), name="cache-ask"),
-    path("remember", api.CacheRememberApi.as_view(), name="cache-remember"),
-    path("forget", api.CacheForgetApi.as_view(), name="cache-forget"),
-    path("feedback", api.CacheFeedbackApi.as_view(), name="cache-feedback"),
-    path("stats", api.CacheStatsApi.as_view(), name="cache-stats"),
+    path("cache/ask", api.CacheAskApi.as_view(), name="cache-ask"),
+    path("cache/remember", api.CacheRememberApi.as_view(), name="cache-remember"),
+    path("cache/forget", api.CacheForgetApi.as_view(), name="cache-forget"),
+    path("cache/feedback", api.CacheFeedbackApi.as_view(), name="cache-feedback"),
+    path("cache/stats", api.CacheStatsApi.as_view(), name="cache-stats"),
 ]

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from memory import embeddings, vectors
 from memory.embeddings import EmbeddingError
-from winni_site import searchable
+from core import searchable
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from winni_site import backups
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from winni_site import portable
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from winni_site import portable
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 class Command(BaseCommand):

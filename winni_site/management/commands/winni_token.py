@@ -2,7 +2,7 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from winni_site import auth
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 from winni_site.models import ApiToken
 
 

@@ -1,0 +1,74 @@
+"""winni_recall's two interfaces, the MCP tool and REST `GET|POST /api/v1/recall`: one hybrid,
+ranked list over every searchable kind. The service is core.recall; recall spans every app, so its
+interfaces belong to the assembly."""
+from typing import Any, Literal
+
+from drf_spectacular.utils import extend_schema
+from pydantic import Field
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from core.mcp import McpRegistry, service_tool
+from core.recall import LIMIT_DEFAULT, RecallDict, recall
+
+
+@service_tool
+def winni_recall(
+    query: str,
+    kinds: list[str] | None = None,
+    limit: int = Field(default=LIMIT_DEFAULT),
+    mode: Literal["fts", "semantic", "hybrid"] = "hybrid",
+    session_id: str | None = None,
+    conversation_id: str | None = None,
+    role: str | None = None,
+    tags: list[str] | None = None,
+    start_date: str | None = None,
+    end_date: str | None = None,
+) -> RecallDict:
+    """Search everything Winni keeps (past messages, memories, and any other registered store)
+    at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
+    some of message, memory, … (default all). limit 1-100 (default 10). session_id,
+    conversation_id and role apply to messages, tags to memories (other kinds drop out when
+    such a filter is given); start_date/end_date (ISO 8601) to every kind."""
+    filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
+               "start_date": start_date, "end_date": end_date}
+    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters)
+
+
+MCP = McpRegistry(tools=[winni_recall])
+
+
+class RecallApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        query = serializers.CharField(trim_whitespace=False, allow_blank=True)
+        kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+        limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT)
+        mode = serializers.CharField(required=False, default="hybrid")
+        session_id = serializers.CharField(required=False, allow_null=True)
+        conversation_id = serializers.CharField(required=False, allow_null=True)
+        role = serializers.CharField(required=False, allow_null=True)
+        tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+        start_date = serializers.CharField(required=False, allow_null=True)
+        end_date = serializers.CharField(required=False, allow_null=True)
+
+    def _answer(self, raw: dict[str, Any]) -> Response:
+        data = self.InputSerializer(data=raw)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        head = {name: values.pop(name) for name in ("query", "limit", "mode")}
+        kinds = values.pop("kinds", None)
+        return Response(recall(**head, kinds=kinds, filters=values))
+
+    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="recall")
+    def post(self, request: Request) -> Response:
+        return self._answer(request.data)
+
+    @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="recall_get")
+    def get(self, request: Request) -> Response:
+        raw: dict[str, Any] = request.query_params.dict()
+        for name in ("kinds", "tags"):
+            if name in request.query_params:
+                raw[name] = request.query_params.getlist(name)
+        return self._answer(raw)
