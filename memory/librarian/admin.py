@@ -6,9 +6,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.errors import ApplicationError
 from memory.librarian import services
 from memory.librarian.models import QueryMemory
-from core.errors import ApplicationError
 
 CHART_DAYS = 14
 

@@ -1,7 +1,7 @@
 """MCP tools of the answer cache (seed 002 §9): validate the shape, call memory.librarian.services."""
 
-from memory.librarian import outputs, services
 from core.mcp import McpRegistry, service_tool
+from memory.librarian import outputs, services
 
 
 @service_tool

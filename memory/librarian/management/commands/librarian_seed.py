@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from memory.librarian import services
 from core.errors import ApplicationError
+from memory.librarian import services
 
 BATCH = 256
 
