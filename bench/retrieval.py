@@ -144,9 +144,7 @@ def load(path: Path, limit: int | None) -> tuple[str, list[Scope]]:
 
 def ingest(client: Any, scope: Scope, fresh: bool) -> dict[tuple[str, int], str]:
     """Store the scope (unless already there); returns (conversation_id, turn) → turn key."""
-    from conversations.models import Conversation
-
-    from conversations.models import Message
+    from conversations.models import Conversation, Message
 
     existing = Conversation.objects.filter(session_id=scope.name)
     complete = existing.count() == len(scope.sessions) and Message.objects.filter(

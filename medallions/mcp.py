@@ -5,9 +5,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from medallions import outputs, services
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Resource, service_tool
+from medallions import outputs, services
 
 
 class ScopeArg(BaseModel):

@@ -19,13 +19,13 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from pydantic import ValidationError
 
-from medallions import schema
-from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
-from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
+from medallions import schema
+from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
+from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
 
 SCOPE_NOT_OBJECT = "scope must be an object with graph_nodes and tags (lists of strings)"
 SCOPE_EMPTY = "scope must name at least one graph node or tag: a checkpoint needs a scope"

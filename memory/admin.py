@@ -7,9 +7,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.errors import ApplicationError
 from memory import services
 from memory.models import EmbeddingModel, Memory
-from core.errors import ApplicationError
 
 
 class TagFilter(admin.SimpleListFilter):

@@ -19,8 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
@@ -28,8 +27,11 @@ from django.db.models import QuerySet
 
 from core import searchable
 from core.connections import run_unchecked
-from core.recall import MODES, Mode  # noqa: F401 (MODES: the modes this engine ranks in)
-from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Hit, Surround, Surroundings  # noqa: F401
+from core.recall import Mode
+
+# Hit and Surroundings are the contract's types (core.searchable); tests and bench read them here too.
+from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Hit, Surround
+from core.searchable import Surroundings as Surroundings
 from memory import embeddings, vectors
 
 BM25_K1 = 1.2

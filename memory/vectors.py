@@ -17,11 +17,11 @@ from django.db.models import Exists, OuterRef, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from core import searchable
+from core.logs import storage_op
 from memory import embeddings
 from memory.embeddings import EmbeddingError
 from memory.models import Embedding, EmbeddingModel
-from core import searchable
-from core.logs import storage_op
 
 log = logging.getLogger("winni.embeddings")
 

@@ -8,9 +8,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from conversations import services as conversations
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from memory.librarian import services as librarian
 from memory.librarian.models import LibrarianHourlyStats, QueryMemory
-from core.errors import InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 

@@ -4,10 +4,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from memory import services, vectors
-from memory.models import Embedding, Memory
 from core import health
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from memory import services, vectors
+from memory.models import Embedding, Memory
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 
 from conversations import services as conv
 from conversations.models import Conversation, Message
-from winni_site import portable
 from core.errors import InvalidInput, NotFound
+from winni_site import portable
 
 pytestmark = pytest.mark.django_db
 

@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from conversations import services as conv
 from conversations.models import Conversation, Message
+from core.searchable import searchable_changed
 from tests.support import ROOT
 from winni_site import maintenance, pgtools
 from winni_site.celery import setup_periodic_tasks
-from core.searchable import searchable_changed
 
 
 def _aged(days: int, session: str) -> Conversation:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from django.conf import settings
 from django.db import connections
+from psycopg import sql
 
 from core.errors import ApplicationError
 

@@ -12,10 +12,14 @@ from conversations.services.messages import capped_count
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.validation import (
-    parse_date_range, parse_uuid, validate_limit, validate_metadata, validate_offset, validate_query,
+    parse_date_range,
+    parse_uuid,
+    validate_limit,
+    validate_metadata,
+    validate_offset,
+    validate_query,
     validate_storable,
 )
-
 
 # --- orchestration results ("Fiedler") -------------------------------------------------------
 

@@ -16,7 +16,12 @@ from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
 from core.validation import (
-    parse_timestamp, parse_uuid, validate_limit, validate_metadata, validate_offset, validate_text,
+    parse_timestamp,
+    parse_uuid,
+    validate_limit,
+    validate_metadata,
+    validate_offset,
+    validate_text,
 )
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
