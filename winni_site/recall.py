@@ -1,7 +1,7 @@
 """winni_recall's two interfaces, the MCP tool and REST `GET|POST /api/v1/recall`: one hybrid,
 ranked list over every searchable kind. The service is core.recall; recall spans every app, so its
 interfaces belong to the assembly."""
-from typing import Any, Literal
+from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from pydantic import Field
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.mcp import McpRegistry, service_tool
-from core.recall import LIMIT_DEFAULT, RecallDict, recall
+from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
 
 
 @service_tool
@@ -19,7 +19,7 @@ def winni_recall(
     query: str,
     kinds: list[str] | None = None,
     limit: int = Field(default=LIMIT_DEFAULT),
-    mode: Literal["fts", "semantic", "hybrid"] = "hybrid",
+    mode: Mode = "hybrid",
     session_id: str | None = None,
     conversation_id: str | None = None,
     role: str | None = None,

@@ -168,7 +168,8 @@ def fiedler_results_query(
     if correlation_id is not None:
         queryset = queryset.filter(correlation_id=_required_text(correlation_id, field="correlation_id", max_length=255))
     if text is not None:
-        queryset = queryset.filter(search_vector=SearchQuery(validate_query(text, field="text", words=True), config="english", search_type="websearch"))
+        words = validate_query(text, field="text", words=True)
+        queryset = queryset.filter(search_vector=SearchQuery(words, config="english", search_type="websearch"))
     if start is not None:
         queryset = queryset.filter(created_at__gte=start)
     if end is not None:

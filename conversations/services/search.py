@@ -260,8 +260,8 @@ def message_search(
     full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
     ranking over the same filtered rows (core.recall.rank)."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
-    if mode not in SEARCH_MODES:
-        raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}, got {str(mode)[:40]!r}", field="mode")
+    if mode not in recall.MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
     offset = validate_offset(offset)
     context_lines = validate_context_lines(context_lines)
@@ -277,9 +277,6 @@ def message_search(
         hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
         log.update(total=page.total, returned=len(hits))
     return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode)
-
-
-SEARCH_MODES = ("fts", "semantic", "hybrid")
 
 
 def message_surroundings(keys: list[str], scope: Any) -> Surroundings:

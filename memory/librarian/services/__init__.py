@@ -6,8 +6,6 @@ from memory.librarian.services.ask import (
     JUDGE_SYSTEM,
     NO_KNOWLEDGE_ANSWER,
     AskResult,
-    judge_answer,
-    knowledge_answer,
     librarian_ask,
     semantic_candidates,
 )
@@ -15,40 +13,33 @@ from memory.librarian.services.entries import (
     librarian_embed,
     librarian_embed_stale,
     librarian_evict,
-    librarian_evict_over_limit,
     librarian_feedback,
     librarian_forget,
     librarian_remember,
     librarian_seed,
     librarian_set_pinned,
 )
-from memory.librarian.services.policy import COMPUTED_CONFIDENCE, GIVEN_CONFIDENCE, should_cache, tier_for
+from memory.librarian.services.policy import COMPUTED_CONFIDENCE, should_cache, tier_for
 from memory.librarian.services.queries import (
     canonical_query,
     embed_queries,
     normalize_query,
     query_hash,
-    query_signature,
-    query_vector_tag,
     semantic_guard_allows,
 )
 from memory.librarian.services.stats import librarian_hit_rate_series, librarian_memory_stats
 
 __all__ = [
     "COMPUTED_CONFIDENCE",
-    "GIVEN_CONFIDENCE",
     "JUDGE_SYSTEM",
     "NO_KNOWLEDGE_ANSWER",
     "AskResult",
     "canonical_query",
     "embed_queries",
-    "judge_answer",
-    "knowledge_answer",
     "librarian_ask",
     "librarian_embed",
     "librarian_embed_stale",
     "librarian_evict",
-    "librarian_evict_over_limit",
     "librarian_feedback",
     "librarian_forget",
     "librarian_hit_rate_series",
@@ -58,8 +49,6 @@ __all__ = [
     "librarian_set_pinned",
     "normalize_query",
     "query_hash",
-    "query_signature",
-    "query_vector_tag",
     "semantic_candidates",
     "semantic_guard_allows",
     "should_cache",
