@@ -328,7 +328,8 @@ LIBRARIAN_TTL_SECONDS = env_int("LIBRARIAN_TTL_SECONDS", 24 * 3600, minimum=0)  
 LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT = env_int("LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT", 2, minimum=1)
 LIBRARIAN_EVICT_INTERVAL_SECONDS = env_int("LIBRARIAN_EVICT_INTERVAL_SECONDS", 300, minimum=10)
 LIBRARIAN_UNCACHED_RETENTION_DAYS = env_int("LIBRARIAN_UNCACHED_RETENTION_DAYS", 30, minimum=1)
-# An LLM rates each answer before it is cached (the medallions' provider, WINNI_MEDALLION_LLM_*).
+# An LLM rates each answer before it is cached: the chat model of WINNI_MEDALLION_LLM_* (core.llm);
+# the offline extractive provider has none.
 LIBRARIAN_JUDGMENT_MODEL = env_bool("LIBRARIAN_JUDGMENT_MODEL", False)
 if LIBRARIAN_JUDGMENT_MODEL and WINNI_MEDALLION_LLM_PROVIDER == "extractive":
     raise ImproperlyConfigured(
