@@ -100,6 +100,6 @@ def test_the_cache_tasks_keep_their_names():
 
     assert (tasks.librarian_embed.name, tasks.librarian_evict.name) == (
         "memory.librarian_tasks.librarian_embed", "memory.librarian_tasks.librarian_evict")
-    app = Celery("schedule-test")
+    app = Celery("schedule-test", set_as_current=False)  # the project's app stays the one tasks go to
     setup_periodic_tasks(app)
     assert "memory.librarian_tasks.librarian_evict" in {entry["task"] for entry in app.conf.beat_schedule.values()}
