@@ -131,13 +131,12 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connection
-    from tqdm import tqdm
-
     from django.utils import timezone
     from pgvector.django import CosineDistance
+    from tqdm import tqdm
 
-    from memory import librarian
-    from memory.librarian_models import QueryMemory
+    from memory.librarian import services as librarian
+    from memory.librarian.models import QueryMemory
     from tests.support import LiveServer, child_env
     from winni_site import auth
 
@@ -230,7 +229,7 @@ def main() -> None:
         vector = librarian.embed_queries([pair["asked"]])[0]
         embed_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        librarian._semantic_candidates(vector, timezone.now())
+        librarian.semantic_candidates(vector, timezone.now())
         lookup_ms.append((time.perf_counter() - started) * 1000)
     load = os.getloadavg()[0]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from tqdm import tqdm
-
 from ops_support import winni_server
+from tqdm import tqdm
 
 
 def main() -> None:

@@ -24,9 +24,8 @@ import os
 import random
 import time
 
-from tqdm import tqdm
-
 from ops_support import percentile, process_tree, server_cpu, winni_server
+from tqdm import tqdm
 
 WORDS = ["postgres", "backup", "vector", "medallion", "embedding", "celery", "restore", "agent"]
 POOL_SIZE = 2_000  # realistic messages and queries the clients draw from

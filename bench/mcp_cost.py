@@ -14,9 +14,8 @@ import asyncio
 import time
 from typing import Any
 
-from tqdm import tqdm
-
 from ops_support import percentile, server_cpu, winni_server
+from tqdm import tqdm
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
            "mcp-protocol-version": "2025-11-25"}

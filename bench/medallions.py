@@ -26,7 +26,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from medallions import llm, services  # noqa: E402
+from medallions import extractive, services  # noqa: E402
 from tests.medallion_support import WORDS, generated_evidence  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def percentiles(samples: list[float]) -> str:
 
 
 def bench_extractive() -> None:
-    provider = llm.ExtractiveLLM()
+    provider = extractive.ExtractiveLLM()
     inputs = generated_evidence(200)
     valid, times = 0, []
     for evidence in tqdm(inputs, desc="extractive", unit="input"):

@@ -19,8 +19,8 @@ The data stays in WINNI_DATA_DIR (default /tmp/winni-bench-memory) for the next 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import asyncio
+import datetime as dt
 import sys
 import time
 import uuid
@@ -191,8 +191,9 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
     import gzip
     import json
 
-    from conversations.services import message_parts
     from retrieval import DATA
+
+    from conversations.services import message_parts
 
     path = DATA / "locomo_dev.json.gz"
     if not path.exists():
@@ -292,10 +293,10 @@ def main() -> None:
     import numpy as np
     from django.db import connection
 
+    from core.searchable import searchable_changed
     from memory import vectors
     from tests.support import LiveServer, child_env
     from winni_site import auth
-    from winni_site.searchable import searchable_changed
 
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     words = vocabulary(20_000)

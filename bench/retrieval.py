@@ -144,9 +144,7 @@ def load(path: Path, limit: int | None) -> tuple[str, list[Scope]]:
 
 def ingest(client: Any, scope: Scope, fresh: bool) -> dict[tuple[str, int], str]:
     """Store the scope (unless already there); returns (conversation_id, turn) → turn key."""
-    from conversations.models import Conversation
-
-    from conversations.models import Message
+    from conversations.models import Conversation, Message
 
     existing = Conversation.objects.filter(session_id=scope.name)
     complete = existing.count() == len(scope.sessions) and Message.objects.filter(
@@ -227,7 +225,7 @@ def main() -> None:
     from django.conf import settings
     from tqdm import tqdm
 
-    from winni_site.searchable import searchable_changed
+    from core.searchable import searchable_changed
 
     # The bench computes vectors itself, in big batches, right after the ingest (no worker runs).
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")

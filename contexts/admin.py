@@ -12,7 +12,7 @@ from django.utils.safestring import mark_safe
 
 from contexts import services
 from contexts.models import StartupContext, StartupContextAudit
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 
 
 def _actor(request: HttpRequest) -> str:

@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contexts import outputs, services
-from winni_site.auth import actor_name_from_rest
-from winni_site.errors import NotFound
+from core.actors import actor_name_from_rest
+from core.errors import NotFound
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
 

@@ -7,7 +7,7 @@ class ContextsConfig(AppConfig):
 
     def ready(self) -> None:
         from contexts.models import StartupContext
-        from winni_site.searchable import Searchable, register
+        from core.searchable import Searchable, register
 
         register(Searchable(kind="context", model=StartupContext, text=lambda c: f"{c.name}\n{c.content}",
                             label=lambda c: c.name))

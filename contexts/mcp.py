@@ -1,56 +1,65 @@
 """MCP tools, prompt and resources for startup contexts (seed 001 §5.3)."""
-from mcp.server.mcpserver import MCPServer
-
 from contexts import outputs, services
-from winni_site.auth import actor_name_from_mcp
-from winni_site.mcp_support import service_tool
+from core.actors import actor_name_from_mcp
+from core.mcp import McpRegistry, Prompt, Resource, service_tool
 
 NO_ACTIVE_CONTEXT = "No startup context is active."
 
 
-def register(mcp: MCPServer) -> None:
-    @mcp.tool()
-    @service_tool
-    def dewey_get_startup_context(name: str | None = None) -> outputs.ContextDict | None:
-        """The active startup context, or the one named; null when none is active."""
-        context = services.context_get(name=name)
-        return outputs.context_dict(context) if context else None
+@service_tool
+def dewey_get_startup_context(name: str | None = None) -> outputs.ContextDict | None:
+    """The active startup context, or the one named; null when none is active."""
+    context = services.context_get(name=name)
+    return outputs.context_dict(context) if context else None
 
-    @mcp.tool()
-    @service_tool
-    def dewey_set_startup_context(name: str, content: str, set_active: bool = True) -> outputs.ContextSetDict:
-        """Create or update a startup context; set_active (default true) makes it the one active
-        context, loaded at the start of the next session."""
-        context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp())
-        return outputs.context_set_dict(context)
 
-    @mcp.tool()
-    @service_tool
-    def dewey_list_startup_contexts(include_content: bool = False) -> outputs.ContextListDict:
-        """All startup contexts by name; content only when include_content is true."""
-        return outputs.context_list_dict(services.context_list(), include_content=include_content)
+@service_tool
+def dewey_set_startup_context(name: str, content: str, set_active: bool = True) -> outputs.ContextSetDict:
+    """Create or update a startup context; set_active (default true) makes it the one active
+    context, loaded at the start of the next session."""
+    context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp())
+    return outputs.context_set_dict(context)
 
-    @mcp.tool()
-    @service_tool
-    def dewey_delete_startup_context(name: str, force: bool = False) -> outputs.DeletedDict:
-        """Delete a startup context; refused unless force is true."""
-        services.context_delete(name=name, force=force, actor=actor_name_from_mcp())
-        return {"deleted": True}
 
-    @mcp.prompt(name="startup_context", description="The active startup context: load it at the start of a session.")
-    @service_tool
-    def startup_context() -> str:
-        context = services.context_get()
-        return context.content if context else NO_ACTIVE_CONTEXT
+@service_tool
+def dewey_list_startup_contexts(include_content: bool = False) -> outputs.ContextListDict:
+    """All startup contexts by name; content only when include_content is true."""
+    return outputs.context_list_dict(services.context_list(), include_content=include_content)
 
-    @mcp.resource(
-        "winni://contexts/{name}",
-        name="startup_context_by_name",
-        description="A startup context by name",
-        mime_type="text/markdown",
-    )
-    @service_tool
-    def startup_context_resource(name: str) -> str:
-        context = services.context_get(name=name)
-        assert context is not None  # a named lookup raises NotFound instead
-        return context.content
+
+@service_tool
+def dewey_delete_startup_context(name: str, force: bool = False) -> outputs.DeletedDict:
+    """Delete a startup context; refused unless force is true."""
+    services.context_delete(name=name, force=force, actor=actor_name_from_mcp())
+    return {"deleted": True}
+
+
+@service_tool
+def startup_context() -> str:
+    context = services.context_get()
+    return context.content if context else NO_ACTIVE_CONTEXT
+
+
+@service_tool
+def startup_context_resource(name: str) -> str:
+    context = services.context_get(name=name)
+    assert context is not None  # a named lookup raises NotFound instead
+    return context.content
+
+
+MCP = McpRegistry(
+    tools=[
+        dewey_get_startup_context,
+        dewey_set_startup_context,
+        dewey_list_startup_contexts,
+        dewey_delete_startup_context,
+    ],
+    prompts=[
+        Prompt(startup_context, name="startup_context",
+               description="The active startup context: load it at the start of a session."),
+    ],
+    resources=[
+        Resource(startup_context_resource, "winni://contexts/{name}", name="startup_context_by_name",
+                 description="A startup context by name", mime_type="text/markdown"),
+    ],
+)

@@ -12,10 +12,10 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from contexts.models import AuditAction, StartupContext, StartupContextAudit
-from winni_site.errors import Conflict, InvalidInput, NotFound
-from winni_site.logs import storage_op
-from winni_site.searchable import announce_changed
-from winni_site.validation import validate_text
+from core.errors import Conflict, InvalidInput, NotFound
+from core.logs import storage_op
+from core.searchable import announce_changed
+from core.validation import validate_text
 
 NAME_MAX = 200
 NAME_EMPTY = "name must not be empty or whitespace"

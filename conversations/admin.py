@@ -1,16 +1,58 @@
-"""Admin lists for conversations and orchestration results. Deletions go through the services
-(the same code path as the API). The transcript page itself belongs to the admin area."""
+"""Admin lists for conversations and orchestration results, and a conversation's transcript page.
+Deletions go through the services (the same code path as the API)."""
+import html
 from typing import Any
 
 from django.contrib import admin
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db.models import Count, DateTimeField, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
+from django.utils.safestring import SafeString, mark_safe
 
 from conversations import services
-from conversations.models import Conversation, FiedlerResult, Message
-from winni_site.admin_views import TranscriptAdminMixin
+from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
+from core.errors import InvalidInput
+from core.validation import parse_uuid
+
+TRANSCRIPT_PAGE_SIZE = 200
+
+
+def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
+    url = reverse("admin:conversations_conversation_transcript", args=[conversation_id])
+    return url if turn is None else f"{url}?turn={turn}#turn-{turn}"
+
+
+def transcript_response(request: HttpRequest, conversation: Any, model_admin: Any) -> HttpResponse:
+    messages = conversation.messages.order_by("turn_number")
+    paginator = Paginator(messages, TRANSCRIPT_PAGE_SIZE)
+    turn = request.GET.get("turn", "")
+    if turn.isdigit():
+        # Open the page that holds this turn, so a search hit's #turn-N anchor is on the page.
+        before = messages.filter(turn_number__lt=int(turn)).count()
+        page_number: Any = before // TRANSCRIPT_PAGE_SIZE + 1
+    else:
+        page_number = request.GET.get("page", 1)
+    page = paginator.get_page(page_number)
+    metadata = conversation.metadata or {}
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"Transcript: {conversation.session_id or conversation.pk}",
+        "opts": model_admin.model._meta,
+        "conversation": conversation,
+        "source": source_title(str(metadata.get("source") or DEFAULT_SOURCE).lower()),
+        "page": page,
+        "message_count": paginator.count,
+        "focus_turn": int(turn) if turn.isdigit() else None,
+        "change_url": reverse("admin:conversations_conversation_change", args=[conversation.pk]),
+        "has_view_permission": True,
+    }
+    return TemplateResponse(request, "winni_admin/transcript.html", context)
 
 
 class MessageInline(admin.TabularInline):
@@ -34,8 +76,8 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
 
 
 @admin.register(Conversation)
-class ConversationAdmin(TranscriptAdminMixin, admin.ModelAdmin):
-    list_display = ("id", "session_id", "message_count", "first_activity", "last_activity")
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("id", "session_id", "message_count", "first_activity", "last_activity", "transcript_link")
     search_fields = ("session_id",)
     search_help_text = "Session id, or words from the messages (web-search syntax)."
     readonly_fields = ("id", "session_id", "metadata", "created_at", "updated_at")
@@ -87,6 +129,29 @@ class ConversationAdmin(TranscriptAdminMixin, admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> None:
         for pk in queryset.values_list("pk", flat=True):
             services.conversation_delete(conversation_id=pk, force=True)
+
+    # The transcript: the readable view of a conversation (…/<id>/transcript/); the change form stays
+    # the raw one.
+
+    def get_urls(self) -> list[URLPattern]:
+        urls = super().get_urls()
+        transcript = path("<path:object_id>/transcript/", self.admin_site.admin_view(self.transcript_view),
+                          name="conversations_conversation_transcript")
+        return [transcript, *urls]
+
+    @admin.display(description="transcript")
+    def transcript_link(self, obj: Conversation) -> SafeString:
+        return mark_safe(f'<a href="{html.escape(transcript_url(obj.pk))}">read</a>')
+
+    def transcript_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        try:
+            conversation_id = parse_uuid(object_id, field="conversation_id")
+        except InvalidInput:
+            raise Http404("no such conversation") from None
+        conversation = get_object_or_404(Conversation, pk=conversation_id)
+        if not self.has_view_or_change_permission(request, conversation):
+            raise PermissionDenied
+        return transcript_response(request, conversation, self)
 
 
 @admin.register(FiedlerResult)

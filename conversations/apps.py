@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -7,9 +9,19 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.models import Message
-        from conversations.services import message_embed_parts
-        from winni_site.searchable import Searchable, register
+        from conversations.services import message_embed_parts, message_surroundings
+        from core.searchable import Searchable, register
 
-        register(Searchable(kind="message", model=Message, text=lambda m: m.content,
-                            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
-                            batch_order=("conversation_id", "turn_number")))
+        register(Searchable(
+            kind="message", model=Message, text=lambda m: m.content,
+            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
+            batch_order=("conversation_id", "turn_number"),
+            filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role"},
+            surround=message_surroundings, hit_fields=_message_hit_fields,
+        ))
+
+
+def _message_hit_fields(message: Any) -> dict[str, Any]:
+    """A recall hit on a message names its conversation and turn."""
+    return {"conversation_id": str(message.conversation_id) if message.conversation_id else None,
+            "turn": message.turn_number}

@@ -6,7 +6,17 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from winni_site.searchable import tsvector_of
+from core.searchable import tsvector_of
+
+# Where a conversation came from: its metadata.source, lower-cased; one without came in through the
+# API. The admin charts and titles these.
+SOURCES = ("claude-code", "api", "proxy")
+DEFAULT_SOURCE = "api"
+SOURCE_TITLES = {"claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy"}
+
+
+def source_title(source: str) -> str:
+    return SOURCE_TITLES.get(source, source)
 
 
 def _metadata_is_object(field: str) -> Q:

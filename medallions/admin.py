@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
+from core.errors import ApplicationError
 from medallions import services
 from medallions.models import Medallion, MedallionJob, Status
-from winni_site.errors import ApplicationError
 
 WIDE = {"style": "width: 95%; font-family: monospace", "cols": 100}
 JSON_FIELDS = {"subsystems": "summary.subsystems", "decisions": "decisions",

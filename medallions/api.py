@@ -7,8 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import InvalidInput
 from medallions import outputs, schema, services
-from winni_site.errors import InvalidInput
 
 STATUS_CHOICES = ["active", "superseded", "archived", "any"]
 

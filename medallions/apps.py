@@ -6,7 +6,7 @@ class MedallionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from core.searchable import Searchable, register
         from medallions.models import Medallion
-        from winni_site.searchable import Searchable, register
 
         register(Searchable(kind="medallion", model=Medallion, text=lambda m: m.search_text, label=str))

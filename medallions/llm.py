@@ -1,32 +1,29 @@
 """The MedallionLLM layer (seed 004 FR-004): `generate(scope, evidence)` and `update(existing,
 new_evidence)` return a validated `schema.Content` (the sections; the service adds meta and scope).
 
-Providers: an OpenAI-compatible chat-completions client (OpenAI, Ollama /v1, vLLM, llama.cpp
-server), the Anthropic Messages API, and the deterministic offline `extractive` provider (the
-default). Model replies that are not valid JSON for the schema get one repair retry with the
-problems fed back, then a MedallionLLMError. Prompts are templates in templates/medallions/."""
+Writers: a chat model through core.llm's clients (OpenAI-compatible or Anthropic), prompted with
+the templates in templates/medallions/, and the deterministic offline `extractive` writer (the
+default, medallions.extractive). Model replies that are not valid JSON for the schema get one
+repair retry with the problems fed back, then a MedallionLLMError."""
 from __future__ import annotations
 
 import json
 import re
-from abc import ABC, abstractmethod
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol
+from typing import Any, Protocol
 
-import httpx
 from django.conf import settings
 from django.template.loader import render_to_string
 from pydantic import ValidationError
 
+from core.llm import AnthropicChat, ChatClient, LLMError, OpenAICompatibleChat, client_options
 from medallions import schema
 
 PROVIDERS = ("extractive", "openai", "anthropic")
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
-
-class MedallionLLMError(Exception):
-    """The provider failed (unreachable, timed out, HTTP error) or never produced a valid medallion."""
+# The provider failed (unreachable, timed out, HTTP error: core.llm) or never produced a valid
+# medallion: one error for callers of the writers.
+MedallionLLMError = LLMError
 
 
 @dataclass
@@ -114,19 +111,27 @@ def system_prompt() -> str:
     )
 
 
-class HttpLLM(ABC):
-    """What the two HTTP providers share: prompts, budget, the repair retry, error wording."""
+class ChatLLM:
+    """Writes medallions with a chat model: prompts, the input budget, the repair retry."""
 
-    provider = "http"
+    client_class: type[ChatClient]
 
-    def __init__(self, *, base_url: str, api_key: str = "", model: str, timeout: float = 60.0,
-                 max_input_chars: int = 48_000, max_output_tokens: int = 4096) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api_key = api_key
-        self.model = model
-        self.timeout = timeout
+    def __init__(self, *, json_mode: str = "object", max_input_chars: int = 48_000, **client_options: Any) -> None:
+        self.client = self.client_class(**client_options)
+        self.json_mode = json_mode
         self.max_input_chars = max_input_chars
-        self.max_output_tokens = max_output_tokens
+
+    @property
+    def provider(self) -> str:
+        return self.client.provider
+
+    @property
+    def model(self) -> str:
+        return self.client.model
+
+    @property
+    def base_url(self) -> str:
+        return self.client.base_url
 
     def generate(self, scope: dict[str, list[str]], evidence: Evidence) -> schema.Content:
         prompt = _render("generate.txt", scope=scope, evidence=evidence.within(self.max_input_chars))
@@ -137,6 +142,18 @@ class HttpLLM(ABC):
         budget = max(self.max_input_chars - len(existing_json), self.max_input_chars // 4)
         prompt = _render("update.txt", existing_json=existing_json, evidence=new_evidence.within(budget))
         return self._complete_validated(prompt)
+
+    def _json_format(self) -> dict[str, Any] | None:
+        """How an OpenAI-compatible server is asked for JSON: "object" (OpenAI, Ollama, vLLM and
+        llama.cpp all accept it), "schema" (structured output), "off" (servers that accept neither)."""
+        if self.json_mode == "object":
+            return {"type": "json_object"}
+        if self.json_mode == "schema":
+            return {"type": "json_schema", "json_schema": {"name": "medallion", "schema": schema.json_schema(schema.Content)}}
+        return None
+
+    def _call(self, messages: list[dict[str, str]]) -> str:
+        return self.client.chat(messages, system=system_prompt(), json_format=self._json_format())
 
     def _complete_validated(self, prompt: str) -> schema.Content:
         messages = [{"role": "user", "content": prompt}]
@@ -158,376 +175,21 @@ class HttpLLM(ABC):
                 f"{self.provider} returned an invalid medallion twice (after one repair retry): {problem}"
             ) from None
 
-    def complete(self, *, system: str, prompt: str) -> str:
-        """One plain-text completion under another system prompt (no schema, no repair retry), for
-        callers outside medallions such as the answer cache's judgment model."""
-        return self._call([{"role": "user", "content": prompt}], system=system)
 
-    def _call(self, messages: list[dict[str, str]], *, system: str | None = None) -> str:
-        try:
-            response = httpx.post(self._url(), json=self._body(messages, system=system), headers=self._headers(),
-                                  timeout=self.timeout)
-        except httpx.TimeoutException:
-            raise MedallionLLMError(f"{self.provider} at {self.base_url} timed out after {self.timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise MedallionLLMError(f"{self.provider} at {self.base_url} is unreachable: {exc}") from None
-        if response.status_code >= 400:
-            raise MedallionLLMError(
-                f"{self.provider} answered HTTP {response.status_code}: {response.text[:300]}"
-            )
-        try:
-            return self._reply_text(response.json())
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise MedallionLLMError(
-                f"{self.provider} sent a response that is not its protocol's shape: {response.text[:300]}"
-            ) from None
-
-    @abstractmethod
-    def _url(self) -> str:
-        """Each provider's protocol detail."""
-
-    @abstractmethod
-    def _headers(self) -> dict[str, str]:
-        """Each provider's protocol detail."""
-
-    @abstractmethod
-    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
-        """Each provider's protocol detail."""
-
-    @abstractmethod
-    def _reply_text(self, payload: Any) -> str:
-        """Each provider's protocol detail."""
+class OpenAICompatibleLLM(ChatLLM):
+    client_class = OpenAICompatibleChat
 
 
-class OpenAICompatibleLLM(HttpLLM):
-    """POST {base_url}/chat/completions. `json_mode` "object" asks for response_format json_object
-    (OpenAI, Ollama, vLLM, llama.cpp all accept it), "schema" for json_schema structured output,
-    "off" for servers that accept neither."""
-
-    provider = "openai"
-
-    def __init__(self, *, json_mode: str = "object", **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.json_mode = json_mode
-
-    def _url(self) -> str:
-        return f"{self.base_url}/chat/completions"
-
-    def _headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
-    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": "system", "content": system or system_prompt()}, *messages],
-            "temperature": 0,
-            "max_tokens": self.max_output_tokens,
-        }
-        if system is not None:
-            return body  # another caller's plain completion: no medallion JSON format
-        if self.json_mode == "object":
-            body["response_format"] = {"type": "json_object"}
-        elif self.json_mode == "schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "medallion", "schema": schema.json_schema(schema.Content)},
-            }
-        return body
-
-    def _reply_text(self, payload: Any) -> str:
-        return str(payload["choices"][0]["message"]["content"] or "")
-
-
-class AnthropicLLM(HttpLLM):
-    """POST {base_url}/v1/messages (Anthropic Messages API)."""
-
-    provider = "anthropic"
-    API_VERSION = "2023-06-01"
-
-    def _url(self) -> str:
-        return f"{self.base_url}/v1/messages"
-
-    def _headers(self) -> dict[str, str]:
-        return {"x-api-key": self.api_key, "anthropic-version": self.API_VERSION}
-
-    def _body(self, messages: list[dict[str, str]], *, system: str | None = None) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "system": system or system_prompt(),
-            "messages": messages,
-            "max_tokens": self.max_output_tokens,
-            "temperature": 0,
-        }
-
-    def _reply_text(self, payload: Any) -> str:
-        return "".join(block["text"] for block in payload["content"] if block.get("type") == "text")
-
-
-# --- the offline extractive provider -------------------------------------------------------------
-
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-DECISION = re.compile(
-    r"\b(decided|decide to|decision:|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
-    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b", re.I)
-STRONG_DECISION = re.compile(r"\b(decided|decision:|agreed|settled on)\b", re.I)
-BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
-TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
-BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)
-HIGH = re.compile(r"\b(blocker|blocking|urgent|critical|must|asap)\b", re.I)
-LOW = re.compile(r"\b(maybe|someday|nice to have|later|eventually|minor)\b", re.I)
-INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
-DEAD_END = re.compile(r"\b(tried|did not work|didn't work|does not work|doesn't work|dead end|failed|reverted|gave up)\b", re.I)
-PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|yaml|yml|json|sql|sh|txt|cfg|ini|html|css|c|h|cpp))(?![\w/])")
-COMMAND = re.compile(r"(?:^\s*\$\s+(.+)$|`((?:\./|python|pytest|pip|npm|npx|git|make|docker|uv|cargo|go|manage\.py|\.venv/)[^`\n]*)`)", re.M)
-ROLE_PREFIX = re.compile(r"^(user|assistant|system|tool|human|ai)\s*:\s*", re.I)
-RESOLVED = re.compile(r"\b(Q-\d+)\b[^.\n]*\b(resolved|answered|done|closed|settled)\b|\b(resolved|answered|closed)\b[^.\n]*\b(Q-\d+)\b", re.I)
-URL = re.compile(r"https?://\S+")
-
-# Scanning more than this much text per evidence part gains little and costs time on huge inputs.
-SCAN_CHARS = 400_000
-MAX_DECISIONS = 30
-MAX_QUESTIONS = 30
-MAX_AFFORDANCES = 15
-
-
-def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-NO_EVIDENCE = "No evidence recorded for this scope yet."
-COUNTS_TAIL = re.compile(r" \(\d+ decision\(s\), \d+ open question\(s\) recorded\.\)$")
-
-
-def _with_counts(summary: str, decisions: list[Any], questions: list[Any]) -> str:
-    if summary == NO_EVIDENCE:
-        return summary
-    tail = f" ({len(decisions)} decision(s), {len(questions)} open question(s) recorded.)"
-    return _clip(summary, schema.MAX_TEXT_CHARS - len(tail)) + tail
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
-
-
-def _normal(text: str) -> str:
-    return re.sub(r"\W+", " ", text.lower()).strip()
-
-
-def _unique(items: Iterable[str], limit: int) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        key = _normal(item)
-        if item and key and key not in seen:
-            seen.add(key)
-            out.append(item)
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _questions(sentences: list[str]) -> list[str]:
-    """Question sentences; a following "blocked on / waiting for …" sentence stays with its question."""
-    found = []
-    for index, sentence in enumerate(sentences):
-        if sentence.endswith("?"):
-            following = sentences[index + 1] if index + 1 < len(sentences) else ""
-            found.append(f"{sentence} ({following})" if BLOCKED_ON.search(following) else sentence)
-    return found
-
-
-@dataclass
-class _Turn:
-    role: str
-    text: str
-    segment: int
-
-
-def _turns(evidence: Evidence) -> list[_Turn]:
-    """Transcript lines with their speaker when a line starts with `role:` (a conversation's
-    messages arrive that way), else attributed to the previous speaker."""
-    turns: list[_Turn] = []
-    for number, segment in enumerate(evidence.transcripts):
-        role = "user"
-        for line in segment[:SCAN_CHARS].splitlines():
-            match = ROLE_PREFIX.match(line)
-            if match:
-                role = match.group(1).lower().replace("human", "user").replace("ai", "assistant")
-                turns.append(_Turn(role, line[match.end():], number))
-            elif line.strip():
-                if turns and turns[-1].role == role and turns[-1].segment == number:
-                    turns[-1].text += "\n" + line
-                else:
-                    turns.append(_Turn(role, line, number))
-    return turns
-
-
-class ExtractiveLLM:
-    """Builds a medallion from the evidence with no model and no network, deterministically:
-    summary from the session summary (else the first request), decisions from statements of
-    decision, open questions from TODOs and questions nobody answered, affordances from the files
-    and commands mentioned. Empty evidence gives a minimal valid medallion."""
-
-    provider = "extractive"
-    model = "extractive-1"
-
-    def generate(self, scope: dict[str, list[str]], evidence: Evidence) -> schema.Content:
-        return schema.Content.model_validate(self._extract(evidence, first_decision=1, first_question=1))
-
-    def update(self, existing: dict[str, Any], new_evidence: Evidence) -> schema.Content:
-        old = content_sections(existing)
-        new = self._extract(new_evidence, first_decision=self._next_number(old["decisions"], "D"),
-                            first_question=self._next_number(old["open_questions"], "Q"))
-        text = self._all_text(new_evidence)
-        resolved = {m.group(1) or m.group(4) for m in RESOLVED.finditer(text)}
-        resolved = {r.upper() for r in resolved if r}
-        known_decisions = {_normal(d["statement"]) for d in old["decisions"]}
-        known_questions = {_normal(q["question"]) for q in old["open_questions"]}
-        decisions = old["decisions"] + [d for d in new["decisions"] if _normal(d["statement"]) not in known_decisions]
-        questions = [q for q in old["open_questions"] if q["id"].upper() not in resolved]
-        questions += [q for q in new["open_questions"] if _normal(q["question"]) not in known_questions]
-        subsystems = {s["name"]: s for s in old["summary"].get("subsystems", [])}
-        for subsystem in new["summary"]["subsystems"]:
-            subsystems[subsystem["name"]] = subsystem
-        # The newest session first, then what was known before (cut when the text is full).
-        earlier = COUNTS_TAIL.sub("", old["summary"].get("high_level", ""))
-        latest = COUNTS_TAIL.sub("", new["summary"]["high_level"])
-        if new_evidence.is_empty() or latest == NO_EVIDENCE:
-            latest, earlier = earlier, ""
-        elif earlier and earlier != NO_EVIDENCE:
-            latest = f"{latest} Earlier: {earlier}"
-        high_level = _with_counts(latest, decisions, questions)
-        affordances = {
-            key: _unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
-            for key in ("recommended_entry_points", "avoid_repeating", "invariants")
-        }
-        return schema.Content.model_validate({
-            "summary": {"high_level": high_level, "subsystems": list(subsystems.values())[: schema.MAX_LIST_ITEMS]},
-            "decisions": decisions[-schema.MAX_LIST_ITEMS:],
-            "open_questions": questions[-schema.MAX_LIST_ITEMS:],
-            "affordances": affordances,
-        })
-
-    @staticmethod
-    def _next_number(items: list[dict[str, Any]], prefix: str) -> int:
-        numbers = [int(m.group(1)) for item in items if (m := re.fullmatch(rf"{prefix}-(\d+)", item["id"]))]
-        return max(numbers, default=0) + 1
-
-    @staticmethod
-    def _all_text(evidence: Evidence) -> str:
-        return "\n".join([evidence.session_summary[:SCAN_CHARS], *(t[:SCAN_CHARS] for t in evidence.transcripts),
-                          *(a[:SCAN_CHARS] for a in evidence.artefacts)])
-
-    def _extract(self, evidence: Evidence, *, first_decision: int, first_question: int) -> dict[str, Any]:
-        turns = _turns(evidence)
-        prose = [evidence.session_summary[:SCAN_CHARS], *(t.text for t in turns)]
-        all_text = self._all_text(evidence)
-        sentences = [s for part in prose for s in _sentences(part)]
-
-        decisions = []
-        for sentence in _unique((s for s in sentences if DECISION.search(s) and not s.endswith("?")), MAX_DECISIONS):
-            because = BECAUSE.search(sentence)
-            decisions.append({
-                "id": f"D-{first_decision + len(decisions):03d}",
-                "statement": _clip(sentence),
-                "rationale": _clip(because.group(1)) if because else "stated in the session",
-                "confidence": 0.8 if STRONG_DECISION.search(sentence) else 0.6,
-                "status": "active",
-            })
-
-        questions = []
-        for question in _unique(self._open_questions(evidence, turns), MAX_QUESTIONS):
-            blocked = BLOCKED_ON.search(question)
-            priority = "high" if HIGH.search(question) else "low" if LOW.search(question) else "medium"
-            questions.append({
-                "id": f"Q-{first_question + len(questions):03d}",
-                "question": _clip(question),
-                "blocked_on": _clip(blocked.group(1)) if blocked else "",
-                "priority": priority,
-            })
-
-        paths = Counter(m.group(1).rstrip(".,:;") for m in PATH.finditer(URL.sub(" ", all_text)))
-        entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
-        commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
-        dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
-        invariants = _unique(
-            (_clip(s) for s in sentences if INVARIANT.search(s) and not s.endswith("?") and not DECISION.search(s)),
-            MAX_AFFORDANCES,
-        )
-        return {
-            "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
-                        "subsystems": self._subsystems(paths)},
-            "decisions": decisions,
-            "open_questions": questions,
-            "affordances": {
-                "recommended_entry_points": entry_points,
-                "avoid_repeating": _unique([f"already ran: {c}" for c in commands] + dead_ends, MAX_AFFORDANCES * 2),
-                "invariants": invariants,
-            },
-        }
-
-    @staticmethod
-    def _open_questions(evidence: Evidence, turns: list[_Turn]) -> list[str]:
-        found: list[str] = []
-        for part in [evidence.session_summary, *evidence.artefacts]:
-            for line in _sentences(part):
-                todo = TODO.match(line)
-                if todo:
-                    found.append(todo.group(0).strip(" -*"))
-            found += _questions(_sentences(part))
-        # A question in a transcript counts as open unless someone else spoke after it (in that transcript).
-        later_roles: dict[int, set[str]] = {}
-        answered_at: list[bool] = []
-        for turn in reversed(turns):
-            roles = later_roles.setdefault(turn.segment, set())
-            answered_at.append(bool(roles - {turn.role}))
-            roles.add(turn.role)
-        answered_at.reverse()
-        for turn, answered in zip(turns, answered_at):
-            for line in _sentences(turn.text):
-                if TODO.match(line):
-                    found.append(line.strip(" -*"))
-            if not answered:
-                found += _questions(_sentences(turn.text))
-        return found
-
-    @staticmethod
-    def _high_level(evidence: Evidence, turns: list[_Turn], decisions: list[Any], questions: list[Any]) -> str:
-        summary = " ".join(_sentences(evidence.session_summary)[:6])
-        if not summary:
-            first_request = next((t.text for t in turns if t.role == "user" and t.text.strip()), "")
-            summary = f"Session started with: {_clip(first_request, 600)}" if first_request else ""
-        if not summary and evidence.artefacts:
-            summary = f"Evidence: {len(evidence.artefacts)} artefact(s), no session summary."
-        if not summary:
-            return NO_EVIDENCE
-        return _with_counts(summary, decisions, questions)
-
-    @staticmethod
-    def _subsystems(paths: Counter[str]) -> list[dict[str, str]]:
-        groups: dict[str, list[str]] = {}
-        for path in paths:
-            parts = re.sub(r"^(\.\.?/)+", "", path).split("/")
-            name = parts[0] if len(parts) > 1 else "(top level)"
-            groups.setdefault(name, []).append(path)
-        return [
-            {"name": _clip(name, 200), "status": "in_progress", "notes": _clip("touched: " + ", ".join(files[:8]))}
-            for name, files in list(groups.items())[:10]
-        ]
+class AnthropicLLM(ChatLLM):
+    client_class = AnthropicChat
 
 
 def provider_from_settings() -> MedallionLLM:
-    name = settings.WINNI_MEDALLION_LLM_PROVIDER
-    if name == "extractive":
+    if settings.WINNI_MEDALLION_LLM_PROVIDER == "extractive":
+        from medallions.extractive import ExtractiveLLM
+
         return ExtractiveLLM()
-    common = dict(
-        base_url=settings.WINNI_MEDALLION_LLM_BASE_URL or DEFAULT_BASE_URLS[name],
-        api_key=settings.WINNI_MEDALLION_LLM_API_KEY,
-        model=settings.WINNI_MEDALLION_LLM_MODEL,
-        timeout=settings.WINNI_MEDALLION_LLM_TIMEOUT_SECONDS,
-        max_input_chars=settings.WINNI_MEDALLION_LLM_MAX_INPUT_CHARS,
-    )
-    if name == "openai":
+    common = dict(client_options(), max_input_chars=settings.WINNI_MEDALLION_LLM_MAX_INPUT_CHARS)
+    if settings.WINNI_MEDALLION_LLM_PROVIDER == "openai":
         return OpenAICompatibleLLM(json_mode=settings.WINNI_MEDALLION_LLM_JSON_MODE, **common)
     return AnthropicLLM(**common)

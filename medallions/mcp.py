@@ -3,12 +3,11 @@ service, return the shapes in outputs.py."""
 import json
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.actors import actor_name_from_mcp
+from core.mcp import McpRegistry, Resource, service_tool
 from medallions import outputs, services
-from winni_site.auth import actor_name_from_mcp
-from winni_site.mcp_support import service_tool
 
 
 class ScopeArg(BaseModel):
@@ -30,48 +29,57 @@ class EvidenceArg(BaseModel):
     conversation_id: str | None = None
 
 
-def register(mcp: MCPServer) -> None:
-    @mcp.tool()
-    @service_tool
-    def medallion_checkpoint_session(
-        scope: ScopeArg, evidence: EvidenceArg | None = None, wait_seconds: int = Field(default=0, ge=0, le=120)
-    ) -> outputs.JobDict:
-        """Checkpoint the session into the medallion for exactly this scope: the active one is
-        updated (its previous version kept as a revision), or a new one is generated. Runs as a
-        background job: returns the job at once, or waits up to wait_seconds (max 120) and then
-        includes the medallion. Poll medallion_job_status with the job_id."""
-        evidence_data = evidence.model_dump(exclude_none=True) if evidence else {}
-        job = services.medallion_checkpoint(scope=scope.model_dump(), evidence=evidence_data,
-                                            wait_seconds=wait_seconds, actor=actor_name_from_mcp())
-        return outputs.job_dict(job)
+@service_tool
+def medallion_checkpoint_session(
+    scope: ScopeArg, evidence: EvidenceArg | None = None, wait_seconds: int = Field(default=0, ge=0, le=120)
+) -> outputs.JobDict:
+    """Checkpoint the session into the medallion for exactly this scope: the active one is
+    updated (its previous version kept as a revision), or a new one is generated. Runs as a
+    background job: returns the job at once, or waits up to wait_seconds (max 120) and then
+    includes the medallion. Poll medallion_job_status with the job_id."""
+    evidence_data = evidence.model_dump(exclude_none=True) if evidence else {}
+    job = services.medallion_checkpoint(scope=scope.model_dump(), evidence=evidence_data,
+                                        wait_seconds=wait_seconds, actor=actor_name_from_mcp())
+    return outputs.job_dict(job)
 
-    @mcp.tool()
-    @service_tool
-    def medallion_load_for_scope(
-        scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False
-    ) -> outputs.MedallionListDict:
-        """The latest active medallions for a scope, newest first. A medallion matches when the
-        requested graph nodes are a subset of its nodes and the requested tags a subset of its tags;
-        an empty list matches everything on that axis. as_text adds compact markdown in `text`."""
-        medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit)
-        text = "\n".join(services.medallion_as_text(m) for m in medallions) if as_text else None
-        return outputs.medallion_list_dict(medallions, text)
 
-    @mcp.tool()
-    @service_tool
-    def medallion_get(medallion_id: str) -> outputs.MedallionDict:
-        """One medallion by id: meta, scope, summary, decisions, open_questions, affordances."""
-        return outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id))
+@service_tool
+def medallion_load_for_scope(
+    scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False
+) -> outputs.MedallionListDict:
+    """The latest active medallions for a scope, newest first. A medallion matches when the
+    requested graph nodes are a subset of its nodes and the requested tags a subset of its tags;
+    an empty list matches everything on that axis. as_text adds compact markdown in `text`."""
+    medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit)
+    text = "\n".join(services.medallion_as_text(m) for m in medallions) if as_text else None
+    return outputs.medallion_list_dict(medallions, text)
 
-    @mcp.tool()
-    @service_tool
-    def medallion_job_status(job_id: str) -> outputs.JobDict:
-        """A checkpoint job: pending, running, done (with the medallion) or failed (with scope,
-        operation and cause)."""
-        return outputs.job_dict(services.medallion_job_get(job_id=job_id))
 
-    @mcp.resource("winni://medallions/{medallion_id}", mime_type="application/json")
-    @service_tool
-    def medallion_resource(medallion_id: str) -> str:
-        """A medallion as JSON."""
-        return json.dumps(outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id)), indent=1)
+@service_tool
+def medallion_get(medallion_id: str) -> outputs.MedallionDict:
+    """One medallion by id: meta, scope, summary, decisions, open_questions, affordances."""
+    return outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id))
+
+
+@service_tool
+def medallion_job_status(job_id: str) -> outputs.JobDict:
+    """A checkpoint job: pending, running, done (with the medallion) or failed (with scope,
+    operation and cause)."""
+    return outputs.job_dict(services.medallion_job_get(job_id=job_id))
+
+
+@service_tool
+def medallion_resource(medallion_id: str) -> str:
+    """A medallion as JSON."""
+    return json.dumps(outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id)), indent=1)
+
+
+MCP = McpRegistry(
+    tools=[
+        medallion_checkpoint_session,
+        medallion_load_for_scope,
+        medallion_get,
+        medallion_job_status,
+    ],
+    resources=[Resource(medallion_resource, "winni://medallions/{medallion_id}", mime_type="application/json")],
+)

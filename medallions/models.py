@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from winni_site.searchable import tsvector_of
+from core.searchable import tsvector_of
 
 
 class Status(models.TextChoices):

@@ -19,13 +19,13 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from pydantic import ValidationError
 
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.logs import storage_log, storage_op
+from core.searchable import announce_changed
+from core.validation import parse_uuid, validate_limit
 from medallions import schema
 from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
-from winni_site.logs import storage_log, storage_op
-from winni_site.searchable import announce_changed
-from winni_site.validation import validate_limit
 
 SCOPE_NOT_OBJECT = "scope must be an object with graph_nodes and tags (lists of strings)"
 SCOPE_EMPTY = "scope must name at least one graph node or tag: a checkpoint needs a scope"
@@ -55,8 +55,8 @@ class CheckpointFailed(Exception):
 def parse_id(value: Any, *, field: str, what: str) -> uuid.UUID:
     """An unknown or malformed id is the same thing to a caller: not found."""
     try:
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-    except (ValueError, AttributeError, TypeError):
+        return parse_uuid(value, field=field)  # type: ignore[return-value]
+    except InvalidInput:
         raise NotFound(f"{what} {str(value)[:80]!r} not found ({field} must be a UUID)", field=field) from None
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from medallions import services
 from winni_client.schema import MedallionNotFoundError, MedallionValidationError
 from winni_client.store import MedallionStore, Scope
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
 
 
 def _validation_error(exc: InvalidInput | PayloadTooLarge) -> MedallionValidationError:

@@ -7,9 +7,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core.errors import ApplicationError
 from memory import services
 from memory.models import EmbeddingModel, Memory
-from winni_site.errors import ApplicationError
 
 
 class TagFilter(admin.SimpleListFilter):
@@ -100,5 +100,3 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-
-from memory import librarian_admin  # noqa: E402,F401

@@ -10,12 +10,16 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from memory import vectors
+        from core import health, recall
+        from core.searchable import Searchable, register, searchable_changed
+        from memory import retrieval, vectors
         from memory.models import Memory
-        from winni_site import health
-        from winni_site.searchable import Searchable, register, searchable_changed
 
-        register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80]))
+        register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
+                            filters={"tags": "tags__contains"}))
+        # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
+        # searchable row once its write commits.
+        recall.install_engine(retrieval.search)
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)

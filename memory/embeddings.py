@@ -26,19 +26,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 
+# Declared in core (so that callers of search can catch them without this module); raised here.
+from core.searchable import EmbeddingError, EmbeddingUnavailable
+
 if TYPE_CHECKING:
-    from winni_site import searchable
+    from core import searchable
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
-
-
-class EmbeddingError(Exception):
-    """The provider answered, but with something we must not store (wrong dimension, bad shape)."""
-
-
-class EmbeddingUnavailable(EmbeddingError):
-    """The provider could not be reached or failed; the caller should retry later."""
 
 
 class Provider(Protocol):

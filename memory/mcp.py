@@ -1,50 +1,57 @@
 """MCP tools and prompts of the memory app: store_memory, search_memory (seed 003) and the persona
 prompts. No tool deletes memories (seed 003: the agent never deletes them)."""
-from typing import Any
+from typing import Any, Callable
 
-from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from core.mcp import McpRegistry, Prompt, service_tool
 from memory import outputs, personas, services
-from winni_site.mcp_support import service_tool
 
 
-def register(mcp: MCPServer) -> None:
-    @mcp.tool()
-    @service_tool
-    def store_memory(
-        content: str,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        conversation_id: str | None = None,
-        message_id: str | None = None,
-    ) -> outputs.StoredMemoryDict:
-        """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
-        characters (e.g. preference, project, decision). The same content stored twice returns the
-        existing memory (duplicate: true)."""
-        memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
-                                                conversation_id=conversation_id, message_id=message_id)
-        return outputs.stored_memory_dict(memory, created)
+@service_tool
+def store_memory(
+    content: str,
+    tags: list[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    conversation_id: str | None = None,
+    message_id: str | None = None,
+) -> outputs.StoredMemoryDict:
+    """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
+    characters (e.g. preference, project, decision). The same content stored twice returns the
+    existing memory (duplicate: true)."""
+    memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
+                                            conversation_id=conversation_id, message_id=message_id)
+    return outputs.stored_memory_dict(memory, created)
 
-    @mcp.tool()
-    @service_tool
-    def search_memory(
-        query: str, limit: int = Field(default=5), tags: list[str] | None = None
-    ) -> outputs.SearchMemoryDict:
-        """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-        them. Each result has a relevance_score 0-100; results under 30 are left out."""
-        hits = services.memory_search(query=query, limit=limit, tags=tags)
-        return outputs.search_memory_dict(query, hits)
 
-    def persona_prompt(name: str):  # type: ignore[no-untyped-def]
-        def prompt() -> str:
-            return personas.persona_text(name)[1]
+@service_tool
+def search_memory(
+    query: str, limit: int = Field(default=5), tags: list[str] | None = None
+) -> outputs.SearchMemoryDict:
+    """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
+    them. Each result has a relevance_score 0-100; results under 30 are left out."""
+    hits = services.memory_search(query=query, limit=limit, tags=tags)
+    return outputs.search_memory_dict(query, hits)
 
-        return prompt
 
-    for name in personas.persona_files():
-        mcp.prompt(name=name, description=f"The {name!r} persona (from WINNI_PERSONA_FILES)")(persona_prompt(name))
+def persona(name: str = "") -> str:
+    return personas.persona_text(name or None)[1]
 
-    @mcp.prompt(name="persona", description="A persona by name; unknown names fall back to the default persona")
-    def persona(name: str = "") -> str:
-        return personas.persona_text(name or None)[1]
+
+def _persona_named(name: str) -> Callable[[], str]:
+    def prompt() -> str:
+        return personas.persona_text(name)[1]
+
+    return prompt
+
+
+def prompts() -> list[Prompt]:
+    """One prompt per persona file (WINNI_PERSONA_FILES, read when the server is built), then
+    `persona`, which takes the name as an argument."""
+    named = [Prompt(_persona_named(name), name=name, description=f"The {name!r} persona (from WINNI_PERSONA_FILES)")
+             for name in personas.persona_files()]
+    return [*named, Prompt(persona, name="persona",
+                           description="A persona by name; unknown names fall back to the default persona")]
+
+
+MCP = McpRegistry(tools=[store_memory, search_memory], prompts=prompts)

@@ -9,7 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from winni_site.searchable import tsvector_of
+from core.searchable import tsvector_of
 
 
 class Memory(models.Model):
@@ -89,5 +89,3 @@ class EmbeddingModel(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.dimensions}-d{', active' if self.is_active else ''})"
 
-
-from memory.librarian_models import LibrarianHourlyStats, QueryMemory  # noqa: E402,F401

@@ -1,5 +1,7 @@
 """Hybrid retrieval over any searchable kind: BM25 over the row's `search_vector`, cosine
 similarity over its vectors (the active model), fused by weighted, min-max scaled scores (or reciprocal rank, WINNI_RECALL_FUSION).
+The memory app installs `search` as the engine behind core.recall.rank; what it needs to know
+about a kind (its table, the rows around a hit) comes from the registry in core.searchable.
 
 Lexical side: PostgreSQL's `ts_rank` is not BM25 and web-search syntax ANDs every word, which
 finds nothing for a natural-language question. Here the question's lexemes (english config:
@@ -17,20 +19,20 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.db.models import QuerySet
 
-from memory import embeddings, vectors
-from memory.embeddings import EmbeddingUnavailable
-from winni_site import searchable
-from winni_site.connections import run_unchecked
+from core import searchable
+from core.connections import run_unchecked
+from core.recall import Mode
 
-Mode = Literal["fts", "semantic", "hybrid"]
-MODES = ("fts", "semantic", "hybrid")
+# Hit and Surroundings are the contract's types (core.searchable); tests and bench read them here too.
+from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Hit, Surround
+from core.searchable import Surroundings as Surroundings
+from memory import embeddings, vectors
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -43,9 +45,9 @@ CANDIDATE_DEPTH = 50
 
 
 # Hybrid mode passes part of each candidate's fused score to the rows around it: WINNI_RECALL_CONTEXT_WEIGHT
-# to the rows one step away, a third of that two steps away (an answer often comes one or two turns
-# after the words of the question). LoCoMo dev, turn recall@10: ±1 only 73.5, ±1 and ±2 74.8.
-CONTEXT_REACH = 2
+# to the rows one step away, a third of that two steps away (CONTEXT_REACH, core.searchable: an answer
+# often comes one or two turns after the words of the question). LoCoMo dev, turn recall@10: ±1 only
+# 73.5, ±1 and ±2 74.8.
 CONTEXT_DECAY = 1 / 3
 # …and GROUP_WEIGHT × the best fused score of its group (a message's conversation) to every hit of
 # that group: evidence that a conversation is about the question lifts its other turns (LoCoMo dev,
@@ -58,32 +60,6 @@ GROUP_WEIGHT = 0.2
 # 0.681, 800 chars 0.702, 300 0.713, 100 0.734; LoCoMo dev turn recall@10 (short turns): 75.9 with
 # 300 or more, 75.0 at 200, 73.7 at 100.
 CONTEXT_FULL_CHARS = 300
-
-
-@dataclass
-class Surroundings:
-    """Where candidate rows sit among the other rows of their kind."""
-
-    near: dict[str, list[tuple[str, int]]]  # candidate key → [(key of a row around it, distance ≥ 1)]
-    group: dict[str, str]  # candidate key → its group (a message: its conversation)
-    size: dict[str, int] = field(default_factory=dict)  # row around a candidate → its length in characters
-
-
-# (candidate keys, scope or None) → their surroundings within the scope
-Surround = Callable[[list[str], "QuerySet | None"], Surroundings]
-
-
-@dataclass
-class Hit:
-    kind: str
-    key: str
-    fts_score: float | None = None
-    fts_rank: int | None = None
-    similarity: float | None = None
-    vector_rank: int | None = None
-    context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
-    fused: float = 0.0
-    obj: Any = field(default=None, repr=False)
 
 
 def query_lexemes(text: str) -> list[str]:
@@ -213,7 +189,6 @@ def search(
     offset: int = 0,
     mode: Mode = "hybrid",
     query_vector: list[float] | None = None,
-    surround: dict[str, Surround] | None = None,
     attach: bool = True,
 ) -> list[Hit]:
     """Rank rows of several kinds for `query`. `scopes` maps each kind to the queryset of rows it
@@ -222,7 +197,7 @@ def search(
     semantic/hybrid embed the query (or use `query_vector`); if the provider is down, hybrid
     degrades to fts and semantic raises EmbeddingUnavailable.
 
-    `surround[kind]`, when given, says which rows lie around the candidates (the turns before and
+    A kind's registered `surround` says which rows lie around the candidates (the turns before and
     after a message) and which group each belongs to (its conversation): in hybrid mode each
     candidate passes part of its score to the rows around it (so an answer given a turn after the
     words of the question still ranks) and each group's best score lifts its other hits.
@@ -253,7 +228,7 @@ def search(
             near = pending.result()
         except (OperationalError, InterfaceError):
             # The helper's connection broke (a database restart since its last search; it is not
-            # health-checked before each use, see winni_site.connections): it was dropped, and this
+            # health-checked before each use, see core.connections): it was dropped, and this
             # thread's checked connection does the work instead.
             near = semantic()
     else:
@@ -267,6 +242,7 @@ def search(
         entry.similarity, entry.vector_rank = sim, rank
 
     _fuse(list(hits.values()), mode)
+    surround = {kind: spec.surround for kind in scopes if (spec := searchable.get(kind)).surround is not None}
     if mode == "hybrid" and surround:
         _spread(hits, surround, scopes, filtered)
     ordered = sorted(hits.values(), key=lambda e: (-e.fused, e.kind, e.key))

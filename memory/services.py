@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,21 +10,19 @@ from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.db.models.expressions import RawSQL
 
+from core.errors import InvalidInput, NotFound
+from core.logs import storage_op
+from core.searchable import announce_changed
+from core.validation import parse_uuid, validate_limit, validate_metadata, validate_query, validate_storable
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Memory
-from winni_site.errors import InvalidInput, NotFound
-from winni_site.validation import validate_limit, validate_storable
-from winni_site.logs import storage_op
-from winni_site.searchable import announce_changed
 
 KIND = "memory"
 CONTENT_EMPTY = "content must not be empty or whitespace"
-QUERY_EMPTY = "query must not be empty or whitespace"
 TAGS_TOO_MANY = "at most 10 tags are allowed"
 TAG_INVALID = "each tag must be 1 to 50 characters after trimming"
 LIMIT_RANGE = "limit must be between 1 and 20"
-METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
 
 MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
@@ -79,26 +76,11 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
     return tags
 
 
-def validate_query(value: Any, *, field: str = "query") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
-    return validate_storable(value, field=field).strip()
-
-
-def _optional_uuid(value: Any, *, field: str) -> uuid.UUID | None:
-    if value is None or value == "":
-        return None
-    try:
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
-    except (ValueError, TypeError, AttributeError):
-        raise InvalidInput(f"{field} must be a UUID, got {str(value)[:80]!r}", field=field) from None
-
-
 # --- reads -----------------------------------------------------------------------------------
 
 
 def memory_get(*, memory_id: Any) -> Memory:
-    pk = _optional_uuid(memory_id, field="memory_id")
+    pk = parse_uuid(memory_id, field="memory_id", optional=True)
     memory = Memory.objects.filter(pk=pk).first() if pk else None
     if memory is None:
         raise NotFound(f"memory {memory_id} not found", field="memory_id")
@@ -225,10 +207,9 @@ def memory_store(
     memory (created = False) instead of a copy."""
     content = validate_content(content)
     tags = validate_tags(tags)
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInput(f"metadata: {METADATA_NOT_OBJECT}", field="metadata")
-    conversation = _optional_uuid(conversation_id, field="conversation_id")
-    message = _optional_uuid(message_id, field="message_id")
+    metadata = validate_metadata(metadata)
+    conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
+    message = parse_uuid(message_id, field="message_id", optional=True)
     digest = content_hash(content)
     with storage_op("memory.store") as log:
         existing = Memory.objects.filter(content_hash=digest).first()

@@ -7,9 +7,9 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from core import searchable
 from memory import embeddings, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from winni_site import searchable
 
 log = logging.getLogger("winni.embeddings")
 
@@ -30,7 +30,7 @@ def embed_rows(self: Any, kind: str, ids: list[str]) -> int:
                                                                         "error": str(exc)[:200]}})
         if self.request.is_eager:
             return 0  # no worker to retry in: the sweep will
-        raise self.retry(exc=exc, countdown=min(600, 10 * 2 ** self.request.retries))
+        raise self.retry(exc=exc, countdown=min(600, 10 * 2 ** self.request.retries)) from exc
     except EmbeddingError as exc:
         # Wrong dimension or a malformed answer: storing would poison search, retrying will not help
         # until the configuration changes. Nothing is stored; the sweep tries again later.

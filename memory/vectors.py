@@ -2,7 +2,7 @@
 nearest-neighbour search, and the backlog of rows still waiting for a vector.
 
 Rows are embedded after their write commits (memory.tasks.embed_rows, fed by
-`winni_site.searchable.searchable_changed`); a beat task sweeps up anything a lost task or a
+`core.searchable.searchable_changed`); a beat task sweeps up anything a lost task or a
 provider outage left behind, so a row is never lost, only late."""
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from django.db.models import Exists, OuterRef, QuerySet, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from core import searchable
+from core.logs import storage_op
 from memory import embeddings
 from memory.embeddings import EmbeddingError
 from memory.models import Embedding, EmbeddingModel
-from winni_site import searchable
-from winni_site.logs import storage_op
 
 log = logging.getLogger("winni.embeddings")
 
@@ -249,9 +249,9 @@ def backlog_record(counts: dict[str, int]) -> None:
     import json
     import time
 
-    from winni_site import health
+    from core import health
 
-    health._redis().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
+    health.redis_client().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
 
 
 def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
@@ -259,9 +259,9 @@ def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
     import json
     import time
 
-    from winni_site import health
+    from core import health
 
-    raw = health._redis().get(BACKLOG_KEY)
+    raw = health.redis_client().get(BACKLOG_KEY)
     if raw is None:
         return None, None
     data = json.loads(raw)

@@ -58,7 +58,7 @@ def build_admin_corpus() -> AdminCorpus:
 def build_cache_activity() -> dict[str, Any]:
     """Answer cache traffic for today: one remembered answer asked four times (hits) and one
     question nobody answered before (a miss). Returns the librarian's own numbers."""
-    from memory import librarian
+    from memory.librarian import services as librarian
 
     librarian.librarian_remember(query="How do I run the tests?", answer="./winni test")
     for _ in range(4):

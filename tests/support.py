@@ -4,8 +4,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import signal
+import socket
 import subprocess
 import sys
 import time

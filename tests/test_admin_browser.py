@@ -208,13 +208,13 @@ def test_edit_and_activate_a_startup_context(admin_page: Any):
 
 
 def test_forget_a_cache_entry(admin_page: Any):
-    from memory import librarian
-    from memory.librarian_models import QueryMemory
+    from memory.librarian import services as librarian
+    from memory.librarian.models import QueryMemory
 
     librarian.librarian_remember(query="Where do the backups go?", answer="To WINNI_DATA_DIR/backups.")
     librarian.librarian_remember(query="Which port does Winni use?", answer="9020.")
     page = admin_page
-    page.goto(reverse("admin:memory_querymemory_changelist"))
+    page.goto(reverse("admin:librarian_querymemory_changelist"))
     row = page.locator("tr", has_text="Where do the backups go?")
     row.locator("input.action-select").check()
     page.select_option("select[name=action]", "forget")

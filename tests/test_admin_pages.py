@@ -64,7 +64,7 @@ def test_dashboard_counts_each_store_and_draws_charts_from_the_data(admin_client
 
 
 def test_dashboard_charts_the_answer_cache(admin_client: Any, corpus: AdminCorpus):
-    from memory.librarian_models import QueryMemory
+    from memory.librarian.models import QueryMemory
 
     cache = build_cache_activity()
     assert cache["asks"] == 5 and 0 < cache["hit_rate"] < 1
@@ -80,7 +80,7 @@ def test_dashboard_charts_the_answer_cache(admin_client: Any, corpus: AdminCorpu
 
 
 def test_dashboard_heartbeat_shows_the_worker(admin_client: Any, corpus: AdminCorpus):
-    from winni_site import health
+    from core import health
 
     health.heartbeat_record()
     html = admin_client.get("/admin/").content.decode()

@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from memory import librarian
-from memory.librarian_models import QueryMemory
+from memory.librarian import services as librarian
+from memory.librarian.models import QueryMemory
 from tests.support import ROOT
 
 pytestmark = pytest.mark.django_db
@@ -57,12 +57,12 @@ def test_admin_lists_by_tier_with_charts_and_pins_and_forgets(client, staff_user
     a, _ = librarian.librarian_remember(query="alpha question", answer="alpha answer")
     b, _ = librarian.librarian_remember(query="beta question", answer="beta answer")
     librarian.librarian_ask(query="alpha question")
-    page = client.get("/admin/memory/querymemory/?tier__exact=warm")
+    page = client.get("/admin/librarian/querymemory/?tier__exact=warm")
     assert page.status_code == 200
     html = page.content.decode()
     assert "alpha question" in html and "Hit rate per day" in html and "Tiers" in html
     assert "1 exact, 0 semantic hits of 1 asks" in html
-    changelist = "/admin/memory/querymemory/"
+    changelist = "/admin/librarian/querymemory/"
     client.post(changelist, {"action": "pin", "_selected_action": [a.pk]})
     a.refresh_from_db()
     assert a.pinned and a.expires_at is None
@@ -76,11 +76,11 @@ def test_admin_lists_by_tier_with_charts_and_pins_and_forgets(client, staff_user
 def test_admin_edit_remembers_the_new_answer(client, staff_user):
     client.force_login(staff_user)
     entry, _ = librarian.librarian_remember(query="gamma", answer="old")
-    response = client.post(f"/admin/memory/querymemory/{entry.pk}/change/", {"answer": "new", "pinned": "on"})
+    response = client.post(f"/admin/librarian/querymemory/{entry.pk}/change/", {"answer": "new", "pinned": "on"})
     assert response.status_code == 302
     entry.refresh_from_db()
     assert (entry.answer, entry.answer_version, entry.pinned) == ("new", 2, True)
-    client.post(f"/admin/memory/querymemory/{entry.pk}/delete/", {"post": "yes"})
+    client.post(f"/admin/librarian/querymemory/{entry.pk}/delete/", {"post": "yes"})
     assert not QueryMemory.objects.exists()
 
 

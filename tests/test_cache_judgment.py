@@ -6,8 +6,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from conversations import services as conversations
-from memory import librarian
-from memory.librarian_models import QueryMemory
+from memory.librarian import services as librarian
+from memory.librarian.models import QueryMemory
 
 pytestmark = pytest.mark.django_db
 QUERY = "How do I set the DATABASE_URL?"

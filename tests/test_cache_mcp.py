@@ -1,7 +1,7 @@
 """The answer cache's MCP tools through the real streamable-HTTP transport."""
 import pytest
 
-from memory.librarian_models import QueryMemory
+from memory.librarian.models import QueryMemory
 
 pytestmark = pytest.mark.live
 

@@ -8,9 +8,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from conversations import services as conversations
-from memory import librarian
-from memory.librarian_models import LibrarianHourlyStats, QueryMemory
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from memory.librarian import services as librarian
+from memory.librarian.models import LibrarianHourlyStats, QueryMemory
 
 pytestmark = pytest.mark.django_db
 
@@ -159,7 +159,7 @@ def test_vectors_of_another_query_form_are_refreshed_before_l2_uses_them(remembe
 
 
 def test_the_beat_task_refreshes_stale_vectors(remembered):
-    from memory.librarian_tasks import librarian_evict
+    from memory.librarian.tasks import librarian_evict
 
     QueryMemory.objects.filter(pk=remembered.pk).update(embedding_model="")
     assert librarian_evict.delay().get() == {"expired": 0, "evicted": 0, "pruned": 0, "reembedded": 1}

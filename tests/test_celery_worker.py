@@ -5,8 +5,8 @@ import pytest
 import redis
 from django.conf import settings
 
+from core import health
 from tests.support import start_celery_worker, stop_process
-from winni_site import health
 from winni_site.tasks import worker_heartbeat
 
 pytestmark = [pytest.mark.live, pytest.mark.django_db(transaction=True)]

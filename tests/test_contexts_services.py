@@ -7,7 +7,7 @@ from django.db import IntegrityError, connection, transaction
 
 from contexts import services
 from contexts.models import StartupContext, StartupContextAudit
-from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 
@@ -203,7 +203,7 @@ def test_admin_edit_one_click_activate_and_audit_trail(client, staff_user):
 
 
 def test_writes_announce_the_changed_rows_to_the_search_pipeline(django_capture_on_commit_callbacks):
-    from winni_site import searchable
+    from core import searchable
 
     seen: list[tuple[str, list]] = []
 

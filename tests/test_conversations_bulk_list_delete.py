@@ -4,8 +4,8 @@ import pytest
 
 from conversations import services
 from conversations.models import Conversation, Message
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
-from winni_site.searchable import searchable_changed
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.searchable import searchable_changed
 
 pytestmark = pytest.mark.django_db
 
@@ -157,7 +157,7 @@ def test_delete_needs_force_and_cascades_to_messages_and_search(django_capture_o
 
 
 def test_list_total_is_exact_up_to_the_cap_then_estimated(monkeypatch):
-    monkeypatch.setattr(services, "COUNT_EXACT_UP_TO", 3)
+    monkeypatch.setattr("conversations.services.messages.COUNT_EXACT_UP_TO", 3)
     for _ in range(3):
         services.conversation_begin(session_id="cap")
     assert services.conversation_list(session_id="cap")[1:] == (3, False)

@@ -4,7 +4,7 @@ import pytest
 
 from conversations import services
 from conversations.models import FiedlerResult
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 

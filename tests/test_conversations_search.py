@@ -4,7 +4,7 @@ import pytest
 
 from conversations import services
 from conversations.models import Message
-from winni_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import pytest
 
 from conversations import services
 from conversations.models import Conversation, Message
-from winni_site.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 
@@ -100,7 +100,7 @@ def test_get_returns_messages_in_turn_order():
 
 
 def test_stored_messages_are_announced_after_commit(django_capture_on_commit_callbacks):
-    from winni_site.searchable import searchable_changed
+    from core.searchable import searchable_changed
 
     seen = []
 

@@ -4,10 +4,10 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from core import health
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from memory import services, vectors
 from memory.models import Embedding, Memory
-from winni_site import health
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def test_a_memory_is_found_before_its_vector_exists():
 def sweep_count():
     """Record a backlog count as the beat sweep does; forget it afterwards (Redis is shared)."""
     yield vectors.backlog_record
-    health._redis().delete(vectors.BACKLOG_KEY)
+    health.redis_client().delete(vectors.BACKLOG_KEY)
 
 
 def test_the_last_sweep_bounds_which_rows_a_search_embeds_itself(sweep_count):

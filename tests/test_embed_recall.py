@@ -9,10 +9,11 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from conversations import services as conversations
-from memory import retrieval, services as memories, vectors
+from core import recall, searchable
+from core.errors import InvalidInput
+from memory import retrieval, vectors
+from memory import services as memories
 from memory.models import Embedding, EmbeddingModel
-from winni_site import recall, searchable
-from winni_site.errors import InvalidInput
 
 pytestmark = pytest.mark.django_db
 

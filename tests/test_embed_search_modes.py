@@ -2,7 +2,7 @@
 import pytest
 
 from conversations import services
-from winni_site.errors import InvalidInput
+from core.errors import InvalidInput
 
 
 @pytest.fixture

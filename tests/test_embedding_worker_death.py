@@ -23,7 +23,8 @@ import psutil
 import pytest
 
 from conversations import services as conversation_services
-from memory import embeddings, services as memory_services
+from memory import embeddings
+from memory import services as memory_services
 from memory.models import Embedding
 from memory.tasks import embed_rows
 from tests.embed_servers import FakeProvider

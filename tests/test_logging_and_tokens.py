@@ -5,7 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from conversations import services
-from winni_site.logs import JsonFormatter, RequestIdFilter, request_id_var
+from core.logs import JsonFormatter, RequestIdFilter, request_id_var
 from winni_site.models import ApiToken
 
 pytestmark = pytest.mark.django_db

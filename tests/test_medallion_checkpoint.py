@@ -5,11 +5,11 @@ import uuid
 import pytest
 
 from conversations import services as conversation_services
+from core.errors import InvalidInput, NotFound
 from medallions import services
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision
 from tests.llm_servers import HANG, FakeLLMServer
 from tests.medallion_support import SCOPE, SESSION
-from winni_site.errors import InvalidInput, NotFound
 
 # The job is queued on commit and (eager in tests) runs at once: these tests need real commits.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -2,7 +2,7 @@
 included), and a useful one on a realistic session."""
 import pytest
 
-from medallions import llm, schema, services
+from medallions import extractive, llm, schema, services
 from tests.medallion_support import SCOPE, SESSION, generated_evidence
 
 pytestmark = pytest.mark.django_db
@@ -13,7 +13,7 @@ def _document(content: schema.Content) -> dict:
 
 
 def test_valid_on_200_generated_inputs_including_empty_and_huge():
-    provider = llm.ExtractiveLLM()
+    provider = extractive.ExtractiveLLM()
     inputs = generated_evidence(200)
     valid = 0
     previous = None
@@ -32,7 +32,7 @@ def test_valid_on_200_generated_inputs_including_empty_and_huge():
 
 def test_it_is_deterministic():
     material = services.evidence_for_llm(services.validate_evidence(SESSION))
-    assert llm.ExtractiveLLM().generate(SCOPE, material) == llm.ExtractiveLLM().generate(SCOPE, material)
+    assert extractive.ExtractiveLLM().generate(SCOPE, material) == extractive.ExtractiveLLM().generate(SCOPE, material)
 
 
 def test_a_realistic_session_gives_a_useful_medallion():
@@ -43,7 +43,7 @@ def test_a_realistic_session_gives_a_useful_medallion():
             "user: The medallion schema must never change without a version bump.\n"
             "$ .venv/bin/python manage.py migrate"],
     }))
-    content = llm.ExtractiveLLM().generate(SCOPE, material)
+    content = extractive.ExtractiveLLM().generate(SCOPE, material)
     assert content.summary.high_level.startswith("We built the medallion store.")
     assert [d.statement for d in content.decisions] == [
         "We decided to use PostgreSQL arrays because GIN indexes make subset queries fast."]
@@ -65,7 +65,7 @@ def test_a_realistic_session_gives_a_useful_medallion():
 
 
 def test_update_merges_keeps_ids_and_resolves_questions():
-    provider = llm.ExtractiveLLM()
+    provider = extractive.ExtractiveLLM()
     first = provider.generate(SCOPE, llm.Evidence("We decided to use Python 3.11. TODO: pick a web framework."))
     existing = _document(first)
     assert [q.id for q in first.open_questions] == ["Q-001"]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from medallions import llm, schema
+from medallions import extractive, llm, schema
 from tests.llm_servers import HANG, FakeLLMServer
 
 GOOD = json.dumps({
@@ -115,7 +115,7 @@ def test_json_mode_off_sends_no_response_format(serve):
 
 
 def test_provider_from_settings(settings):
-    assert isinstance(llm.provider_from_settings(), llm.ExtractiveLLM)
+    assert isinstance(llm.provider_from_settings(), extractive.ExtractiveLLM)
     settings.WINNI_MEDALLION_LLM_PROVIDER = "anthropic"
     settings.WINNI_MEDALLION_LLM_MODEL = "claude-x"
     provider = llm.provider_from_settings()

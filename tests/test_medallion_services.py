@@ -4,12 +4,13 @@ import json
 import pytest
 from django.db import connection
 
+from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.searchable import get as searchable
+from core.searchable import searchable_changed
 from medallions import schema, services
 from medallions.models import Medallion, MedallionRevision
 from tests.medallion_support import SCOPE, document
 from winni_client.schema import SCHEMA
-from winni_site.errors import InvalidInput, NotFound, PayloadTooLarge
-from winni_site.searchable import get as searchable, searchable_changed
 
 pytestmark = pytest.mark.django_db
 

@@ -16,9 +16,9 @@ from django.db import connection
 
 from conversations import services as conv
 from conversations.models import Message
+from core.errors import Conflict, InvalidInput
 from tests.support import ROOT, child_env
 from winni_site import backups, pgtools
-from winni_site.errors import Conflict, InvalidInput
 from winni_site.pgtools import OperationFailed
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 
 from conversations import services as conv
 from conversations.models import Conversation, Message
+from core.errors import InvalidInput, NotFound
 from winni_site import portable
-from winni_site.errors import InvalidInput, NotFound
 
 pytestmark = pytest.mark.django_db
 
@@ -157,8 +157,8 @@ def test_every_model_of_every_store_is_exported_or_deliberately_left_out():
     covered = set()
     for store in portable.installed_stores():
         covered |= {apps.get_model(label)._meta.label_lower for label in [store.model, *store.children.values()]}
-    for app_label in ["winni_site", *settings.WINNI_APPS]:
-        for model in apps.get_app_config(app_label).get_models():
+    for app_name in ["winni_site", *settings.WINNI_APPS]:
+        for model in apps.get_containing_app_config(app_name).get_models():
             label = model._meta.label_lower
             assert label in covered or label in portable.NOT_EXPORTED, (
                 f"{label} is neither exported (winni_site.portable.STORES) nor listed in NOT_EXPORTED")
@@ -180,8 +180,8 @@ def _fill_every_store() -> None:
         memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1})
         memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
         vectors.embedding_store(kind="memory", ids=[memory.id], build_index=False)
-    if portable.model_exists("memory.QueryMemory"):
-        from memory import librarian
+    if portable.model_exists("librarian.QueryMemory"):
+        from memory.librarian import services as librarian
 
         librarian.librarian_remember(query="How are backups kept?", answer="the newest seven", pin=True)
     if apps.is_installed("contexts"):
@@ -220,8 +220,8 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
         assert counts["memories"] == {"memory.memory": 2}
         assert counts["embeddings"] == {"memory.embedding": 1}
         assert counts["embedding_models"] == {"memory.embeddingmodel": 1}
-    if portable.model_exists("memory.QueryMemory"):
-        assert counts["cache_entries"] == {"memory.querymemory": 1}
+    if portable.model_exists("librarian.QueryMemory"):
+        assert counts["cache_entries"] == {"librarian.querymemory": 1}
     if apps.is_installed("contexts"):
         assert counts["contexts"] == {"contexts.startupcontext": 2}
         assert counts["context_audit"]["contexts.startupcontextaudit"] >= 2

@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from conversations import services as conv
 from conversations.models import Conversation, Message
+from core.searchable import searchable_changed
 from tests.support import ROOT
 from winni_site import maintenance, pgtools
 from winni_site.celery import setup_periodic_tasks
-from winni_site.searchable import searchable_changed
 
 
 def _aged(days: int, session: str) -> Conversation:
@@ -111,8 +111,8 @@ def test_fiedler_results_have_their_own_retention(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_vacuum_expires_cache_answers_past_their_ttl(capsys):
-    from memory import librarian
-    from memory.librarian_models import QueryMemory
+    from memory.librarian import services as librarian
+    from memory.librarian.models import QueryMemory
 
     entry, _ = librarian.librarian_remember(query="when do backups run?", answer="every 24 hours")
     QueryMemory.objects.filter(pk=entry.pk).update(expires_at=timezone.now() - dt.timedelta(minutes=1))
@@ -123,8 +123,8 @@ def test_vacuum_expires_cache_answers_past_their_ttl(capsys):
 
 @pytest.mark.django_db
 def test_cache_retention_spares_pinned_entries(settings):
-    from memory import librarian
-    from memory.librarian_models import QueryMemory
+    from memory.librarian import services as librarian
+    from memory.librarian.models import QueryMemory
 
     old, _ = librarian.librarian_remember(query="an old question", answer="old")
     pinned, _ = librarian.librarian_remember(query="a pinned question", answer="kept", pin=True)

@@ -21,8 +21,8 @@ from rest_framework.test import APIClient
 
 from conversations import services as conv
 from conversations.models import Conversation, Message
+from core.logs import JsonFormatter
 from winni_site import auth
-from winni_site.logs import JsonFormatter
 
 PLANTED = "planted-secret-content-7f3a"
 # Open by design, and they read no stored data: checked for the planted content instead.

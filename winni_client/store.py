@@ -17,7 +17,13 @@ from typing import Any, Iterator
 
 import httpx
 
-from winni_client.schema import SCHEMA_VERSION, MedallionError, MedallionNotFoundError, MedallionValidationError, validate
+from winni_client.schema import (
+    SCHEMA_VERSION,
+    MedallionError,
+    MedallionNotFoundError,
+    MedallionValidationError,
+    validate,
+)
 
 Scope = dict[str, list[str]]
 STATUSES = ("active", "superseded", "archived")

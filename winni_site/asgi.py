@@ -13,8 +13,8 @@ django_app = get_asgi_application()  # before anything imports models
 
 from django.conf import settings  # noqa: E402
 
-from winni_site.errors import error_body  # noqa: E402
-from winni_site.logs import new_request_id, request_id_var  # noqa: E402
+from core.errors import error_body  # noqa: E402
+from core.logs import new_request_id, request_id_var  # noqa: E402
 from winni_site.mcp import build_mcp_app  # noqa: E402
 
 mcp_app = build_mcp_app()

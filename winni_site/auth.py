@@ -16,8 +16,8 @@ from django.utils import timezone
 from mcp.server.auth.provider import AccessToken
 from rest_framework import authentication, exceptions
 
-from winni_site.connections import run_unchecked
-from winni_site.errors import Conflict, InvalidInput, NotFound
+from core.connections import run_unchecked
+from core.errors import Conflict, InvalidInput, NotFound
 from winni_site.models import ApiToken
 
 TOKEN_PREFIX = "winni_"
@@ -118,15 +118,3 @@ class ApiTokenVerifier:
             return None
         return AccessToken(token=token, client_id=name, scopes=[MCP_SCOPE])
 
-
-def actor_name_from_mcp() -> str:
-    """The token name behind the current MCP call (for audit rows)."""
-    from mcp.server.auth.middleware.auth_context import get_access_token
-
-    access = get_access_token()
-    return access.client_id if access else "anonymous"
-
-
-def actor_name_from_rest(request) -> str:  # type: ignore[no-untyped-def]
-    """The token name behind a REST call (for audit rows)."""
-    return getattr(request.auth, "name", None) or str(request.user)

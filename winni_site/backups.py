@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import connections
 from psycopg import sql
 
+from core.errors import Conflict, InvalidInput, NotFound
+from core.logs import storage_op
 from winni_site import pgtools
-from winni_site.errors import Conflict, InvalidInput, NotFound
-from winni_site.logs import storage_op
 from winni_site.pgtools import OperationFailed
 
 MANIFEST_FORMAT = "winni-backup"

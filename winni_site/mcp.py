@@ -1,5 +1,6 @@
-"""The one MCP server: every app's `<app>/mcp.py` registers its tools, prompts and resources on it
-via `register(server)`; this module builds the server and its streamable-HTTP app."""
+"""The one MCP server: every app's `<app>/mcp.py` lists its tools, prompts and resources in its
+`MCP` registry (core.mcp.McpRegistry); this module builds the server from them, plus the
+assembly's own cross-app tool (winni_recall), and its streamable-HTTP app."""
 from importlib import import_module
 
 from django.conf import settings
@@ -8,6 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
+from core.mcp import McpRegistry, strict_tool
+from winni_site import recall
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
@@ -16,12 +19,24 @@ INSTRUCTIONS = (
     "(dewey_get_startup_context) and the project's medallions at the start of a session."
 )
 
-# Tool modules beyond `<app>.mcp` (cross-app tools like winni_recall, a second tool set inside an
-# app), each with a `register(server)`.
-EXTRA_TOOL_MODULES: list[str] = ["winni_site.recall", "memory.librarian_mcp"]
+
+def registries() -> list[McpRegistry]:
+    """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's."""
+    found = []
+    for app_name in settings.WINNI_APPS:
+        module_name = f"{app_name}.mcp"
+        try:
+            module = import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        found.append(module.MCP)
+    return [*found, recall.MCP]
 
 
 def build_mcp_server() -> MCPServer:
+    surfaces = registries()
     server = MCPServer(
         "winni",
         instructions=INSTRUCTIONS,
@@ -32,28 +47,15 @@ def build_mcp_server() -> MCPServer:
             resource_server_url=None,
             required_scopes=[MCP_SCOPE],
         ),
+        tools=[strict_tool(fn) for surface in surfaces for fn in surface.tools],
     )
-    for app_name in settings.WINNI_APPS:
-        module_name = f"{app_name}.mcp"
-        try:
-            module = import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            raise
-        module.register(server)
-    for module_name in EXTRA_TOOL_MODULES:
-        import_module(module_name).register(server)
-    _forbid_unknown_arguments(server)
+    for surface in surfaces:
+        for prompt in surface.prompt_list():
+            server.prompt(name=prompt.name, description=prompt.description)(prompt.fn)
+        for resource in surface.resources:
+            server.resource(resource.uri, name=resource.name, description=resource.description,
+                            mime_type=resource.mime_type)(resource.fn)
     return server
-
-
-def _forbid_unknown_arguments(server: MCPServer) -> None:
-    """A misspelt argument must fail loudly instead of being silently dropped."""
-    for tool in server._tool_manager.list_tools():
-        model = tool.fn_metadata.arg_model
-        model.model_config["extra"] = "forbid"
-        model.model_rebuild(force=True)
 
 
 def _allowed_hosts() -> list[str]:

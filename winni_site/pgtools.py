@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from django.conf import settings
 from django.db import connections
+from psycopg import sql
 
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
 
 # Rows these tables get from `migrate` itself do not make a database "hold data".
 BOOKKEEPING_TABLES = frozenset({"django_migrations", "django_content_type", "auth_permission"})

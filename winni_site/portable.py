@@ -34,9 +34,9 @@ from django.core.management.color import no_style
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
-from winni_site import searchable
-from winni_site.errors import InvalidInput, NotFound
-from winni_site.logs import storage_op
+from core import searchable
+from core.errors import InvalidInput, NotFound
+from core.logs import storage_op
 
 FORMAT = "winni-export"
 FORMAT_VERSION = 1
@@ -68,7 +68,7 @@ STORES: list[Portable] = [
     Portable("memories", "memory.Memory"),
     Portable("embedding_models", "memory.EmbeddingModel"),
     Portable("embeddings", "memory.Embedding"),
-    Portable("cache_entries", "memory.QueryMemory"),
+    Portable("cache_entries", "librarian.QueryMemory"),
     Portable("medallions", "medallions.Medallion", {"revisions": "medallions.MedallionRevision"},
              omit={"medallions.MedallionRevision": frozenset({"job_id"})}),
 ]
@@ -76,7 +76,7 @@ STORES: list[Portable] = [
 # and run history, statistics derived from other rows. Every other model must be in STORES
 # (tests/test_ops_export.py checks), so a new model forces a decision.
 NOT_EXPORTED = {
-    "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "memory.librarianhourlystats",
+    "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
 }
 
 

@@ -1,6 +1,6 @@
 from celery import shared_task
 
-from winni_site import health
+from core import health
 
 
 @shared_task(name="winni_site.tasks.worker_heartbeat")

@@ -2,12 +2,19 @@ from importlib.util import find_spec
 
 from django.conf import settings
 from django.contrib import admin
+from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from core.health import health_report
 from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
-from winni_site.health import healthz
 from winni_site.recall import RecallApi
+
+
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Open (no token): the database, Redis, the Celery worker's heartbeat and the apps' checks."""
+    healthy, report = health_report()
+    return JsonResponse(report, status=200 if healthy else 503)
 
 
 def _app_api_urls() -> list:
@@ -25,7 +32,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
-    path("api/v1/cache/", include("memory.librarian_urls")),
     path("api/v1/capture/events", CaptureEventApi.as_view(), name="capture-events"),
     path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
     path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core.env import env_bool, env_float, env_int, env_list, env_str
 from winni_site import embedded
-from winni_site.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(env_str("WINNI_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()
@@ -57,8 +57,9 @@ WINNI_ALLOWED_ORIGINS = env_list(
 )
 CSRF_TRUSTED_ORIGINS = [origin for origin in WINNI_ALLOWED_ORIGINS if origin.startswith("http")]
 
-# Winni's own apps: each may have `mcp.py` (tools) and `urls.py` (REST under /api/v1/).
-WINNI_APPS = ["conversations", "contexts", "memory", "medallions"]
+# Winni's own apps: each may have `mcp.py` (its MCP registry) and `urls.py` (REST under /api/v1/).
+# memory.librarian is the answer cache, an app nested in memory/ (label "librarian").
+WINNI_APPS = ["conversations", "contexts", "memory", "memory.librarian", "medallions"]
 
 INSTALLED_APPS = [
     # Django's admin with Winni's site (dashboard index, search, estimated-count lists).
@@ -162,7 +163,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["winni_site.auth.ApiTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "winni_site.errors.rest_exception_handler",
+    "EXCEPTION_HANDLER": "core.errors.rest_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "UNAUTHENTICATED_USER": None,
@@ -202,8 +203,8 @@ if WINNI_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "winni_site.logs.RequestIdFilter"}},
-    "formatters": {"json": {"()": "winni_site.logs.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]},
     },
@@ -290,7 +291,7 @@ if WINNI_SEARCH_DEFAULT_MODE not in ("fts", "semantic", "hybrid"):
 # true: store NULL for every Fiedler prompt (a request's `redact: true` does it for one).
 WINNI_REDACT_PROMPTS = env_bool("WINNI_REDACT_PROMPTS", False)
 
-# --- Medallions (structured checkpoints; medallions/llm.py) ----------------------------------
+# --- The LLM: medallions and the cache's judge (core/llm.py, medallions/llm.py) --------------------
 # extractive: offline and deterministic (default); openai: any OpenAI-compatible chat-completions
 # server (OpenAI, Ollama /v1, vLLM, llama.cpp); anthropic: the Messages API.
 WINNI_MEDALLION_LLM_PROVIDER = env_str("WINNI_MEDALLION_LLM_PROVIDER", "extractive").strip().lower()
@@ -327,7 +328,8 @@ LIBRARIAN_TTL_SECONDS = env_int("LIBRARIAN_TTL_SECONDS", 24 * 3600, minimum=0)  
 LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT = env_int("LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT", 2, minimum=1)
 LIBRARIAN_EVICT_INTERVAL_SECONDS = env_int("LIBRARIAN_EVICT_INTERVAL_SECONDS", 300, minimum=10)
 LIBRARIAN_UNCACHED_RETENTION_DAYS = env_int("LIBRARIAN_UNCACHED_RETENTION_DAYS", 30, minimum=1)
-# An LLM rates each answer before it is cached (the medallions' provider, WINNI_MEDALLION_LLM_*).
+# An LLM rates each answer before it is cached: the chat model of WINNI_MEDALLION_LLM_* (core.llm);
+# the offline extractive provider has none.
 LIBRARIAN_JUDGMENT_MODEL = env_bool("LIBRARIAN_JUDGMENT_MODEL", False)
 if LIBRARIAN_JUDGMENT_MODEL and WINNI_MEDALLION_LLM_PROVIDER == "extractive":
     raise ImproperlyConfigured(
@@ -352,10 +354,10 @@ if WINNI_PG_BIN_DIR and not (Path(WINNI_PG_BIN_DIR) / "pg_dump").exists():
 WINNI_RETENTION_DAYS_CONVERSATIONS = env_int("WINNI_RETENTION_DAYS_CONVERSATIONS", 0, minimum=0)
 WINNI_RETENTION_DAYS_FIEDLER = env_int("WINNI_RETENTION_DAYS_FIEDLER", 0, minimum=0)
 WINNI_RETENTION_DAYS_CACHE = env_int("WINNI_RETENTION_DAYS_CACHE", 0, minimum=0)
-# Every operation in /api/schema/ documents the error responses (winni_site.errors).
+# Every operation in /api/schema/ documents the error responses (core.errors).
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
-    "winni_site.errors.document_error_responses",
+    "core.errors.document_error_responses",
 ]
 # Distinct component names for the views' nested serializers, the bearer scheme (winni_site.schema).
 REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "winni_site.schema.WinniAutoSchema"

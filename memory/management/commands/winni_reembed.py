@@ -13,9 +13,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from core import searchable
 from memory import embeddings, vectors
 from memory.embeddings import EmbeddingError
-from winni_site import searchable
 
 
 class Command(BaseCommand):

@@ -17,8 +17,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import ApplicationError
 from winni_site import auth
-from winni_site.errors import ApplicationError
 
 HOOK_SCRIPT = Path(__file__).resolve().parents[2] / "claude_hook.py"
 DEFAULT_CONFIG = Path("~/.config/winni/claude-hook.json")

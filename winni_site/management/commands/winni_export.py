@@ -7,8 +7,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from tqdm import tqdm
 
+from core.errors import ApplicationError
 from winni_site import portable
-from winni_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -6,8 +6,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from core.errors import ApplicationError
 from winni_site import portable
-from winni_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import ApplicationError
 from winni_site import backups
-from winni_site.errors import ApplicationError
 
 
 class Command(BaseCommand):

@@ -1,8 +1,8 @@
 """Manage API tokens: `create NAME` prints the secret once, `list`, `revoke NAME`."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import ApplicationError
 from winni_site import auth
-from winni_site.errors import ApplicationError
 from winni_site.models import ApiToken
 
 

@@ -2,8 +2,8 @@
 prints table and index sizes before and after (seed 000 NFR-1.5)."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core.errors import ApplicationError
 from winni_site import maintenance
-from winni_site.errors import ApplicationError
 
 
 def _mb(size: int) -> str:

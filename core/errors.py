@@ -70,12 +70,11 @@ def _first_message(detail: Any) -> str:
 
 def rest_exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     # DRF is imported here: its settings import this module's neighbours at start-up.
+    from django.db import DataError
     from rest_framework import exceptions as drf_exceptions
     from rest_framework import status
     from rest_framework.response import Response
     from rest_framework.views import exception_handler as drf_default_handler
-
-    from django.db import DataError
 
     if isinstance(exc, DataError):
         exc = from_database_error(exc)

@@ -1,8 +1,8 @@
 """Return shapes of the answer cache, shared by MCP tools and REST views (seed 002 §9.2)."""
 from typing import Any, TypedDict
 
-from memory.librarian import AskResult
-from memory.librarian_models import QueryMemory
+from memory.librarian.models import QueryMemory
+from memory.librarian.services import AskResult
 
 
 class SourceDict(TypedDict, total=False):

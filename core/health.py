@@ -1,4 +1,5 @@
-"""/healthz: open (no token), reports the database, Redis and the Celery worker's heartbeat."""
+"""The health report behind /healthz and the admin's status panel: the database, Redis, the Celery
+worker's heartbeat, and what apps add through `register_check` (e.g. the embedding backlog)."""
 from __future__ import annotations
 
 import functools
@@ -8,12 +9,12 @@ from typing import Any
 import redis
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
 
 HEARTBEAT_KEY = "winni:worker:heartbeat"
 
 
-def _redis() -> redis.Redis:
+def redis_client() -> redis.Redis:
+    """This process's client of WINNI's Redis (REDIS_URL)."""
     return _redis_client(settings.REDIS_URL)
 
 
@@ -27,12 +28,12 @@ def _redis_client(url: str) -> redis.Redis:
 
 def heartbeat_record() -> float:
     now = time.time()
-    _redis().set(HEARTBEAT_KEY, str(now), ex=24 * 3600)
+    redis_client().set(HEARTBEAT_KEY, str(now), ex=24 * 3600)
     return now
 
 
 def heartbeat_age() -> float | None:
-    raw = _redis().get(HEARTBEAT_KEY)
+    raw = redis_client().get(HEARTBEAT_KEY)
     return None if raw is None else max(0.0, time.time() - float(raw))
 
 
@@ -47,7 +48,7 @@ def health_report() -> tuple[bool, dict[str, Any]]:
         healthy = False
         report["database"] = {"status": "error", "error": str(exc)[:200]}
     try:
-        _redis().ping()
+        redis_client().ping()
         report["redis"] = {"status": "ok", "embedded": settings.WINNI_EMBEDDED_REDIS}
         age = heartbeat_age()
         stale_after = 3 * settings.WINNI_HEARTBEAT_SECONDS
@@ -78,8 +79,3 @@ EXTRA_CHECKS: dict[str, Any] = {}
 
 def register_check(name: str, check: Any) -> None:
     EXTRA_CHECKS[name] = check
-
-
-def healthz(request: HttpRequest) -> JsonResponse:
-    healthy, report = health_report()
-    return JsonResponse(report, status=200 if healthy else 503)

@@ -1,5 +1,6 @@
 """The adaptive answer cache ("Librarian", seed 002 §3): one row per normalised query, plus hourly
-counters of asks and hits so the hit rate can be charted over time."""
+counters of asks and hits so the hit rate can be charted over time. The tables were created by
+the memory app (memory/migrations/0003_librarian.py) and keep their names (db_table)."""
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -53,6 +54,7 @@ class QueryMemory(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "memory_querymemory"
         verbose_name = "cached query"
         verbose_name_plural = "answer cache"
         indexes = [
@@ -100,6 +102,7 @@ class LibrarianHourlyStats(models.Model):
     misses = models.PositiveIntegerField(default=0)
 
     class Meta:
+        db_table = "memory_librarianhourlystats"
         verbose_name = "answer cache hourly stats"
         verbose_name_plural = "answer cache hourly stats"
         ordering = ["-hour"]

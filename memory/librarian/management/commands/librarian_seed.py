@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from memory import librarian
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
+from memory.librarian import services
 
 BATCH = 256
 
@@ -54,7 +54,7 @@ class Command(BaseCommand):
             for start in range(0, len(pairs), BATCH):
                 batch = pairs[start:start + BATCH]
                 try:
-                    counts = librarian.librarian_seed(pairs=batch, pin=options["pin"])
+                    counts = services.librarian_seed(pairs=batch, pin=options["pin"])
                 except ApplicationError as exc:
                     raise CommandError(f"pairs {start + 1}–{start + len(batch)}: {exc.message}") from None
                 for key, value in counts.items():

@@ -1,21 +1,21 @@
 """Admin for the answer cache: entries by tier, pin/unpin, forget, edit an answer — every change
-goes through memory.librarian. The change list shows the hit rate per day and the tiers."""
+goes through memory.librarian.services. The change list shows the hit rate per day and the tiers."""
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from memory import librarian
-from memory.librarian_models import QueryMemory
-from winni_site.errors import ApplicationError
+from core.errors import ApplicationError
+from memory.librarian import services
+from memory.librarian.models import QueryMemory
 
 CHART_DAYS = 14
 
 
 @admin.register(QueryMemory)
 class QueryMemoryAdmin(admin.ModelAdmin):
-    change_list_template = "admin/memory/querymemory/change_list.html"
+    change_list_template = "admin/librarian/querymemory/change_list.html"
     list_display = ("query_text", "tier", "ask_count", "cache_hits", "confidence", "has_answer", "pinned",
                     "last_asked", "expires_at")
     list_filter = ("tier", "pinned", ("answer", admin.EmptyFieldListFilter))
@@ -49,24 +49,24 @@ class QueryMemoryAdmin(admin.ModelAdmin):
         answer but keeps the query's statistics."""
         try:
             if obj.answer and obj.answer.strip():
-                librarian.librarian_remember(query=obj.query_text, answer=obj.answer, pin=obj.pinned)
+                services.librarian_remember(query=obj.query_text, answer=obj.answer, pin=obj.pinned)
             else:
                 QueryMemory.objects.filter(pk=obj.pk).update(answer=None, sources=[], expires_at=None)
-                librarian.librarian_set_pinned(entry_ids=[obj.pk], pinned=obj.pinned)
+                services.librarian_set_pinned(entry_ids=[obj.pk], pinned=obj.pinned)
         except ApplicationError as exc:
             self.message_user(request, exc.message, messages.ERROR)
 
     def delete_model(self, request: HttpRequest, obj: QueryMemory) -> None:
-        librarian.librarian_forget(query=obj.query_text)
+        services.librarian_forget(query=obj.query_text)
 
     @admin.action(description="Pin (never evict or expire)")
     def pin(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
-        changed = librarian.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=True)
+        changed = services.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=True)
         self.message_user(request, f"Pinned {changed} entries.")
 
     @admin.action(description="Unpin")
     def unpin(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
-        changed = librarian.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=False)
+        changed = services.librarian_set_pinned(entry_ids=queryset.values_list("pk", flat=True), pinned=False)
         self.message_user(request, f"Unpinned {changed} entries.")
 
     @admin.action(description="Forget (delete the query and its answer)")
@@ -74,15 +74,15 @@ class QueryMemoryAdmin(admin.ModelAdmin):
         forgotten = 0
         for query_text in queryset.values_list("query_text", flat=True):
             try:
-                librarian.librarian_forget(query=query_text)
+                services.librarian_forget(query=query_text)
                 forgotten += 1
             except ApplicationError as exc:
                 self.message_user(request, exc.message, messages.ERROR)
         self.message_user(request, f"Forgot {forgotten} entries.")
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
-        stats = librarian.librarian_memory_stats()
-        series = librarian.librarian_hit_rate_series(days=CHART_DAYS)
+        stats = services.librarian_memory_stats()
+        series = services.librarian_hit_rate_series(days=CHART_DAYS)
         entries = max(stats["entries"], 1)
         extra = {
             "cache_stats": stats,

@@ -5,8 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import librarian
-from memory import librarian_outputs as outputs
+from memory.librarian import outputs, services
 
 
 class _QuerySerializer(serializers.Serializer):
@@ -22,7 +21,7 @@ class CacheAskApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(outputs.ask_dict(librarian.librarian_ask(**data.validated_data)))
+        return Response(outputs.ask_dict(services.librarian_ask(**data.validated_data)))
 
 
 class CacheRememberApi(APIView):
@@ -37,7 +36,7 @@ class CacheRememberApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        entry, created = librarian.librarian_remember(**data.validated_data)
+        entry, created = services.librarian_remember(**data.validated_data)
         return Response(outputs.remembered_dict(entry, created), status=201 if created else 200)
 
 
@@ -50,7 +49,7 @@ class CacheForgetApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(outputs.forgotten_dict(librarian.librarian_forget(**data.validated_data)))
+        return Response(outputs.forgotten_dict(services.librarian_forget(**data.validated_data)))
 
 
 class CacheFeedbackApi(APIView):
@@ -64,7 +63,7 @@ class CacheFeedbackApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        entry, dropped = librarian.librarian_feedback(**data.validated_data)
+        entry, dropped = services.librarian_feedback(**data.validated_data)
         return Response(outputs.feedback_dict(entry, dropped))
 
 
@@ -80,7 +79,7 @@ class CacheStatsApi(APIView):
         """The statistics; with ?days=N also `series`, the hit rate per day."""
         data = self.InputSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
-        stats = librarian.librarian_memory_stats()
+        stats = services.librarian_memory_stats()
         if "days" in data.validated_data:
-            stats["series"] = librarian.librarian_hit_rate_series(days=data.validated_data["days"])
+            stats["series"] = services.librarian_hit_rate_series(days=data.validated_data["days"])
         return Response(stats)

@@ -1,0 +1,329 @@
+"""Conversations and their messages: access, writes (one or many, atomically), lists and deletes.
+Every interface (MCP, REST, admin, capture) calls these."""
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from conversations.models import Conversation, Message, Role
+from core.errors import Conflict, InvalidInput, NotFound
+from core.logs import storage_op
+from core.searchable import announce_changed
+from core.validation import (
+    parse_timestamp,
+    parse_uuid,
+    validate_limit,
+    validate_metadata,
+    validate_offset,
+    validate_text,
+)
+
+ROLE_INVALID = "role must be one of user, assistant, system, tool"
+CONTENT_EMPTY = "content must not be empty or whitespace"
+TURN_INVALID = "turn_number must be an integer of at least 1"
+BULK_EMPTY = "messages must be a non-empty list"
+BULK_TOO_MANY = "messages may hold at most {limit} items"
+MAX_BULK_MESSAGES = 1000
+FORCE_REQUIRED = "force must be true to delete a conversation and its messages"
+SORT_INVALID = "sort_by must be created_at or updated_at"
+
+
+# --- validation of a message's fields ----------------------------------------------------------
+
+
+def validate_content(value: Any, *, field: str = "content") -> str:
+    return validate_text(value, field=field, empty_message=f"{field}: {CONTENT_EMPTY}")
+
+
+def validate_role(value: Any, *, field: str = "role") -> str:
+    if value not in Role.values:
+        raise InvalidInput(f"{field}: {ROLE_INVALID}, got {str(value)[:40]!r}", field=field)
+    return str(value)
+
+
+def validate_turn_number(value: Any, *, field: str = "turn_number") -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInput(f"{field}: {TURN_INVALID}", field=field)
+    return value
+
+
+def validate_session_id(value: Any, *, field: str = "session_id") -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > 500:
+        raise InvalidInput(f"{field} must be a string of at most 500 characters", field=field)
+    return value
+
+
+# --- access ----------------------------------------------------------------------------------
+
+
+def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
+    """Fetch and lock a conversation row; must run inside a transaction."""
+    pk = parse_uuid(conversation_id, field="conversation_id")
+    conversation = Conversation.objects.select_for_update().filter(pk=pk).first()
+    if conversation is None:
+        raise NotFound(f"conversation {pk} not found", field="conversation_id")
+    return conversation
+
+
+def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Message]]:
+    """A conversation with its messages in turn order."""
+    pk = parse_uuid(conversation_id, field="conversation_id")
+    with storage_op("conversation.get", conversation_id=str(pk)) as log:
+        conversation = Conversation.objects.filter(pk=pk).first()
+        if conversation is None:
+            raise NotFound(f"conversation {pk} not found", field="conversation_id")
+        messages = list(conversation.messages.order_by("turn_number").defer("search_vector"))
+        log["messages"] = len(messages)
+    return conversation, messages
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any] | None = None) -> Conversation:
+    session_id = validate_session_id(session_id)
+    metadata = validate_metadata(metadata)
+    with storage_op("conversation.begin") as log:
+        conversation = Conversation.objects.create(session_id=session_id, metadata=metadata)
+        log["conversation_id"] = str(conversation.id)
+    return conversation
+
+
+def _next_turn(conversation: Conversation | uuid.UUID) -> int:
+    """Caller holds the conversation row lock, so no other writer can take the same number."""
+    pk = conversation.pk if isinstance(conversation, Conversation) else conversation
+    last = (
+        Message.objects.filter(conversation_id=pk)
+        .order_by("-turn_number")
+        .values_list("turn_number", flat=True)
+        .first()
+    )
+    return (last or 0) + 1
+
+
+def _touch(conversation: Conversation) -> None:
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+
+
+def _announce_stored(message_ids: list[uuid.UUID]) -> None:
+    """Tell the search pipeline (embeddings) once the rows are committed and visible."""
+    announce_changed("message", message_ids)
+
+
+def message_store(
+    *,
+    conversation_id: Any,
+    role: str,
+    content: str,
+    turn_number: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    created_at: Any = None,
+) -> Message:
+    role = validate_role(role)
+    content = validate_content(content)
+    turn_number = validate_turn_number(turn_number)
+    metadata = validate_metadata(metadata)
+    created = parse_timestamp(created_at, field="created_at")
+    with storage_op("message.store") as log, transaction.atomic():
+        # Moving updated_at takes the conversation's row lock (held until commit), so this one
+        # statement both serialises concurrent writers and proves the conversation exists.
+        pk = parse_uuid(conversation_id, field="conversation_id")
+        now = timezone.now()
+        if not Conversation.objects.filter(pk=pk).update(updated_at=now):
+            raise NotFound(f"conversation {pk} not found", field="conversation_id")
+        if turn_number is None:
+            turn_number = _next_turn(pk)
+        elif Message.objects.filter(conversation_id=pk, turn_number=turn_number).exists():
+            raise Conflict(f"turn_number {turn_number} already exists in conversation {pk}", field="turn_number")
+        message = Message(
+            conversation_id=pk,
+            turn_number=turn_number,
+            role=role,
+            content=content,
+            metadata=metadata,
+            created_at=created or now,
+        )
+        message.save(force_insert=True)
+        _announce_stored([message.id])
+        log.update(conversation_id=str(pk), message_id=str(message.id), turn=turn_number)
+    return message
+
+
+# --- bulk ------------------------------------------------------------------------------------
+
+
+def _validated_bulk_messages(messages: Any) -> list[dict[str, Any]]:
+    """Validate every message before anything is written; errors name `messages[i].field`."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidInput(f"messages: {BULK_EMPTY}", field="messages")
+    if len(messages) > MAX_BULK_MESSAGES:
+        raise InvalidInput(f"messages: {BULK_TOO_MANY.format(limit=MAX_BULK_MESSAGES)}", field="messages")
+    clean = []
+    for index, item in enumerate(messages):
+        prefix = f"messages[{index}]"
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{prefix} must be an object with role and content", field=prefix)
+        unknown = set(item) - {"role", "content", "metadata", "created_at"}
+        if unknown:
+            raise InvalidInput(
+                f"{prefix}: unknown field(s) {sorted(unknown)}; allowed: role, content, metadata, created_at "
+                "(turn numbers follow the array order)",
+                field=f"{prefix}.{sorted(unknown)[0]}",
+            )
+        clean.append(
+            {
+                "role": validate_role(item.get("role"), field=f"{prefix}.role"),
+                "content": validate_content(item.get("content"), field=f"{prefix}.content"),
+                "metadata": validate_metadata(item.get("metadata"), field=f"{prefix}.metadata"),
+                "created_at": parse_timestamp(item.get("created_at"), field=f"{prefix}.created_at"),
+            }
+        )
+    return clean
+
+
+def _copy_messages(rows: list[Message]) -> None:
+    """Insert messages with COPY: for hundreds of rows it costs a fraction of bulk_create's
+    per-value preparation. Runs inside the caller's transaction."""
+    from psycopg.types.json import Jsonb
+
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(
+            "COPY conversations_message (id, conversation_id, turn_number, role, content, metadata, created_at) "
+            "FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(
+                    (
+                        row.id, row.conversation_id, row.turn_number, row.role, row.content,
+                        None if row.metadata is None else Jsonb(row.metadata), row.created_at,
+                    )
+                )
+
+
+def messages_store_bulk(
+    *,
+    messages: Any,
+    conversation_id: Any = None,
+    session_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[Conversation, list[Message]]:
+    """Store many messages atomically (all or none), turns following the array order after the
+    conversation's last turn. Without conversation_id a new conversation is created (with
+    session_id and metadata); with it, session_id and metadata must be omitted."""
+    clean = _validated_bulk_messages(messages)
+    if conversation_id is not None and (session_id is not None or metadata is not None):
+        field = "session_id" if session_id is not None else "metadata"
+        raise InvalidInput(f"{field} is only used when creating a conversation (conversation_id omitted)", field=field)
+    session_id = validate_session_id(session_id)
+    metadata = validate_metadata(metadata)
+    with storage_op("message.store_bulk", count=len(clean)) as log, transaction.atomic():
+        if conversation_id is None:
+            conversation = Conversation.objects.create(session_id=session_id, metadata=metadata)
+        else:
+            conversation = conversation_get_for_update(conversation_id=conversation_id)
+        first_turn = _next_turn(conversation)
+        now = timezone.now()
+        rows = [
+            Message(
+                id=uuid.uuid4(),
+                conversation=conversation,
+                turn_number=first_turn + index,
+                role=item["role"],
+                content=item["content"],
+                metadata=item["metadata"],
+                created_at=item["created_at"] or now,
+            )
+            for index, item in enumerate(clean)
+        ]
+        _copy_messages(rows)
+        _touch(conversation)
+        _announce_stored([row.id for row in rows])
+        log.update(conversation_id=str(conversation.id), first_turn=first_turn)
+    return conversation, rows
+
+
+# --- list and delete -------------------------------------------------------------------------
+
+
+def conversation_list(
+    *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at"
+) -> tuple[list[Conversation], int, bool]:
+    """A page of conversations (newest first by sort_by), each annotated with `message_count`,
+    the total number matching and whether that total is an estimate (see `capped_count`)."""
+    session_id = validate_session_id(session_id)
+    limit = validate_limit(limit)
+    offset = validate_offset(offset)
+    if sort_by not in ("created_at", "updated_at"):
+        raise InvalidInput(f"{SORT_INVALID}, got {str(sort_by)[:40]!r}", field="sort_by")
+    with storage_op("conversation.list", session_id=session_id) as log:
+        queryset = Conversation.objects.all()
+        if session_id is not None:
+            queryset = queryset.filter(session_id=session_id)
+        total, estimate = capped_count(queryset)
+        # A correlated count per row of the page only (not a GROUP BY over every message).
+        page = list(
+            queryset.annotate(message_count=_message_count_subquery()).order_by(f"-{sort_by}", "-id")[
+                offset : offset + limit
+            ]
+        )
+        log.update(total=total, returned=len(page))
+    return page, total, estimate
+
+
+def _message_count_subquery() -> Any:
+    counts = (
+        Message.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation").annotate(n=Count("*"))
+    )
+    return Coalesce(Subquery(counts.values("n"), output_field=IntegerField()), 0)
+
+
+def conversation_delete(*, conversation_id: Any, force: bool = False) -> int:
+    """Delete a conversation and (FK cascade) its messages; returns how many messages went.
+    Refuses unless force is true. Announces the deleted message ids so search indexes forget them."""
+    pk = parse_uuid(conversation_id, field="conversation_id")
+    if force is not True:
+        raise InvalidInput(FORCE_REQUIRED, field="force")
+    with storage_op("conversation.delete", conversation_id=str(pk)) as log, transaction.atomic():
+        conversation = conversation_get_for_update(conversation_id=pk)
+        message_ids = list(Message.objects.filter(conversation=conversation).values_list("id", flat=True))
+        conversation.delete()
+        _announce_stored(message_ids)
+        log["messages_deleted"] = len(message_ids)
+    return len(message_ids)
+
+
+# --- counting ------------------------------------------------------------------------------------
+
+# Lists count exactly up to this many rows; beyond, `total` is the planner's estimate (a count of
+# 100,000 conversations on every page costs more than the page itself).
+COUNT_EXACT_UP_TO = 10_000
+
+
+def planner_rows(sql: str, params: Any) -> int:
+    """PostgreSQL's estimate of how many rows `sql` returns (EXPLAIN, nothing is executed)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
+        plan = cursor.fetchone()[0]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def capped_count(queryset: Any) -> tuple[int, bool]:
+    """(total, total_is_estimate): exact up to COUNT_EXACT_UP_TO, the planner's estimate beyond."""
+    exact = queryset.order_by()[: COUNT_EXACT_UP_TO + 1].count()
+    if exact <= COUNT_EXACT_UP_TO:
+        return exact, False
+    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    return max(planner_rows(sql, params), exact), True
+
+

@@ -1,0 +1,367 @@
+"""dewey_search: ranked search over messages with filters, snippets and context (full text, or by
+meaning through the registered ranking engine), and what a message is to search: its embedded
+texts and its surroundings."""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.db.models.functions import Left
+
+from conversations.models import Conversation, Message
+from conversations.services.messages import planner_rows, validate_role, validate_session_id
+from core import recall
+from core.errors import InvalidInput
+from core.logs import storage_op
+from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
+from core.validation import parse_date_range, parse_uuid, validate_limit, validate_offset, validate_query
+
+
+def validate_context_lines(value: Any, *, field: str = "context_lines") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
+        raise InvalidInput(f"{field} must be an integer from 0 to 10, got {value!r}", field=field)
+    return value
+
+
+# --- search ----------------------------------------------------------------------------------
+#
+# Ranking policy (README "Search"): the matches are filtered, then only the most recent
+# WINNI_SEARCH_CANDIDATES (default 1000) of them are ranked with ts_rank_cd, ties going to the
+# newer message; a page reaching past them continues with the older matches, newest first. So a
+# term found in 90% of a million messages costs one backwards walk of the created_at index until
+# 1000 matches are found, not a rank of 900,000 rows. `total` is exact while the matches fit in
+# the window (max(candidates, offset+limit)); beyond it, it is the planner's estimate and
+# `total_is_estimate` is true.
+
+SNIPPET_START, SNIPPET_STOP = "**", "**"
+
+
+@dataclass(frozen=True)
+class MessageFilters:
+    """Validated search filters (build with `message_search_filters`)."""
+
+    session_id: str | None = None
+    conversation_id: uuid.UUID | None = None
+    role: str | None = None
+    start: dt.datetime | None = None  # inclusive
+    end: dt.datetime | None = None  # exclusive
+
+    def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
+        """SQL conditions (joined with AND, may be empty) and their parameters."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if self.conversation_id is not None:
+            parts.append(f"{alias}.conversation_id = %s")
+            params.append(self.conversation_id)
+        if self.session_id is not None:
+            parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation WHERE session_id = %s)")
+            params.append(self.session_id)
+        if self.role is not None:
+            parts.append(f"{alias}.role = %s")
+            params.append(self.role)
+        if self.start is not None:
+            parts.append(f"{alias}.created_at >= %s")
+            params.append(self.start)
+        if self.end is not None:
+            parts.append(f"{alias}.created_at < %s")
+            params.append(self.end)
+        return " AND ".join(parts), params
+
+    def apply(self, queryset: Any) -> Any:
+        """The same filters on a Message queryset (for semantic search over the same rows)."""
+        if self.conversation_id is not None:
+            queryset = queryset.filter(conversation_id=self.conversation_id)
+        if self.session_id is not None:
+            queryset = queryset.filter(conversation__session_id=self.session_id)
+        if self.role is not None:
+            queryset = queryset.filter(role=self.role)
+        if self.start is not None:
+            queryset = queryset.filter(created_at__gte=self.start)
+        if self.end is not None:
+            queryset = queryset.filter(created_at__lt=self.end)
+        return queryset
+
+
+def message_search_filters(
+    *,
+    session_id: str | None = None,
+    conversation_id: Any = None,
+    role: str | None = None,
+    start_date: Any = None,
+    end_date: Any = None,
+) -> MessageFilters:
+    start, end = parse_date_range(start_date, end_date)
+    return MessageFilters(
+        session_id=validate_session_id(session_id),
+        conversation_id=None if conversation_id is None else parse_uuid(conversation_id, field="conversation_id"),
+        role=None if role is None else validate_role(role),
+        start=start,
+        end=end,
+    )
+
+
+@dataclass(frozen=True)
+class RankedMessage:
+    message_id: uuid.UUID
+    rank: float
+
+
+@dataclass(frozen=True)
+class RankedPage:
+    hits: list[RankedMessage]
+    total: int
+    total_is_estimate: bool
+
+
+def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offset: int = 0) -> RankedPage:
+    """The reusable full-text part of dewey_search: message ids ranked by ts_rank_cd (ties: newer
+    first) among the most recent max(WINNI_SEARCH_CANDIDATES, offset+limit) matches of `query`
+    (websearch syntax, English) within `filters`, plus the total. Validates `query`; limit and
+    offset are trusted (callers validate them)."""
+    query = validate_query(query, words=True)
+    candidates = settings.WINNI_SEARCH_CANDIDATES
+    window = max(candidates, offset + limit)
+    where, params = filters.sql("m")
+    where = f"AND {where}" if where else ""
+    # The ranked block is the `candidates` most recent matches; pages reaching past it continue
+    # with older matches newest first, so every page is consistent with the others.
+    sql = f"""
+        WITH recent AS (
+            SELECT m.id, m.created_at, m.search_vector
+            FROM conversations_message m
+            WHERE m.search_vector @@ websearch_to_tsquery('english', %s) {where}
+            ORDER BY m.created_at DESC, m.id
+            LIMIT %s
+        ), numbered AS (
+            SELECT id, created_at, ts_rank_cd(search_vector, websearch_to_tsquery('english', %s)) AS rank,
+                   row_number() OVER (ORDER BY created_at DESC, id) AS pos, count(*) OVER () AS found
+            FROM recent
+        )
+        SELECT id, rank, found
+        FROM numbered
+        ORDER BY pos > %s, CASE WHEN pos <= %s THEN rank END DESC NULLS LAST, created_at DESC, id
+        LIMIT %s OFFSET %s
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [query, *params, window, query, candidates, candidates, limit, offset])
+        rows = cursor.fetchall()
+        if rows:
+            found = rows[0][2]
+        else:
+            # The page is past the end (or nothing matched): count the candidates alone.
+            cursor.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM conversations_message m WHERE m.search_vector @@ "
+                f"websearch_to_tsquery('english', %s) {where} LIMIT %s) s",
+                [query, *params, window],
+            )
+            found = cursor.fetchone()[0]
+        estimate = found >= window
+        total = found
+    if estimate:
+        total = max(
+            planner_rows(
+                "SELECT 1 FROM conversations_message m WHERE m.search_vector @@ "
+                f"websearch_to_tsquery('english', %s) {where}",
+                [query, *params],
+            ),
+            window,
+        )
+    hits = [RankedMessage(message_id=row[0], rank=float(row[1])) for row in rows]
+    return RankedPage(hits=hits, total=total, total_is_estimate=estimate)
+
+
+@dataclass
+class SearchHit:
+    message: Message
+    rank: float
+    snippet: str
+    context: list[Message]
+
+
+_MESSAGE_COLUMNS = "m.id, m.conversation_id, m.turn_number, m.role, m.content, m.metadata, m.created_at"
+_HEADLINE_OPTIONS = (
+    f"StartSel={SNIPPET_START}, StopSel={SNIPPET_STOP}, MaxWords=35, MinWords=15, MaxFragments=2, "
+    "FragmentDelimiter=\" … \""
+)
+
+
+def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int) -> list[SearchHit]:
+    """Load the ranked messages (with their conversation), a highlighted snippet and up to
+    `context_lines` messages before and after each, keeping the given order. Plain SQL: building
+    the ORM expression for 20 turn windows cost more than running the queries."""
+    if not ranked:
+        return []
+    ids = [item.message_id for item in ranked]
+    by_id = {
+        m.id: m
+        for m in Message.objects.raw(
+            f"SELECT {_MESSAGE_COLUMNS}, ts_headline('english', m.content, websearch_to_tsquery('english', %s), %s) "
+            "AS snippet FROM conversations_message m WHERE m.id = ANY(%s)",
+            [query, _HEADLINE_OPTIONS, ids],
+        )
+    }
+    conversations = Conversation.objects.in_bulk({m.conversation_id for m in by_id.values()})
+    neighbours: dict[uuid.UUID, list[Message]] = {}
+    if context_lines:
+        hits = list(by_id.values())
+        around = Message.objects.raw(
+            f"SELECT DISTINCT {_MESSAGE_COLUMNS} FROM conversations_message m "
+            "JOIN unnest(%s::uuid[], %s::int[]) AS h(conversation_id, turn) "
+            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn - %s AND h.turn + %s "
+            "ORDER BY m.conversation_id, m.turn_number",
+            [[m.conversation_id for m in hits], [m.turn_number for m in hits], context_lines, context_lines],
+        )
+        for other in around:
+            neighbours.setdefault(other.conversation_id, []).append(other)
+    result = []
+    for item in ranked:
+        message = by_id.get(item.message_id)
+        if message is None:  # deleted between ranking and loading
+            continue
+        message.conversation = conversations[message.conversation_id]
+        context = [
+            other
+            for other in neighbours.get(message.conversation_id, [])
+            if other.id != message.id and abs(other.turn_number - message.turn_number) <= context_lines
+        ]
+        result.append(SearchHit(message=message, rank=item.rank, snippet=message.snippet, context=context))  # type: ignore[attr-defined]
+    return result
+
+
+@dataclass
+class SearchPage:
+    query: str
+    hits: list[SearchHit]
+    total: int
+    total_is_estimate: bool
+    limit: int
+    offset: int
+    mode: str = "fts"
+
+
+def message_search(
+    *,
+    query: Any,
+    session_id: str | None = None,
+    conversation_id: Any = None,
+    role: str | None = None,
+    start_date: Any = None,
+    end_date: Any = None,
+    limit: int = 20,
+    offset: int = 0,
+    context_lines: int = 2,
+    mode: str | None = None,
+) -> SearchPage:
+    """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
+    full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
+    ranking over the same filtered rows (core.recall.rank)."""
+    mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
+    if mode not in recall.MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
+    limit = validate_limit(limit)
+    offset = validate_offset(offset)
+    context_lines = validate_context_lines(context_lines)
+    filters = message_search_filters(
+        session_id=session_id, conversation_id=conversation_id, role=role, start_date=start_date, end_date=end_date
+    )
+    with storage_op("message.search", limit=limit, offset=offset) as log:
+        if mode == "fts":
+            page = message_fts_ranked(query=query, filters=filters, limit=limit, offset=offset)
+        else:
+            page = _message_ranked_by_meaning(query=validate_query(query, words=True), filters=filters, limit=limit,
+                                              offset=offset, mode=mode)
+        hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
+        log.update(total=page.total, returned=len(hits))
+    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode)
+
+
+def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
+    """The messages up to CONTEXT_REACH turns before and after each of `keys` (within `scope`, a
+    Message queryset, when given), and each one's conversation: hybrid ranking passes part of a
+    hit's score to them (the message kind's `surround` in the searchable registry)."""
+    if not keys:
+        return Surroundings(near={}, group={})
+    reach = CONTEXT_REACH
+    # One range probe of the (conversation, turn) index per candidate, in one statement (LATERAL: as a
+    # plain join, or a LATERAL it could flatten, the planner hashed every message of the table: 5K
+    # messages, 7 ms instead of 1; the LIMIT, at most 2 × reach rows anyway, keeps it per candidate).
+    # Keys come back as text: the ranking keys rows by string, and parsing a few hundred UUIDs only
+    # to print them again cost ≈ 1 ms a search.
+    sql = ("SELECT h.id::text, h.conversation_id::text, n.id::text, n.distance, n.size FROM conversations_message h "
+           "LEFT JOIN LATERAL (SELECT m.id, abs(m.turn_number - h.turn_number) AS distance, "
+           "length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
+           "AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+           "AND m.turn_number <> h.turn_number LIMIT %s) n ON true "
+           "WHERE h.id = ANY(%s::uuid[])")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [reach, reach, 2 * reach, keys])
+        rows = cursor.fetchall()
+    if scope is not None:
+        # Checked by primary key afterwards: inside the join, the planner re-ran the scope's
+        # subquery once per candidate (≈ 60 ms for 100 candidates in a 2,000-message session).
+        inside = {str(pk) for pk in scope.filter(pk__in={row[2] for row in rows if row[2] is not None})
+                  .values_list("pk", flat=True)}
+        rows = [row if row[2] in inside else (*row[:2], None, None, None) for row in rows]
+    near: dict[str, list[tuple[str, int]]] = {}
+    group: dict[str, str] = {}
+    size: dict[str, int] = {}
+    for hit, conversation, other, distance, length in rows:
+        group[hit] = conversation
+        nearby = near.setdefault(hit, [])
+        if other is not None:
+            nearby.append((other, distance))
+            size[other] = length
+    return Surroundings(near=near, group=group, size=size)
+
+
+def message_embed_parts(messages: list[Message]) -> list[Parts]:
+    """What gets embedded for each message: its content, plus WINNI_EMBEDDING_CONTEXT_WEIGHT of
+    the turn before it. A short reply ("Seven years now!") means little alone; the turn it answers
+    says what it is about. Summing the two turns' vectors instead of embedding their joined text
+    reads each turn once (the previous turn is usually in the same batch): 2-3x the messages per
+    second, for about the same ranking (LoCoMo dev, semantic turn recall@10: alone 51.3, joined
+    53.4, summed 53.9; hybrid 76.0 joined, 75.3-75.5 summed; README, "Retrieval quality")."""
+    weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
+    wanted = {(m.conversation_id, m.turn_number - 1) for m in messages if m.turn_number > 1} if weight else set()
+    previous: dict[tuple[Any, int], str] = {}
+    if wanted:
+        # Only as much of a (possibly huge) previous turn as the embedder reads.
+        for conversation, turn, content in Message.objects.filter(
+            conversation_id__in={conversation for conversation, _ in wanted},
+            turn_number__in={turn for _, turn in wanted},
+        ).annotate(head=Left("content", settings.WINNI_EMBEDDING_MAX_CHARS)).values_list(
+            "conversation_id", "turn_number", "head"):
+            if (conversation, turn) in wanted:
+                previous[(conversation, turn)] = content
+    return [message_parts(message.content, previous.get((message.conversation_id, message.turn_number - 1)))
+            for message in messages]
+
+
+def message_parts(content: str, before: str | None) -> Parts:
+    """A message's weighted texts: its content, and the previous turn's (if any) at
+    WINNI_EMBEDDING_CONTEXT_WEIGHT."""
+    weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
+    return [(content, 1.0), (before, weight)] if before and weight else [(content, 1.0)]
+
+
+def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
+    """semantic / hybrid ranking of the filtered messages. If the embedding provider is down,
+    hybrid answers from its BM25 side alone and semantic reports the outage."""
+    scope = filters.apply(Message.objects.all())
+    narrowed = bool(filters.sql()[0])
+    try:
+        found = recall.rank(query=query, scopes={"message": scope}, filtered={"message": narrowed}, limit=limit,
+                            offset=offset, mode=mode,  # type: ignore[arg-type]
+                            attach=False)  # message_hits loads the rows, with snippets and context
+    except EmbeddingUnavailable as exc:
+        raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
+                           field="mode") from exc
+    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused) for hit in found]
+    # Every message is some distance from the query: the total is what was ranked, an estimate.
+    return RankedPage(hits=ranked, total=offset + len(ranked), total_is_estimate=True)
+
+

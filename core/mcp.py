@@ -1,0 +1,89 @@
+"""What every app's `mcp.py` uses to declare its MCP surface, and what turns it into SDK tools.
+
+An app's `mcp.py` defines each tool as a module-level function (so it can be read, imported and
+called on its own) and lists its tools, prompts and resources in one `MCP = McpRegistry(...)`;
+winni_site/mcp.py builds the one server from every app's registry. `service_tool` wraps a
+handler: service errors become `isError` results and DB connections do not leak out of the SDK's
+worker threads. `strict_tool` makes a misspelt argument fail loudly instead of being dropped."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
+
+from django.db import DataError, close_old_connections
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ConfigDict
+
+from core.errors import ApplicationError, from_database_error
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def service_tool(fn: F) -> F:
+    """Wrap a sync tool handler (the SDK runs it in a worker thread, where Django's request
+    cleanup never runs): close stale connections around the call, and turn an ApplicationError
+    into a ToolError, which the SDK reports as `isError: true` with our message."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return fn(*args, **kwargs)
+        except ApplicationError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from exc
+        except DataError as exc:
+            error = from_database_error(exc)
+            raise ToolError(f"{error.code}: {error.message}") from exc
+        finally:
+            close_old_connections()
+
+    return wrapper  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    fn: Callable[..., Any]
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Resource:
+    fn: Callable[..., Any]
+    uri: str  # may hold {parameters}: a resource template
+    name: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class McpRegistry:
+    """One app's MCP surface. A tool is named after its function and described by its docstring.
+    `prompts` may be a function that lists them when the server is built (one per configured file)."""
+
+    tools: Sequence[Callable[..., Any]] = ()
+    prompts: Sequence[Prompt] | Callable[[], Sequence[Prompt]] = ()
+    resources: Sequence[Resource] = ()
+
+    def prompt_list(self) -> list[Prompt]:
+        return list(self.prompts() if callable(self.prompts) else self.prompts)
+
+
+def strict_tool(fn: Callable[..., Any]) -> Tool:
+    """The SDK's Tool for `fn`, refusing arguments `fn` does not declare.
+
+    The SDK builds each tool's argument model (pydantic) from the function's signature and offers
+    no option to forbid extra arguments: a misspelt one ("rolle") would be dropped silently and
+    the call would go on without it. Its FuncMetadata reads `arg_model` live on each call (its
+    documented contract), so the model is replaced here by a subclass with extra="forbid"; the
+    published JSON schema stays the SDK's. The tools go to the server through the public
+    `MCPServer(tools=...)`, never through its private tool manager.
+    tests/test_mcp_tools.py fails if the SDK stops honouring this."""
+    tool = Tool.from_function(fn)
+    loose = tool.fn_metadata.arg_model
+    tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
+        "__module__": loose.__module__, "model_config": ConfigDict(extra="forbid"),
+    })
+    return tool

@@ -1,0 +1,182 @@
+"""Ranked search over every searchable kind: `rank` (the engine's entry point) and `recall` (the
+service behind the MCP tool `winni_recall`, REST `/api/v1/recall`, the admin's search page and the
+answer cache's misses).
+
+Each kind contributes its BM25 full-text hits and its nearest vectors (the active embedding model);
+the engine fuses them (min-max scaled scores, weighted). The engine lives in the memory app (it
+owns the vectors) and installs itself here (`install_engine`, from its AppConfig.ready), so this
+module, like every caller of `rank`, needs no app: what it knows about a kind (its filters, the
+rows around a hit, extra hit fields) comes from the registry in core.searchable."""
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, TypedDict
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import QuerySet
+
+from core import searchable
+from core.errors import InvalidInput
+from core.logs import storage_op
+from core.searchable import EmbeddingUnavailable, Hit
+from core.validation import parse_date_range, validate_query
+
+Mode = Literal["fts", "semantic", "hybrid"]
+MODES = ("fts", "semantic", "hybrid")
+LIMIT_DEFAULT = 10
+LIMIT_MAX = 100
+SNIPPET_CHARS = 300
+TEXT_CHARS = 2000
+
+
+class Engine(Protocol):
+    def __call__(self, *, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None,
+                 limit: int, offset: int = 0, mode: Mode = "hybrid", query_vector: list[float] | None = None,
+                 attach: bool = True) -> list[Hit]: ...
+
+
+_engine: Engine | None = None
+
+
+def install_engine(engine: Engine) -> None:
+    global _engine
+    _engine = engine
+
+
+def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None, limit: int,
+         offset: int = 0, mode: Mode = "hybrid", query_vector: list[float] | None = None,
+         attach: bool = True) -> list[Hit]:
+    """Rank rows of several kinds for `query`: `scopes` maps each kind to the queryset of rows it may
+    return (`filtered[kind]`: narrower than the whole table). semantic/hybrid embed the query (or use
+    `query_vector`); if the provider is down, hybrid degrades to fts and semantic raises
+    EmbeddingUnavailable. In hybrid mode each kind's registered `surround` passes score to the rows
+    around a hit. `attach` loads each hit's row into `Hit.obj` (and drops rows deleted meanwhile);
+    False gives keys and scores only."""
+    if _engine is None:
+        raise ImproperlyConfigured("no search engine is installed: the memory app installs it (INSTALLED_APPS)")
+    return _engine(query=query, scopes=scopes, filtered=filtered, limit=limit, offset=offset, mode=mode,
+                   query_vector=query_vector, attach=attach)
+
+
+class ScoreDict(TypedDict):
+    fused: float
+    fts: float | None
+    fts_rank: int | None
+    vector_similarity: float | None
+    vector_rank: int | None
+    context: float
+
+
+class RecallHitDict(TypedDict):
+    kind: str
+    id: str
+    label: str
+    text: str
+    snippet: str
+    created_at: str | None
+    score: float
+    scores: ScoreDict
+    conversation_id: str | None
+    turn: int | None
+
+
+class RecallDict(TypedDict):
+    query: str
+    mode: str
+    kinds: list[str]
+    results: list[RecallHitDict]
+    count: int
+    degraded: bool
+
+
+def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
+    query = validate_query(query)
+    known = searchable.kinds()
+    if kinds is None or kinds == []:
+        kinds = known
+    if not isinstance(kinds, list) or any(kind not in known for kind in kinds):
+        bad = [kind for kind in kinds if kind not in known] if isinstance(kinds, list) else kinds
+        raise InvalidInput(f"kinds: unknown kind {bad!r}; known kinds are {', '.join(known)}", field="kinds")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIMIT_MAX:
+        raise InvalidInput(f"limit must be between 1 and {LIMIT_MAX}, got {limit!r}", field="limit")
+    if mode not in MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
+    return query, list(dict.fromkeys(kinds)), limit, mode
+
+
+def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, QuerySet], dict[str, bool]]:
+    """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out."""
+    start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"), whole_day_end=False)
+    given = {name: value for name in searchable.filter_names()
+             if (value := filters.get(name)) not in (None, "", [])}
+    scopes: dict[str, QuerySet] = {}
+    narrowed: dict[str, bool] = {}
+    for kind in kinds:
+        spec = searchable.get(kind)
+        if any(name not in spec.filters for name in given):
+            continue
+        if (start or end) and "created_at" not in {f.name for f in spec.model._meta.get_fields()}:
+            continue
+        lookups: dict[str, Any] = {spec.filters[name]: value for name, value in given.items()}
+        if start:
+            lookups["created_at__gte"] = start
+        if end:
+            lookups["created_at__lt"] = end
+        queryset = spec.model.objects.all()
+        if lookups:
+            queryset = queryset.filter(**lookups)
+        scopes[kind] = queryset
+        narrowed[kind] = bool(lookups)
+    return scopes, narrowed
+
+
+def _hit_dict(hit: Hit) -> RecallHitDict:
+    spec = searchable.get(hit.kind)
+    obj = hit.obj
+    text = spec.text(obj) or ""
+    created = getattr(obj, "created_at", None)
+    result: RecallHitDict = {
+        "kind": hit.kind,
+        "id": hit.key,
+        "label": spec.label(obj),
+        "text": text[:TEXT_CHARS],
+        "snippet": text[:SNIPPET_CHARS],
+        "created_at": created.isoformat() if created else None,
+        "score": round(hit.fused, 6),
+        "scores": {
+            "fused": round(hit.fused, 6),
+            "fts": None if hit.fts_score is None else round(hit.fts_score, 4),
+            "fts_rank": hit.fts_rank,
+            "vector_similarity": None if hit.similarity is None else round(hit.similarity, 4),
+            "vector_rank": hit.vector_rank,
+            "context": round(hit.context, 6),
+        },
+        "conversation_id": None,
+        "turn": None,
+    }
+    if spec.hit_fields is not None:
+        result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
+    return result
+
+
+def recall(
+    *,
+    query: str,
+    kinds: list[str] | None = None,
+    limit: int = LIMIT_DEFAULT,
+    mode: str = "hybrid",
+    filters: dict[str, Any] | None = None,
+) -> RecallDict:
+    query, kinds, limit, mode = _validate(query, kinds, limit, mode)
+    scopes, narrowed = recall_scopes(kinds, filters or {})
+    degraded = False
+    with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
+        try:
+            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode)  # type: ignore[arg-type]
+        except EmbeddingUnavailable:
+            # semantic needs the provider; say so and answer lexically rather than not at all.
+            degraded = True
+            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode="fts")
+        log["results"] = len(hits)
+    results = [_hit_dict(hit) for hit in hits]
+    return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
+            "degraded": degraded}

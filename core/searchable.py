@@ -1,0 +1,145 @@
+"""The contract between the stores and search: the registry of searchable kinds.
+
+Each app registers the kinds of rows it wants searched and embedded (AppConfig.ready →
+`register(Searchable(...))`): the text of a row, the recall filters it honours, the rows that
+surround a hit, what a hit adds to recall's answer. Recall (core.recall) and the ranking engine
+(memory.retrieval) read all of that from here, so neither has code for any particular app.
+
+After a write an app calls `announce_changed(kind, ids)`; once the transaction commits,
+`searchable_changed` fires and the embedding pipeline (the memory app) picks the rows up. A
+registered model must have a `search_vector` field (a stored tsvector with a GIN index, built
+with `tsvector_of`) so full-text search works the same way for every kind."""
+from __future__ import annotations
+
+import functools
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from django.contrib.postgres.search import SearchVector
+from django.db import models, transaction
+from django.db.models import QuerySet
+from django.dispatch import Signal
+
+# kwargs: kind: str, ids: list (primary keys; a missing row means it was deleted)
+searchable_changed = Signal()
+
+
+# One row's embedding as weighted texts: its vector is the normalised weighted sum of theirs.
+Parts = list[tuple[str, float]]
+
+
+class EmbeddingError(Exception):
+    """The embedding provider answered, but with something we must not store (wrong dimension, bad
+    shape). Raised by the embedding pipeline (memory.embeddings); declared here so callers of
+    search can catch it without importing the pipeline."""
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """The embedding provider could not be reached or failed; the caller should retry later (or
+    search without meaning)."""
+
+
+# How far the rows around a hit reach (a message: the turns up to this many before and after it);
+# hybrid ranking passes part of a hit's score to them (memory.retrieval).
+CONTEXT_REACH = 2
+
+
+@dataclass
+class Surroundings:
+    """Where candidate rows sit among the other rows of their kind."""
+
+    near: dict[str, list[tuple[str, int]]]  # candidate key → [(key of a row around it, distance ≥ 1)]
+    group: dict[str, str]  # candidate key → its group (a message: its conversation)
+    size: dict[str, int] = field(default_factory=dict)  # row around a candidate → its length in characters
+
+
+# (candidate keys, scope or None) → their surroundings within the scope, up to CONTEXT_REACH away
+Surround = Callable[[list[str], "QuerySet | None"], Surroundings]
+
+
+@dataclass
+class Hit:
+    """One ranked row, as the ranking engine returns it."""
+
+    kind: str
+    key: str
+    fts_score: float | None = None
+    fts_rank: int | None = None
+    similarity: float | None = None
+    vector_rank: int | None = None
+    context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
+    fused: float = 0.0
+    obj: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class Searchable:
+    kind: str
+    model: type[models.Model]
+    text: Callable[[Any], str]  # what gets embedded and shown in results
+    label: Callable[[Any], str] = str  # a short title for result lists
+    # What gets embedded for a batch of rows when it is more than `text` (a message: with the turn
+    # before it), as weighted texts per row; one call per batch so it can look up what it needs in
+    # one query.
+    embed_parts: Callable[[list[Any]], list[Parts]] | None = None
+    # The order rows are batched in for embedding: rows that share texts (a turn is the next
+    # turn's context) are best embedded together.
+    batch_order: tuple[str, ...] = ("pk",)
+    # Recall filters this kind honours: filter name → ORM lookup on the model (a message's
+    # "session_id" → "conversation__session_id"). A recall given a filter that a kind does not
+    # list leaves that kind out. start_date/end_date apply to every kind with a created_at field.
+    filters: dict[str, str] = field(default_factory=dict)
+    # The rows around candidate hits, for hybrid ranking (see Surroundings); None: no neighbours.
+    surround: Surround | None = None
+    # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
+    hit_fields: Callable[[Any], dict[str, Any]] | None = None
+
+
+_registry: dict[str, Searchable] = {}
+
+
+class PathWords(models.Func):
+    """winni_path_words(text): the parts of the file paths and dotted names in a text, as words
+    ('see memory/retrieval.py' → 'retrieval.py memory retrieval py'). The SQL function is created
+    by winni_site's migration 0003 (its definition: PATH_WORDS_SQL there), which every searchable
+    app's migrations depend on."""
+
+    function = "winni_path_words"
+    output_field = models.TextField()
+
+
+def tsvector_of(*fields: str) -> Any:
+    """What a searchable model stores in `search_vector` (a GeneratedField expression): each field
+    under the english config, plus the parts of its paths and dotted names. PostgreSQL's parser
+    keeps 'memory/retrieval.py' as one token, so an agent asking about 'retrieval.py' or
+    'retrieval' found nothing; the parts make both match. Ordinary words are not repeated (a path
+    adds only its own parts), so BM25's term counts and lengths of plain prose do not change.
+    One single-column vector per part, joined with ||, keeps the expression immutable (a
+    multi-column SearchVector uses CONCAT, which PostgreSQL refuses in a generated column)."""
+    parts = []
+    for name in fields:
+        parts += [SearchVector(name, config="english"), SearchVector(PathWords(name), config="english")]
+    return functools.reduce(operator.add, parts)
+
+
+def register(searchable: Searchable) -> None:
+    _registry[searchable.kind] = searchable
+
+
+def get(kind: str) -> Searchable:
+    return _registry[kind]
+
+
+def kinds() -> list[str]:
+    return sorted(_registry)
+
+
+def filter_names() -> list[str]:
+    """Every recall filter some registered kind honours (besides the dates)."""
+    return sorted({name for searchable in _registry.values() for name in searchable.filters})
+
+
+def announce_changed(kind: str, ids: Iterable[Any]) -> None:
+    ids = list(ids)
+    transaction.on_commit(lambda: searchable_changed.send(sender=kind, kind=kind, ids=ids))

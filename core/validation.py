@@ -1,0 +1,149 @@
+"""The input rules every store applies, one function per shape: stored text, page sizes, UUIDs,
+timestamps, date ranges, metadata and search queries. Each raises InvalidInput (or
+PayloadTooLarge) naming the field and the rule."""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from core.errors import InvalidInput, PayloadTooLarge
+
+METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
+QUERY_EMPTY = "query must not be empty or whitespace"
+QUERY_NO_WORDS = "must contain at least one searchable word (it is empty or only stop words)"
+QUERY_MAX_CHARS = 1000
+
+
+def validate_storable(value: str, *, field: str) -> str:
+    """Text PostgreSQL can store (no NUL) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
+    InvalidInput / PayloadTooLarge (REST 413), instead of failing inside the INSERT."""
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL (\\x00) characters", field=field)
+    size = len(value.encode("utf-8"))
+    if size > settings.WINNI_MAX_CONTENT_BYTES:
+        raise PayloadTooLarge(
+            f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",
+            field=field,
+        )
+    return value
+
+
+def validate_limit(value: Any, *, field: str = "limit", maximum: int = 100) -> int:
+    """A page size: an integer from 1 to `maximum` (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {str(value)[:20]!r}", field=field)
+    return value
+
+
+def validate_offset(value: Any, *, field: str = "offset") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"{field} must be an integer of at least 0, got {str(value)[:20]!r}", field=field)
+    return value
+
+
+def validate_text(value: Any, *, field: str, empty_message: str) -> str:
+    """A non-blank string that passes validate_storable."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(empty_message, field=field)
+    return validate_storable(value, field=field)
+
+
+def parse_uuid(value: Any, *, field: str, optional: bool = False) -> uuid.UUID | None:
+    """A UUID (or its text); with `optional`, None and "" give None."""
+    if optional and (value is None or value == ""):
+        return None
+    if isinstance(value, uuid.UUID):
+        return value
+    try:
+        return uuid.UUID(str(value))
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidInput(f"{field} must be a UUID, got {str(value)[:80]!r}", field=field) from None
+
+
+def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
+
+
+def parse_timestamp(value: Any, *, field: str) -> dt.datetime | None:
+    """ISO 8601 (a naive value is taken as UTC); None stays None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        parsed: dt.datetime | None = value
+    else:
+        try:
+            parsed = parse_datetime(str(value))
+        except ValueError:
+            parsed = None
+    if parsed is None:
+        raise InvalidInput(f"{field} must be an ISO 8601 date-time, got {str(value)[:60]!r}", field=field)
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, dt.timezone.utc)
+    return parsed
+
+
+def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.datetime | None:
+    """One bound as an instant; an end bound comes back exclusive (just past what it includes)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and len(value.strip()) == 10:
+        try:
+            day = dt.date.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {value[:60]!r}", field=field) from None
+        midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+        if end and whole_day:
+            return midnight + dt.timedelta(days=1)
+        return midnight + dt.timedelta(microseconds=1) if end else midnight
+    try:
+        parsed = parse_timestamp(value, field=field)
+    except InvalidInput:
+        raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {str(value)[:60]!r}", field=field) from None
+    # A date-time end is inclusive: move it just past the instant so `< end` keeps it.
+    return parsed + dt.timedelta(microseconds=1) if end and parsed else parsed
+
+
+def parse_date_range(start_date: Any, end_date: Any, *, whole_day_end: bool = True
+                     ) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(start inclusive, end exclusive) from ISO 8601 dates or date-times; a date alone starts at
+    its midnight (UTC).
+
+    The two searches still read a date-only end differently (issue #22 will settle one meaning):
+    with `whole_day_end` (dewey_search, Fiedler queries) it covers the whole day and a start after
+    the end is an error naming start_date; without it (winni_recall) it is that day's midnight,
+    inclusive, and the order is not checked."""
+    start = _date_bound(start_date, field="start_date", end=False, whole_day=whole_day_end)
+    end = _date_bound(end_date, field="end_date", end=True, whole_day=whole_day_end)
+    if whole_day_end and start and end and start >= end:
+        raise InvalidInput("start_date must not be after end_date", field="start_date")
+    return start, end
+
+
+def validate_query(value: Any, *, field: str = "query", words: bool = False) -> str:
+    """A search query, trimmed: a non-blank string PostgreSQL can store.
+
+    With `words` (full-text search in web-search syntax) it must also be at most QUERY_MAX_CHARS
+    and hold at least one word the english configuration indexes (not only stop words); the
+    message then says so, blank or not."""
+    if not words:
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
+        return validate_storable(value, field=field).strip()
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field}: {QUERY_NO_WORDS}", field=field)
+    if len(value) > QUERY_MAX_CHARS:
+        raise InvalidInput(f"{field} must be at most {QUERY_MAX_CHARS} characters", field=field)
+    validate_storable(value, field=field)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT numnode(websearch_to_tsquery('english', %s))", [value])
+        if cursor.fetchone()[0] == 0:
+            raise InvalidInput(f"{field}: {QUERY_NO_WORDS}", field=field)
+    return value.strip()

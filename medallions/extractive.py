@@ -1,0 +1,262 @@
+"""The offline `extractive` medallion writer (the default WINNI_MEDALLION_LLM_PROVIDER): builds a
+medallion from the evidence with no model and no network, deterministically."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from medallions import schema
+from medallions.llm import Evidence, content_sections
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+DECISION = re.compile(
+    r"\b(decided|decide to|decision:|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
+    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b", re.I)
+STRONG_DECISION = re.compile(r"\b(decided|decision:|agreed|settled on)\b", re.I)
+BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
+TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
+BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)
+HIGH = re.compile(r"\b(blocker|blocking|urgent|critical|must|asap)\b", re.I)
+LOW = re.compile(r"\b(maybe|someday|nice to have|later|eventually|minor)\b", re.I)
+INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
+DEAD_END = re.compile(r"\b(tried|did not work|didn't work|does not work|doesn't work|dead end|failed|reverted|gave up)\b", re.I)
+PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|yaml|yml|json|sql|sh|txt|cfg|ini|html|css|c|h|cpp))(?![\w/])")
+COMMAND = re.compile(r"(?:^\s*\$\s+(.+)$|`((?:\./|python|pytest|pip|npm|npx|git|make|docker|uv|cargo|go|manage\.py|\.venv/)[^`\n]*)`)", re.M)
+ROLE_PREFIX = re.compile(r"^(user|assistant|system|tool|human|ai)\s*:\s*", re.I)
+RESOLVED = re.compile(r"\b(Q-\d+)\b[^.\n]*\b(resolved|answered|done|closed|settled)\b|\b(resolved|answered|closed)\b[^.\n]*\b(Q-\d+)\b", re.I)
+URL = re.compile(r"https?://\S+")
+
+# Scanning more than this much text per evidence part gains little and costs time on huge inputs.
+SCAN_CHARS = 400_000
+MAX_DECISIONS = 30
+MAX_QUESTIONS = 30
+MAX_AFFORDANCES = 15
+
+
+def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+NO_EVIDENCE = "No evidence recorded for this scope yet."
+COUNTS_TAIL = re.compile(r" \(\d+ decision\(s\), \d+ open question\(s\) recorded\.\)$")
+
+
+def _with_counts(summary: str, decisions: list[Any], questions: list[Any]) -> str:
+    if summary == NO_EVIDENCE:
+        return summary
+    tail = f" ({len(decisions)} decision(s), {len(questions)} open question(s) recorded.)"
+    return _clip(summary, schema.MAX_TEXT_CHARS - len(tail)) + tail
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"\W+", " ", text.lower()).strip()
+
+
+def _unique(items: Iterable[str], limit: int) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        key = _normal(item)
+        if item and key and key not in seen:
+            seen.add(key)
+            out.append(item)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _questions(sentences: list[str]) -> list[str]:
+    """Question sentences; a following "blocked on / waiting for …" sentence stays with its question."""
+    found = []
+    for index, sentence in enumerate(sentences):
+        if sentence.endswith("?"):
+            following = sentences[index + 1] if index + 1 < len(sentences) else ""
+            found.append(f"{sentence} ({following})" if BLOCKED_ON.search(following) else sentence)
+    return found
+
+
+@dataclass
+class _Turn:
+    role: str
+    text: str
+    segment: int
+
+
+def _turns(evidence: Evidence) -> list[_Turn]:
+    """Transcript lines with their speaker when a line starts with `role:` (a conversation's
+    messages arrive that way), else attributed to the previous speaker."""
+    turns: list[_Turn] = []
+    for number, segment in enumerate(evidence.transcripts):
+        role = "user"
+        for line in segment[:SCAN_CHARS].splitlines():
+            match = ROLE_PREFIX.match(line)
+            if match:
+                role = match.group(1).lower().replace("human", "user").replace("ai", "assistant")
+                turns.append(_Turn(role, line[match.end():], number))
+            elif line.strip():
+                if turns and turns[-1].role == role and turns[-1].segment == number:
+                    turns[-1].text += "\n" + line
+                else:
+                    turns.append(_Turn(role, line, number))
+    return turns
+
+
+class ExtractiveLLM:
+    """Builds a medallion from the evidence with no model and no network, deterministically:
+    summary from the session summary (else the first request), decisions from statements of
+    decision, open questions from TODOs and questions nobody answered, affordances from the files
+    and commands mentioned. Empty evidence gives a minimal valid medallion."""
+
+    provider = "extractive"
+    model = "extractive-1"
+
+    def generate(self, scope: dict[str, list[str]], evidence: Evidence) -> schema.Content:
+        return schema.Content.model_validate(self._extract(evidence, first_decision=1, first_question=1))
+
+    def update(self, existing: dict[str, Any], new_evidence: Evidence) -> schema.Content:
+        old = content_sections(existing)
+        new = self._extract(new_evidence, first_decision=self._next_number(old["decisions"], "D"),
+                            first_question=self._next_number(old["open_questions"], "Q"))
+        text = self._all_text(new_evidence)
+        resolved = {m.group(1) or m.group(4) for m in RESOLVED.finditer(text)}
+        resolved = {r.upper() for r in resolved if r}
+        known_decisions = {_normal(d["statement"]) for d in old["decisions"]}
+        known_questions = {_normal(q["question"]) for q in old["open_questions"]}
+        decisions = old["decisions"] + [d for d in new["decisions"] if _normal(d["statement"]) not in known_decisions]
+        questions = [q for q in old["open_questions"] if q["id"].upper() not in resolved]
+        questions += [q for q in new["open_questions"] if _normal(q["question"]) not in known_questions]
+        subsystems = {s["name"]: s for s in old["summary"].get("subsystems", [])}
+        for subsystem in new["summary"]["subsystems"]:
+            subsystems[subsystem["name"]] = subsystem
+        # The newest session first, then what was known before (cut when the text is full).
+        earlier = COUNTS_TAIL.sub("", old["summary"].get("high_level", ""))
+        latest = COUNTS_TAIL.sub("", new["summary"]["high_level"])
+        if new_evidence.is_empty() or latest == NO_EVIDENCE:
+            latest, earlier = earlier, ""
+        elif earlier and earlier != NO_EVIDENCE:
+            latest = f"{latest} Earlier: {earlier}"
+        high_level = _with_counts(latest, decisions, questions)
+        affordances = {
+            key: _unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
+            for key in ("recommended_entry_points", "avoid_repeating", "invariants")
+        }
+        return schema.Content.model_validate({
+            "summary": {"high_level": high_level, "subsystems": list(subsystems.values())[: schema.MAX_LIST_ITEMS]},
+            "decisions": decisions[-schema.MAX_LIST_ITEMS:],
+            "open_questions": questions[-schema.MAX_LIST_ITEMS:],
+            "affordances": affordances,
+        })
+
+    @staticmethod
+    def _next_number(items: list[dict[str, Any]], prefix: str) -> int:
+        numbers = [int(m.group(1)) for item in items if (m := re.fullmatch(rf"{prefix}-(\d+)", item["id"]))]
+        return max(numbers, default=0) + 1
+
+    @staticmethod
+    def _all_text(evidence: Evidence) -> str:
+        return "\n".join([evidence.session_summary[:SCAN_CHARS], *(t[:SCAN_CHARS] for t in evidence.transcripts),
+                          *(a[:SCAN_CHARS] for a in evidence.artefacts)])
+
+    def _extract(self, evidence: Evidence, *, first_decision: int, first_question: int) -> dict[str, Any]:
+        turns = _turns(evidence)
+        prose = [evidence.session_summary[:SCAN_CHARS], *(t.text for t in turns)]
+        all_text = self._all_text(evidence)
+        sentences = [s for part in prose for s in _sentences(part)]
+
+        decisions = []
+        for sentence in _unique((s for s in sentences if DECISION.search(s) and not s.endswith("?")), MAX_DECISIONS):
+            because = BECAUSE.search(sentence)
+            decisions.append({
+                "id": f"D-{first_decision + len(decisions):03d}",
+                "statement": _clip(sentence),
+                "rationale": _clip(because.group(1)) if because else "stated in the session",
+                "confidence": 0.8 if STRONG_DECISION.search(sentence) else 0.6,
+                "status": "active",
+            })
+
+        questions = []
+        for question in _unique(self._open_questions(evidence, turns), MAX_QUESTIONS):
+            blocked = BLOCKED_ON.search(question)
+            priority = "high" if HIGH.search(question) else "low" if LOW.search(question) else "medium"
+            questions.append({
+                "id": f"Q-{first_question + len(questions):03d}",
+                "question": _clip(question),
+                "blocked_on": _clip(blocked.group(1)) if blocked else "",
+                "priority": priority,
+            })
+
+        paths = Counter(m.group(1).rstrip(".,:;") for m in PATH.finditer(URL.sub(" ", all_text)))
+        entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
+        commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
+        dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
+        invariants = _unique(
+            (_clip(s) for s in sentences if INVARIANT.search(s) and not s.endswith("?") and not DECISION.search(s)),
+            MAX_AFFORDANCES,
+        )
+        return {
+            "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
+                        "subsystems": self._subsystems(paths)},
+            "decisions": decisions,
+            "open_questions": questions,
+            "affordances": {
+                "recommended_entry_points": entry_points,
+                "avoid_repeating": _unique([f"already ran: {c}" for c in commands] + dead_ends, MAX_AFFORDANCES * 2),
+                "invariants": invariants,
+            },
+        }
+
+    @staticmethod
+    def _open_questions(evidence: Evidence, turns: list[_Turn]) -> list[str]:
+        found: list[str] = []
+        for part in [evidence.session_summary, *evidence.artefacts]:
+            for line in _sentences(part):
+                todo = TODO.match(line)
+                if todo:
+                    found.append(todo.group(0).strip(" -*"))
+            found += _questions(_sentences(part))
+        # A question in a transcript counts as open unless someone else spoke after it (in that transcript).
+        later_roles: dict[int, set[str]] = {}
+        answered_at: list[bool] = []
+        for turn in reversed(turns):
+            roles = later_roles.setdefault(turn.segment, set())
+            answered_at.append(bool(roles - {turn.role}))
+            roles.add(turn.role)
+        answered_at.reverse()
+        for turn, answered in zip(turns, answered_at):
+            for line in _sentences(turn.text):
+                if TODO.match(line):
+                    found.append(line.strip(" -*"))
+            if not answered:
+                found += _questions(_sentences(turn.text))
+        return found
+
+    @staticmethod
+    def _high_level(evidence: Evidence, turns: list[_Turn], decisions: list[Any], questions: list[Any]) -> str:
+        summary = " ".join(_sentences(evidence.session_summary)[:6])
+        if not summary:
+            first_request = next((t.text for t in turns if t.role == "user" and t.text.strip()), "")
+            summary = f"Session started with: {_clip(first_request, 600)}" if first_request else ""
+        if not summary and evidence.artefacts:
+            summary = f"Evidence: {len(evidence.artefacts)} artefact(s), no session summary."
+        if not summary:
+            return NO_EVIDENCE
+        return _with_counts(summary, decisions, questions)
+
+    @staticmethod
+    def _subsystems(paths: Counter[str]) -> list[dict[str, str]]:
+        groups: dict[str, list[str]] = {}
+        for path in paths:
+            parts = re.sub(r"^(\.\.?/)+", "", path).split("/")
+            name = parts[0] if len(parts) > 1 else "(top level)"
+            groups.setdefault(name, []).append(path)
+        return [
+            {"name": _clip(name, 200), "status": "in_progress", "notes": _clip("touched: " + ", ".join(files[:8]))}
+            for name, files in list(groups.items())[:10]
+        ]

@@ -1,0 +1,61 @@
+"""core.validation: one parser per shape, shared by every app."""
+import datetime as dt
+import uuid
+
+import pytest
+
+from core.errors import InvalidInput
+from core.validation import parse_date_range, parse_uuid, validate_metadata, validate_query
+
+UTC = dt.timezone.utc
+
+
+def test_parse_uuid_names_the_field_and_optional_ids_may_be_absent():
+    value = uuid.uuid4()
+    assert parse_uuid(str(value), field="memory_id") == value
+    assert parse_uuid(None, field="memory_id", optional=True) is None
+    assert parse_uuid("", field="memory_id", optional=True) is None
+    with pytest.raises(InvalidInput, match="memory_id must be a UUID") as error:
+        parse_uuid("nope", field="memory_id")
+    assert error.value.field == "memory_id"
+    with pytest.raises(InvalidInput):
+        parse_uuid(None, field="conversation_id")
+
+
+def test_date_ranges_keep_both_searches_meanings_until_issue_22():
+    # dewey_search / Fiedler queries: a date-only end covers the whole day; start after end is refused.
+    assert parse_date_range("2024-03-01", "2024-03-02") == (
+        dt.datetime(2024, 3, 1, tzinfo=UTC), dt.datetime(2024, 3, 3, tzinfo=UTC))
+    with pytest.raises(InvalidInput) as error:
+        parse_date_range("2024-03-05", "2024-03-01")
+    assert error.value.field == "start_date"
+    # winni_recall: a date-only end is that day's midnight (inclusive), the order is not checked.
+    assert parse_date_range("2024-03-05", "2024-03-01", whole_day_end=False) == (
+        dt.datetime(2024, 3, 5, tzinfo=UTC), dt.datetime(2024, 3, 1, 0, 0, 0, 1, tzinfo=UTC))
+    # A date-time end is inclusive in both (the bound returned is exclusive).
+    for whole_day_end in (True, False):
+        assert parse_date_range(None, "2024-03-01T08:00:00Z", whole_day_end=whole_day_end)[1] == dt.datetime(
+            2024, 3, 1, 8, 0, 0, 1, tzinfo=UTC)
+    with pytest.raises(InvalidInput) as error:
+        parse_date_range(None, "soon", whole_day_end=False)
+    assert error.value.field == "end_date"
+
+
+def test_metadata_is_an_object_or_null():
+    assert validate_metadata(None) is None and validate_metadata({"a": 1}) == {"a": 1}
+    with pytest.raises(InvalidInput, match="metadata: metadata must be a JSON object or null"):
+        validate_metadata(["a"])
+
+
+@pytest.mark.django_db
+def test_queries_are_trimmed_and_full_text_ones_need_a_searchable_word():
+    assert validate_query("  deploy  ") == "deploy"
+    with pytest.raises(InvalidInput, match="query must not be empty or whitespace"):
+        validate_query("   ")
+    assert validate_query(" deploy ", words=True) == "deploy"
+    for query in ("the and of", "", "x" * 1001):
+        with pytest.raises(InvalidInput) as error:
+            validate_query(query, words=True)
+        assert error.value.field == "query"
+    with pytest.raises(InvalidInput, match="NUL"):
+        validate_query("dep\x00loy", words=True)

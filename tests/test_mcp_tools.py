@@ -1,0 +1,56 @@
+"""The MCP surface as code: every tool is a module-level function listed in its app's registry
+(importable and callable on its own), and a misspelt argument fails loudly (core.mcp.strict_tool).
+The SDK offers no option to forbid unknown arguments; if a new SDK stops honouring the way
+strict_tool does it, the tests below fail."""
+import asyncio
+import importlib
+
+import pytest
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ValidationError
+
+from contexts import mcp as contexts_mcp
+from conversations.mcp import dewey_store_message
+from core.mcp import McpRegistry, strict_tool
+from winni_site import mcp as assembly
+
+ARGUMENTS = {"conversation_id": "c5b0b5a6-0d4f-4a4e-9d3c-7d2a2f0e7b11", "role": "user", "content": "x"}
+
+
+def test_the_sdk_alone_drops_an_unknown_argument_strict_tool_refuses_it():
+    loose = Tool.from_function(dewey_store_message)
+    assert "rolle" not in loose.fn_metadata.validate_arguments({**ARGUMENTS, "rolle": "user"})
+    strict = strict_tool(dewey_store_message)
+    with pytest.raises(ValidationError, match="rolle"):
+        strict.fn_metadata.validate_arguments({**ARGUMENTS, "rolle": "user"})
+    assert strict.fn_metadata.validate_arguments(ARGUMENTS)["role"] == "user"
+    assert strict.parameters == loose.parameters  # the published schema is the SDK's own
+
+
+def test_a_server_built_with_strict_tools_reports_the_misspelt_argument():
+    server = MCPServer("strict", tools=[strict_tool(dewey_store_message)])
+    with pytest.raises(ToolError, match="rolle"):
+        asyncio.run(server.call_tool("dewey_store_message", {**ARGUMENTS, "rolle": "user"}))
+
+
+def test_every_tool_is_a_module_level_function_of_its_apps_mcp_module():
+    names = []
+    for registry in assembly.registries():
+        assert isinstance(registry, McpRegistry)
+        for tool in registry.tools:
+            module = importlib.import_module(tool.__module__)
+            assert getattr(module, tool.__name__) is tool and module.MCP is registry
+            names.append(tool.__name__)
+    assert len(names) == len(set(names))
+    listed = asyncio.run(assembly.build_mcp_server().list_tools())
+    assert sorted(tool.name for tool in listed) == sorted(names)
+
+
+@pytest.mark.django_db(transaction=True)  # service_tool closes stale connections, as in the SDK's threads
+def test_a_tool_can_be_called_on_its_own():
+    contexts_mcp.dewey_set_startup_context(name="ops", content="Deploy with helm.")
+    assert contexts_mcp.dewey_get_startup_context()["name"] == "ops"
+    with pytest.raises(ToolError, match="not_found"):
+        contexts_mcp.dewey_get_startup_context(name="nope")
