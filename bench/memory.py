@@ -70,6 +70,7 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
     """COPY the corpus (synthetic, or `corpus`, a bench.realistic.RealisticCorpus) and its vectors
     in, then build the HNSW indexes once."""
     import numpy as np
+    import realistic
     from django.db import connection
     from pgvector import Vector
     from pgvector.psycopg import register_vector
@@ -79,8 +80,6 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
     from memory import vectors
     from memory.models import Embedding, Memory
     from memory.services import content_hash
-
-    import realistic
 
     tagged = Conversation.objects.filter(metadata__bench_corpus=realistic.CORPUS_TAG).exists()
     have = (Memory.objects.count(), Message.objects.count())
@@ -221,9 +220,9 @@ def realistic_messages(corpus: Any, count: int) -> dict[str, list[Any]]:
     message's first WINNI_EMBEDDING_MAX_CHARS characters, as conversations.services.message_embed_parts
     reads it)."""
     from django.conf import settings
+    from realistic import sample_rows
 
     from conversations.services import message_parts
-    from realistic import sample_rows
 
     rows, previous = [], None
     for message in sample_rows(corpus, count):  # in conversation order: turn 1 starts one

@@ -145,7 +145,16 @@ if str(ROOT) not in sys.path:
 
 from bench.corpus import ConversationRow, LoadStats, MessageRow, conversation_sizes, copy_corpus  # noqa: E402
 from bench.realistic_content import (  # noqa: E402
-    PROJECT_FIRST, PROJECT_SECOND, Fact, Files, Project, Tools, Writer, lognormal, make_project, zipf_cdf,
+    PROJECT_FIRST,
+    PROJECT_SECOND,
+    Fact,
+    Files,
+    Project,
+    Tools,
+    Writer,
+    lognormal,
+    make_project,
+    zipf_cdf,
 )
 
 # What winni_site/capture.py does to a tool message (tests/test_bench_realistic.py checks both).

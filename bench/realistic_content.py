@@ -239,7 +239,6 @@ def make_project(rng: random.Random, index: int, name: str) -> Project:
     root = f"/home/{user}/{pick(rng, HOME_DIRS)}/{name}"
     nouns = rng.sample(NOUNS, 14)
     subs = rng.sample(nouns, 5)
-    ext = EXTENSIONS[language]
     files: list[str] = []
     count = rng.randint(40, 220)
     while len(files) < count:
@@ -305,7 +304,7 @@ def make_project(rng: random.Random, index: int, name: str) -> Project:
     commands = {
         "python": {"test": ["pytest -x -q", "python -m pytest tests/ -q", "pytest -k {kw} -x", "pytest {testfile} -q"],
                    "build": ["ruff check .", "mypy src", "python -m compileall -q src", "ruff format --check ."],
-                   "run": [f"python -m {package}", f"python manage.py migrate", "python scripts/seed.py",
+                   "run": [f"python -m {package}", "python manage.py migrate", "python scripts/seed.py",
                            f"python -m {package}.worker --once"],
                    "install": ["pip install -e '.[dev]'", "uv sync", "pip install -r requirements.txt"]},
         "typescript": {"test": ["npm test", "npx vitest run", "npx jest {testfile}", "npm run test -- --run"],
@@ -569,10 +568,10 @@ def other_file(rng: random.Random, project: Project, path: str) -> list[str]:
                 '  "scripts": {', '    "dev": "next dev",', '    "build": "tsc -p .",', '    "test": "vitest run",',
                 '    "lint": "eslint src"', "  },", '  "dependencies": {', deps, "  }", "}"]
     if path.endswith((".toml", ".mod")):
-        return [f'[project]' if path.endswith(".toml") else f"module github.com/acme/{name}", f'name = "{name}"',
+        return ['[project]' if path.endswith(".toml") else f"module github.com/acme/{name}", f'name = "{name}"',
                 f'version = "0.{rng.randint(1, 40)}.0"', 'requires-python = ">=3.11"', "dependencies = [",
                 *[f'    "{d}>={rng.randint(1, 5)}.{rng.randint(0, 9)}",' for d in project.deps], "]", "",
-                "[tool.pytest.ini_options]", 'addopts = "-q"', f'testpaths = ["tests"]']
+                "[tool.pytest.ini_options]", 'addopts = "-q"', 'testpaths = ["tests"]']
     return [f"{key}=" for key in project.env] + ["", "all: test", "test:", f"\t{project.commands['test'][0]}"]
 
 
@@ -1074,8 +1073,8 @@ class Tools:
             path = project.path(rng)
             lines = self.files.lines(project, path)
             at = rng.randrange(len(lines))
-            body = [" " + l for l in lines[at : at + 3]] + ["-" + l for l in lines[at + 3 : at + 5]]
-            body += ["+" + l for l in code_block(rng, project).split("\n")[: rng.randint(2, 10)]]
+            body = [" " + line for line in lines[at : at + 3]] + ["-" + line for line in lines[at + 3 : at + 5]]
+            body += ["+" + line for line in code_block(rng, project).split("\n")[: rng.randint(2, 10)]]
             return (f"diff --git a/{path} b/{path}\nindex {rng.getrandbits(28):07x}..{rng.getrandbits(28):07x} 100644\n"
                     f"--- a/{path}\n+++ b/{path}\n@@ -{at + 1},5 +{at + 1},{len(body)} @@\n" + "\n".join(body))
 
@@ -1168,7 +1167,7 @@ class Tools:
             (f"mkdir -p {project.root}/{path.rsplit('/', 1)[0]}", ""), (f"git add {path}", ""),
             ("cp .env.example .env", ""), ("chmod +x scripts/*.sh", ""), ("rm -rf .pytest_cache dist", ""),
             (f"git checkout -b {project.branches[-1]}", f"Switched to a new branch '{project.branches[-1]}'"),
-            (f"git stash", f"Saved working directory and index state WIP on main: {rng.getrandbits(28):07x}"),
+            ("git stash", f"Saved working directory and index state WIP on main: {rng.getrandbits(28):07x}"),
             (f"export {pick(rng, project.env)}=1", "")])
         return command, pick(rng, ["Create the directory", "Stage the file", "Prepare", "Clean up"]), out, "", False
 

@@ -230,9 +230,6 @@ def test_docs_links_resolve() -> None:
             if "://" in target:
                 continue
             linked = (path.parent / target) if target else path
-            # docs/architecture.md is written on another branch; the README links it ahead of time.
-            if linked.name == "architecture.md" and not linked.exists():
-                continue
             if not linked.exists() or (anchor and anchor not in heading_anchors(linked)):
                 broken.append(f"{path.name} → {target}#{anchor}")
     assert not broken, broken
