@@ -21,6 +21,10 @@ if not os.environ.get("WINNI_DATA_DIR"):
 
     atexit.register(_stop_test_servers)
 
+# Tests never read the checkout's winni.env (a developer's port or database must not leak in);
+# the tests of the settings file name their own file.
+os.environ.setdefault("WINNI_ENV_FILE", os.devnull)
+
 # Tests embed with the deterministic hashing stand-in unless a test asks for the real model.
 os.environ.setdefault("WINNI_EMBEDDING_PROVIDER", "hash")
 os.environ.setdefault("WINNI_EMBEDDING_MODEL", "hash-bow")
