@@ -24,6 +24,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection, connections
@@ -106,14 +107,14 @@ def migrate(*, run_dir: Path, say: Say, retry: bool = False) -> None:
     backup = backups.backup_before_migrate(plan=plan, progress=say)
     try:
         # The backup above is the pre-migrate backup: the hook must not take a second one.
-        pre_migrate.disconnect(dispatch_uid="winni_backup_before_migrate")
+        from winni_site.apps import _backup_before_migrate
+
+        app = apps.get_app_config("winni_site")
+        pre_migrate.disconnect(sender=app, dispatch_uid="winni_backup_before_migrate")
         try:
             call_command("migrate", interactive=False, verbosity=0)
         finally:
-            from winni_site.apps import _backup_before_migrate
-
-            pre_migrate.connect(_backup_before_migrate, sender=_winni_app(),
-                                dispatch_uid="winni_backup_before_migrate")
+            pre_migrate.connect(_backup_before_migrate, sender=app, dispatch_uid="winni_backup_before_migrate")
     except Exception as exc:  # noqa: BLE001 - any failure: restore, explain, stop
         message = _after_failure(plan, exc, backup, run_dir, say)
         _write_json(marker, {"plan_key": key, "message": message, "at": dt.datetime.now(dt.timezone.utc).isoformat()})
@@ -122,12 +123,6 @@ def migrate(*, run_dir: Path, say: Say, retry: bool = False) -> None:
     if upgrading:
         say(f"applied {len(plan)} migration(s)" + (f"; the backup taken before: {backup.path}" if backup else ""))
     _record_start(run_dir)
-
-
-def _winni_app() -> Any:
-    from django.apps import apps
-
-    return apps.get_app_config("winni_site")
 
 
 def _after_failure(plan: list[tuple[Any, bool]], exc: Exception, backup: backups.Backup | None, run_dir: Path,
