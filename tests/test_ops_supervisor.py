@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -15,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import McpClient, WinniRun, processes_using
+from tests.support import ROOT, McpClient, WinniRun, free_port, processes_using
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -59,8 +64,10 @@ class Writer(threading.Thread):
 
 def test_each_part_killed_in_turn_comes_back_and_no_acknowledged_write_is_lost(data_dir):
     settings_file = data_dir / "winni.env"
-    settings_file.write_text("# the run's settings come from this file\nWINNI_HEARTBEAT_SECONDS=1\n")
-    run = WinniRun(data_dir, WINNI_ENV_FILE=str(settings_file))
+    port = free_port()
+    settings_file.write_text(f"# the run's settings come from this file\nWINNI_HEARTBEAT_SECONDS=1\n"
+                             f"WINNI_DATA_DIR={data_dir}\nWINNI_PORT={port}\n")
+    run = WinniRun(data_dir, port=port, WINNI_ENV_FILE=str(settings_file))
     try:
         run.wait_up()
         writer = Writer(run.url, run.token())
@@ -94,6 +101,15 @@ def test_each_part_killed_in_turn_comes_back_and_no_acknowledged_write_is_lost(d
         restarts = [record for record in log if record["logger"] == "winni.run" and record["msg"].endswith(" restarting")]
         assert sorted(record["unit"] for record in restarts) == sorted(UNITS)
         assert all(record["exit_code"] == -9 and record["restart_in_seconds"] == 1.0 for record in restarts)
+
+        # `./winni service status` (with the same settings file) sees it running, each part once restarted.
+        status = subprocess.run([sys.executable, "-m", "winni_site.service", "status"], cwd=ROOT, capture_output=True,
+                                text=True, timeout=120, env={**os.environ, "WINNI_ENV_FILE": str(settings_file)})
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert f"winni run: running at http://127.0.0.1:{port}, pid {run.process.pid}" in status.stdout
+        for unit in UNITS:
+            assert re.search(rf"  {unit}: pid \d+, since .* UTC \(up 0 min\), restarts 1", status.stdout), status.stdout
+        assert f"last lines of {data_dir / 'logs' / 'winni.log'}:" in status.stdout
     finally:
         code = run.stop()
     console = run.console()
@@ -131,3 +147,37 @@ def test_a_part_that_fails_at_once_ends_with_a_clear_message_not_a_busy_loop(dat
     assert tries[-1]["level"] == "error" and tries[-1]["exit_code"] == 3
     time.sleep(0.5)
     assert processes_using(str(data_dir)) == []
+
+
+def test_one_run_per_data_dir_and_a_killed_supervisor_leaves_nothing_in_the_way(data_dir):
+    first = WinniRun(data_dir)
+    first.wait_up()
+    second = WinniRun(data_dir)
+    assert second.process.wait(120) == 1
+    assert f"Winni already runs for the data dir {data_dir} (pid {first.process.pid})" in second.console()
+    assert first.process.poll() is None and first.health() is not None  # the first one untouched
+
+    # kill -9 of `winni run` itself (the OOM killer, a crashed terminal): its children are told to
+    # stop (PR_SET_PDEATHSIG), and a new run (the service manager's restart) adopts PostgreSQL and
+    # Redis and serves on the same port again.
+    children = [first.status()["units"][name]["pid"] for name in ("web", "worker", "beat")]
+    first.process.send_signal(signal.SIGKILL)
+    first.process.wait()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in children):
+        assert time.monotonic() < deadline, "the children outlived their supervisor"
+        time.sleep(0.1)
+    again = WinniRun(data_dir, port=first.port)
+    again.wait_up()
+    assert again.stop() == 0, again.console()
+    time.sleep(0.5)
+    assert processes_using(str(data_dir)) == []
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
