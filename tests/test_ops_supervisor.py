@@ -134,7 +134,8 @@ def test_a_part_that_fails_at_once_ends_with_a_clear_message_not_a_busy_loop(dat
     code = run.process.wait(120)
     console = run.console()
     assert code == 1, console
-    assert "beat exited with code 3 5 times in a row, each time within 10 s of its start; giving up" in console
+    assert ("beat stopped 5 times in a row, each time within 10 s of its start (the last time it exited with "
+            "code 3); giving up. Its last output:") in console
     assert "beat: deliberately broken (WINNI_TEST_BROKEN_CHILD)" in console  # its last output
     assert "winni: stopped" in console
     # Spaced out: 1, 2, 4, 8 s between the tries, not a busy loop.

@@ -110,12 +110,6 @@ class Unit:
     def terminate(self) -> None:
         raise NotImplementedError
 
-    def kill(self) -> None:
-        self.terminate()
-
-    def gone(self, reaped: dict[int, int]) -> bool:
-        return self.poll(reaped) is not None
-
 
 class ChildProcess(Unit):
     """A command (uvicorn, Celery) in its own session, its output on one pipe."""
@@ -219,8 +213,8 @@ class GaveUp(Exception):
         assert unit.last_exit is not None
         lines = "\n".join(f"    {line}" for line in unit.tail) or "    (it printed nothing)"
         super().__init__(
-            f"{unit.name} {unit.last_exit.describe()} {unit.quick_exits} times in a row, each time within "
-            f"{SETTLE:g} s of its start; giving up. Its last output:\n{lines}")
+            f"{unit.name} stopped {unit.quick_exits} times in a row, each time within {SETTLE:g} s of its start "
+            f"(the last time it {unit.last_exit.describe()}); giving up. Its last output:\n{lines}")
 
 
 class Supervisor:
