@@ -9,7 +9,7 @@ next rotation by another process clobbers it). Here every write takes an exclusi
 rotates when the line would cross WINNI_LOG_MAX_BYTES (winni.log → winni.log.1 → … →
 winni.log.N, N = WINNI_LOG_BACKUPS, the oldest dropped), then appends the line: lines are never
 split or lost between processes, and the files never exceed the limit by more than one line.
-The lock costs a few microseconds per line (one storage operation writes one line).
+The lock costs ≈ 12 µs per line more than logging's FileHandler (docs/always-on.md).
 """
 from __future__ import annotations
 
