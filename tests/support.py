@@ -185,3 +185,104 @@ def kill_postgres(pgdata: Path) -> None:
             process.send_signal(signal.SIGKILL)
         except psutil.NoSuchProcess:
             pass  # a backend that died with the postmaster
+
+
+def processes_using(data_dir: str) -> list:
+    """Live processes started for a data dir (by command line or WINNI_DATA_DIR)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "environ", "status"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            environ = proc.info["environ"] or {}
+        except (psutil.Error, TypeError):
+            continue
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and (
+                data_dir in cmdline or environ.get("WINNI_DATA_DIR") == data_dir):
+            found.append(proc)
+    return found
+
+
+class WinniRun:
+    """`manage.py winni_run` (what `./winni run` execs) in its own data dir, with the embedded
+    PostgreSQL and Redis; its console goes to a file. Tests and bench/recovery.py share it."""
+
+    def __init__(self, data_dir: Path, *, port: int | None = None, args: tuple[str, ...] = (), **settings: str) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
+        env.update({"WINNI_DATA_DIR": str(data_dir), "WINNI_PORT": str(self.port),
+                    "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev", **settings})
+        self.console_path = data_dir / "console.txt"
+        with open(self.console_path, "wb") as console:
+            self.process = subprocess.Popen([sys.executable, "manage.py", "winni_run", *args], cwd=ROOT, env=env,
+                                            stdout=console, stderr=subprocess.STDOUT)
+
+    def console(self) -> str:
+        return self.console_path.read_text(errors="replace")
+
+    def token(self) -> str:
+        for line in self.console().splitlines():
+            if "API token 'default' = " in line:
+                return line.split(" = ", 1)[1].split()[0]
+        raise AssertionError(f"no first-run token in the console:\n{self.console()}")
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return json.loads((self.data_dir / "run" / "winni.json").read_text())
+        except (OSError, ValueError):
+            return {"units": {}}
+
+    def health(self) -> dict[str, Any] | None:
+        """/healthz's report when it answers 200, else None."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                return json.load(response)
+        except (OSError, ValueError):
+            return None
+
+    def wait_up(self, timeout: float = 120, worker: bool = True) -> dict[str, Any]:
+        """Until /healthz is 200 with a fresh worker heartbeat (everything runs; without `worker`,
+        200 is enough)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"winni_run exited with {self.process.returncode}:\n{self.console()}")
+            report = self.health()
+            if report and (report["status"] == "ok" or not worker):
+                return report
+            time.sleep(0.2)
+        raise AssertionError(f"winni_run never became healthy:\n{self.console()}")
+
+    def kill(self, unit: str) -> tuple[int, float]:
+        """SIGKILL one unit's process (PostgreSQL: its postmaster); returns (pid, when)."""
+        pid = self.status()["units"][unit]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        return pid, time.time()
+
+    def recovered(self, unit: str, old_pid: int, killed_at: float) -> bool:
+        """`unit` runs as a new process and Winni is healthy again. For the parts on the task path
+        (worker, beat, Redis) that includes a worker heartbeat sent after the kill (beat queued it
+        through Redis, the worker ran it); for beat, after the new beat started."""
+        info = self.status()["units"].get(unit, {})
+        if info.get("state") != "running" or info.get("pid") in (None, old_pid):
+            return False
+        report = self.health()
+        if report is None:
+            return False
+        if unit in ("worker", "beat", "redis"):
+            after = info["since"] if unit == "beat" else killed_at
+            age = report.get("worker", {}).get("last_heartbeat_seconds_ago")
+            return report["worker"]["status"] == "ok" and age is not None and age < time.time() - after
+        return True
+
+    def stop(self, timeout: float = 90) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()

@@ -247,16 +247,36 @@ def _redis_answers(port: int) -> bool:
         return False
 
 
-def redis_url(data_dir: Path) -> str:
-    """Start (or find) the embedded redis-server and return its URL."""
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as redis-server binds
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def redis_url(data_dir: Path, *, keep_port: bool = False) -> str:
+    """Start (or find) the embedded redis-server and return its URL. A server that died is started
+    again on its old port when that is free, so processes that already run keep their address;
+    `keep_port` (`winni run` restarting it under running children) refuses any other port.
+
+    Append-only file, fsync every second: queued tasks (a medallion checkpoint has no sweep that
+    would queue it again) survive a killed or restarted Redis, losing at most the last second."""
     folder = redis_dir(data_dir)
     state = folder / "state.json"
     with _file_lock(folder / ".lock"):
+        port = None
         if state.exists():
             port = int(json.loads(state.read_text())["port"])
             if _redis_answers(port):
                 return f"redis://127.0.0.1:{port}/0"
-        port = _free_port()
+            if not _port_free(port):
+                if keep_port:
+                    raise RuntimeError(f"port {port}, where the embedded Redis ran, is taken by another program")
+                port = None
+        port = port or _free_port()
         pidfile = folder / "redis.pid"
         subprocess.run(
             [
@@ -264,7 +284,8 @@ def redis_url(data_dir: Path) -> str:
                 "--port", str(port),
                 "--bind", "127.0.0.1",
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes",
+                "--appendfsync", "everysec",
                 "--daemonize", "yes",
                 "--pidfile", str(pidfile),
                 "--dir", str(folder),
@@ -279,6 +300,13 @@ def redis_url(data_dir: Path) -> str:
             time.sleep(0.02)
         state.write_text(json.dumps({"port": port}))
         return f"redis://127.0.0.1:{port}/0"
+
+
+def redis_pid(data_dir: Path) -> int | None:
+    try:
+        return int((redis_dir(data_dir) / "redis.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def stop_redis(data_dir: Path) -> None:

@@ -1,5 +1,6 @@
 """Settings shared by every environment. Every value a user may change is an environment
-variable read here (documented in README.md, "Settings")."""
+variable read here (documented in README.md, "Settings"), or a line of the settings file
+(`winni.env`, winni_site.envfile) for the variables the environment does not set."""
 import os
 import re
 import secrets
@@ -9,8 +10,9 @@ from urllib.parse import parse_qs, unquote, urlparse
 from django.core.exceptions import ImproperlyConfigured
 
 from core.env import env_bool, env_float, env_int, env_list, env_str
-from winni_site import embedded
+from winni_site import embedded, envfile
 
+WINNI_SETTINGS_FILE = envfile.load()  # first: it may set any variable below
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 DATA_DIR = Path(env_str("WINNI_DATA_DIR", str(BASE_DIR / "var"))).expanduser().resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
@@ -141,6 +143,11 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+# The worker logs through LOGGING below (JSON, file + console) instead of Celery's own format.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A task running when the broker connection drops (Redis restarted) is cancelled and redelivered
+# instead of finishing unacknowledgeable (Celery 6's default; silences its warning).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 WINNI_WORKER_CONCURRENCY = env_int("WINNI_WORKER_CONCURRENCY", 1, minimum=1)
 WINNI_WEB_WORKERS = env_int("WINNI_WEB_WORKERS", 1, minimum=1)
 WINNI_HEARTBEAT_SECONDS = env_int("WINNI_HEARTBEAT_SECONDS", 30, minimum=1)
@@ -197,21 +204,44 @@ USE_I18N = False
 USE_TZ = True
 
 # --- Logging: one JSON line per event, the request id on every line -------------------------
+# Every line at WINNI_LOG_LEVEL goes to the log file, which all processes share and which rotates
+# by size (winni_site.logfile); the console (stderr) shows WINNI_LOG_CONSOLE_LEVEL and above.
 WINNI_LOG_LEVEL = env_str("WINNI_LOG_LEVEL", "INFO").upper()
 if WINNI_LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR"):
     raise ImproperlyConfigured(f"WINNI_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {WINNI_LOG_LEVEL!r}")
+WINNI_LOG_CONSOLE_LEVEL = env_str("WINNI_LOG_CONSOLE_LEVEL", "WARNING").upper()
+if WINNI_LOG_CONSOLE_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+    raise ImproperlyConfigured(
+        f"WINNI_LOG_CONSOLE_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {WINNI_LOG_CONSOLE_LEVEL!r}")
+WINNI_LOG_FILE = env_str("WINNI_LOG_FILE") or str(DATA_DIR / "logs" / "winni.log")  # "off": no file
+if WINNI_LOG_FILE != "off":
+    WINNI_LOG_FILE = str(Path(WINNI_LOG_FILE).expanduser().resolve())
+WINNI_LOG_MAX_BYTES = env_int("WINNI_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1024)
+WINNI_LOG_BACKUPS = env_int("WINNI_LOG_BACKUPS", 5, minimum=0, maximum=1000)
+_log_file_handlers = ["null"] if WINNI_LOG_FILE == "off" else ["file"]
+_log_handlers = ["console", *_log_file_handlers]
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
-    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "winni_site.logfile.ProcessJsonFormatter"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]},
+        "console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"],
+                    "level": WINNI_LOG_CONSOLE_LEVEL},
+        "null": {"class": "logging.NullHandler"},
+        **({} if WINNI_LOG_FILE == "off" else {"file": {
+            "()": "winni_site.logfile.SharedRotatingFileHandler", "filename": WINNI_LOG_FILE,
+            "max_bytes": WINNI_LOG_MAX_BYTES, "backups": WINNI_LOG_BACKUPS,
+            "formatter": "json", "filters": ["request_id"]}}),
     },
-    "root": {"handlers": ["console"], "level": "WARNING"},
+    "root": {"handlers": _log_handlers, "level": "WARNING"},
     "loggers": {
-        "winni": {"handlers": ["console"], "level": WINNI_LOG_LEVEL, "propagate": False},
-        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
+        "winni": {"handlers": _log_handlers, "level": WINNI_LOG_LEVEL, "propagate": False},
+        # `./winni run`'s own records: the file only (it writes its console lines itself).
+        "winni.run": {"handlers": _log_file_handlers, "level": "INFO", "propagate": False},
+        "django.request": {"handlers": _log_handlers, "level": "ERROR", "propagate": False},
+        # uvicorn's own lines (start-up, errors in the ASGI app) in the same JSON.
+        "uvicorn": {"handlers": _log_handlers, "level": "WARNING", "propagate": False},
     },
 }
 

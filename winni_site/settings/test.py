@@ -21,6 +21,10 @@ if not os.environ.get("WINNI_DATA_DIR"):
 
     atexit.register(_stop_test_servers)
 
+# Tests never read the checkout's winni.env (a developer's port or database must not leak in);
+# the tests of the settings file name their own file.
+os.environ.setdefault("WINNI_ENV_FILE", os.devnull)
+
 # Tests embed with the deterministic hashing stand-in unless a test asks for the real model.
 os.environ.setdefault("WINNI_EMBEDDING_PROVIDER", "hash")
 os.environ.setdefault("WINNI_EMBEDDING_MODEL", "hash-bow")
@@ -30,8 +34,8 @@ from .base import *  # noqa: E402,F401,F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
-WINNI_LOG_LEVEL = "WARNING"
-LOGGING["loggers"]["winni"]["level"] = "WARNING"  # noqa: F405
+WINNI_LOG_LEVEL = env_str("WINNI_LOG_LEVEL", "WARNING").upper()  # noqa: F405 - quiet unless a test asks
+LOGGING["loggers"]["winni"]["level"] = WINNI_LOG_LEVEL  # noqa: F405
 # Off in tests (test databases are migrated all the time) unless a test enables it.
 WINNI_BACKUP_BEFORE_MIGRATE = env_bool("WINNI_BACKUP_BEFORE_MIGRATE", False)  # noqa: F405
 # Most search tests pin full-text ranking; test_search_default_mode covers the production default.

@@ -1,0 +1,2 @@
+"""A test-only app for tests/test_ops_upgrade.py: the "old version" has one migration
+(migrations_old), the "update" (migrations_new) brings one that works and one that fails."""
