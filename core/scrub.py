@@ -132,7 +132,7 @@ OWN_PATTERNS: list[Pattern] = [
     token("hf_", r"[A-Za-z]{30}", "huggingface-token", valid=_mixed_case),
     token("npm_", r"[A-Za-z0-9]{36}", "npm-token"),
     Pattern("npm-token", re.compile(r":_authToken=[ \t]{0,4}([^\s\"']{8,400})"), tail=None,  # .npmrc
-            valid=lambda value: not _placeholder(value)),
+            valid=lambda value: not (_placeholder(value) or TEMPLATE.search(value))),
     Pattern("digitalocean-token", re.compile(r"_v1_(?<=do[opr]_v1_)[0-9a-f]{64}"), lead="dopr", lead_max=3),
     token("HRKU-", r"[A-Za-z0-9_-]{40}", "heroku-key"),
     Pattern("shopify-token", re.compile(r"shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}")),
@@ -210,7 +210,7 @@ PLACEHOLDER_WORDS = {
 def _placeholder(value: str) -> bool:
     """`${VAR}`, `$VAR`, `<password>`, `{{ secret }}`, `%(pw)s`, `***`, `xxxx`, `…` or a word that
     names the thing instead of being it."""
-    if value.startswith(("$", "<", "{", "[", "%")) or value.lower() in PLACEHOLDER_WORDS:
+    if value.startswith(("$", "<", "{", "[")) or value.lower() in PLACEHOLDER_WORDS:
         return True
     stripped = value.strip("*x.X…•-_")
     return not stripped
@@ -220,15 +220,15 @@ def _placeholder(value: str) -> bool:
 COMMAND_PASSWORDS = (  # (gate on the lowercased text, pattern)
     # curl -u user:password (wget's --password=… is a named value)
     (re.compile(rb"\s(?:-u|--user)"),
-     re.compile(r"-(?:u(?<=\s-u)|-user(?<=\s--user))[ =]?(?P<q>['\"]?)[^\s:'\"]{1,128}:(?P<password>[^\s'\"]{1,256})")),
+     re.compile(r"-(?:u(?<=\s-u)|-user(?<=\s--user))[ =]?(?P<q>['\"]?)[^\s:'\"]{1,128}:(?P<password>[^\s'\"]{1,4096})")),
     # mysql -pSECRET / -p'SECRET'
     (re.compile(rb" -p"),
-     re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p(?P<q>['\"]?)(?P<password>[^\s'\"]{1,256})")),
+     re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p(?P<q>['\"]?)(?P<password>[^\s'\"]{1,4096})")),
     # docker login -p SECRET
     (re.compile(rb"docker login"),
-     re.compile(r"docker login\b[^\n]{0,200}?\s(?:-p|--password)[ =](?P<q>['\"]?)(?P<password>[^\s'\"]{1,256})")),
+     re.compile(r"docker login\b[^\n]{0,200}?\s(?:-p|--password)[ =](?P<q>['\"]?)(?P<password>[^\s'\"]{1,4096})")),
     # ~/.pgpass: host:port:database:user:password
-    (None, re.compile(r"(?m)^[^\s:#]{1,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<password>\S{1,256})$")),
+    (None, re.compile(r"(?m)^[^\s:#]{1,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<password>\S{1,4096})$")),
 )
 
 
@@ -268,11 +268,11 @@ NAME_CHAR = re.compile(r"[A-Za-z0-9_.-]")
 # Kubernetes env lists: "- name: DB_PASSWORD" and on the next line "value: …"
 NAME_VALUE_PAIR = re.compile(
     r"name:[ \t]*[\"']?(?P<name>[A-Za-z0-9_.-]{1,80})[\"']?[ \t]*\r?\n[ \t]*-?[ \t]*value:[ \t]*"
-    r"(?P<quote>[\"']?)(?P<value>[^\s\"']{8,400})")
+    r"(?P<quote>[\"']?)(?P<value>[^\s\"']{8,%d})" % VALUE_MAX)
 NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 # A key name is secret-named when its last word ends in one of these (apiKey, SECRET_KEY,
 # secretaccesskey, DB_PASSWORD, refresh_token, clientSecret), except English words that happen to.
-SECRET_SUFFIXES = ("key", "keys", "secret", "token", "password", "passwd", "pwd", "passphrase", "credential",
+SECRET_SUFFIXES = ("key", "secret", "token", "password", "passwd", "pwd", "passphrase", "credential",
                    "credentials")
 ENGLISH_KEY_WORDS = {"monkey", "turkey", "hockey", "whiskey", "donkey", "jockey", "lackey", "hotkey", "passkey"}
 # The word before it says the key or token is not a credential.
@@ -294,7 +294,7 @@ def _secret_name(name: str) -> bool:
     if not parts or parts in (["key"], ["keys"]):
         return False  # a bare "key" is a dictionary key far more often than a credential
     last = parts[-1]
-    if last not in ("pass", "dbpass", "adminpass") and (
+    if last not in ("pass", "dbpass", "adminpass", "keys") and (
             not last.endswith(SECRET_SUFFIXES) or last in ENGLISH_KEY_WORDS):
         return False
     return not (len(parts) > 1 and parts[-2] in NOT_SECRET_QUALIFIERS)
@@ -302,32 +302,47 @@ def _secret_name(name: str) -> bool:
 
 # What may stand before an environment variable's name: a shell history number, `export`, a YAML list dash.
 ENV_LINE_START = re.compile(r"[ \t]*(?:\d+[ \t]+)?(?:export[ \t]+|-[ \t]+)?")
-DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
-# get_password(), os.environ.get(, Optional[str], (module.NAME, "{{ secret }}", "${DB_PASSWORD}", C:\\keys\\…
-CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]|\([A-Za-z_][A-Za-z0-9_.]*,?$|[A-Za-z]:\\")
-TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\(|\$[A-Z_]{2}")
+# settings.SECRET_KEY, os.environ, self.api_key: identifiers as people write them (snake_case,
+# UPPER_CASE, CamelCase, camelCase), not random mixes like "tu_b.RR1RawAFbUh"
+IDENTIFIER = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
+DOTTED_NAME = re.compile(rf"{IDENTIFIER}(?:\.{IDENTIFIER})+")
+IDENTIFIER_WORD = re.compile(IDENTIFIER)
+# get_password(), os.environ.get(, Optional[str], (module.NAME, C:\\keys\\…
+# (a call's arguments hold names and literals, not the !%@* of a random key such as "r29(f)=h-9p+…")
+CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[][A-Za-z0-9_.,=:()\[\]-]*|\([A-Za-z_][A-Za-z0-9_.]*,?|[A-Za-z]:\\.*")
+# "{{ secret }}", "${DB_PASSWORD}", "%(password)s", "$DB_PASS", f"…{PASSWORD}…", f"…{rand(…"
+TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]{2}|\{[A-Za-z_][A-Za-z0-9_.]*[}(\[]")
 
 
-PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+){1,40}/?")
-NUMBER = re.compile(r"[+-]?(?:0[xob][0-9a-fA-F_]+|[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?)")
+PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+){2,40}/?")
+NUMBER = re.compile(r"[+-]?(?:0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?)")
 
 
 def _secret_value(value: str) -> bool:
-    """Looks like a credential: mixes character classes (a digit or a capital, and a digit or a
-    symbol) and is not a placeholder, a call, a reference, a number or a path
-    (`winni:worker:heartbeat`, `deploy/key.pem`, `CamelCaseName` are names, not secrets)."""
+    """Looks like a credential: a digit among letters or symbols, a symbol with a capital, or
+    mixed-case letters that are not a word or an identifier ("MangoUYZkT" but not "SecretStr");
+    and not a placeholder, a call, a reference, a number or a path (`winni:worker:heartbeat`,
+    `deploy/key.pem`, `CamelCaseName` are names, not secrets)."""
     if len(value) < 8:
         return False
     digit, upper = HAS_DIGIT.search(value) is not None, HAS_UPPER.search(value) is not None
     if not (digit or upper):
         return False
-    symbol = HAS_SYMBOL.search(value) is not None
-    if not (digit or symbol) or (HAS_LOWER.search(value) is not None) + upper + digit + symbol < 2:
+    lower, symbol = HAS_LOWER.search(value) is not None, HAS_SYMBOL.search(value) is not None
+    if not ((digit and (lower or upper or symbol)) or (upper and symbol)
+            or (upper and lower and not IDENTIFIER_WORD.fullmatch(value))):
         return False
-    if _placeholder(value) or CODE.match(value) or TEMPLATE.search(value):
+    if _placeholder(value) or CODE.fullmatch(value) or TEMPLATE.search(value):
         return False
     return not (DOTTED_NAME.fullmatch(value) or NUMBER.fullmatch(value) or PATH.fullmatch(value)
                 or value.startswith(("http://", "https://")))  # settings.KEY, 0x57_494E, /run/secrets/db, a URL
+
+
+def _whole(text: str, start: int, value: str, quoted: bool) -> str:
+    """A value that filled the pattern's cap runs on (an AWS session token is 700+ characters)."""
+    if len(value) < VALUE_MAX:
+        return value
+    return value + (LONG_QUOTED_VALUE if quoted else LONG_VALUE).match(text, start + len(value)).group()
 
 
 def _named_values(text: str, lowered: bytes) -> Iterable[tuple[str, int, int, bool]]:
@@ -342,31 +357,31 @@ def _named_values(text: str, lowered: bytes) -> Iterable[tuple[str, int, int, bo
             continue
         op, closing, quote = match.group("op"), match.group("closing"), match.group("quote")
         begin = match.start()
-        while begin > 0 and begin > match.start() - 80 and NAME_CHAR.match(text, begin - 1):
+        while begin > max(0, match.start() - 80) and NAME_CHAR.match(text, begin - 1) and not (
+                text[begin - 2:begin - 1] == "\\" and text[begin - 1] in "nrt"):  # \n in JSON-escaped text
             begin -= 1
         name, before = text[begin:match.start("closing")], text[max(0, begin - 2):begin]
         if op in (",", "||", "??") and not quote:
             continue  # getenv("NAME", "default"), env.NAME || 'default': only a quoted default
         if op == "," and not (closing and before[-1:] == closing):
             continue
-        if op == ">" and not (before[-1:] == "<" and f"</{name}>" in match.group("value")):
+        closing_tag = text.find(f"</{name}>", match.start("value"), match.start("value") + 8200) if op == ">" else -1
+        if op == ">" and not (before[-1:] == "<" and closing_tag > 0):
             continue  # only an XML element, <password>…</password>
         if op in (" ", "\t") and not (name.startswith("--") or name.lower() in ("password", "passwd")):
             continue  # --token VALUE, or netrc's "password VALUE"
         if before == "${":
             continue  # ${NAME:-default}: a shell expansion names the variable, its default is not the secret
         start = match.start("value")
-        value = match.group("value").split("<", 1)[0] if op == ">" else match.group("value")
+        value = text[start:closing_tag] if op == ">" else match.group("value")
         if not quote:
             value = value.rstrip(",;")
         elif text.startswith((" % ", ".format("), match.end() + 1):
             continue  # "…%s…" % args: a format string
         if not (_secret_name(name) and _secret_value(value)):
             continue  # a value that is not the secret may still hold a secret-named key: go on inside it
-        if len(value) == VALUE_MAX and not quote:
-            value += LONG_VALUE.match(text, start + len(value)).group()  # an AWS session token runs on
-        elif len(value) == VALUE_MAX:
-            value += LONG_QUOTED_VALUE.match(text, start + len(value)).group()
+        if op != ">":  # (an XML element's value already runs to its closing tag)
+            value = _whole(text, start, value, bool(quote))
         resume = start + len(value)
         line_start = text.rfind("\n", 0, begin) + 1
         env_line = op in ("=", ":") and ENV_LINE_START.fullmatch(text, line_start, begin) is not None
@@ -374,7 +389,8 @@ def _named_values(text: str, lowered: bytes) -> Iterable[tuple[str, int, int, bo
     if b"value:" in lowered:
         for match in NAME_VALUE_PAIR.finditer(text):
             if _secret_name(match.group("name")) and _secret_value(match.group("value")):
-                yield match.group("name"), *match.span("value"), True
+                value = _whole(text, match.start("value"), match.group("value"), bool(match.group("quote")))
+                yield match.group("name"), match.start("value"), match.start("value") + len(value), True
 
 
 def _named_spans(text: str, lowered: bytes, taken: list[tuple[int, int, str]]) -> Iterable[tuple[int, int, str]]:
