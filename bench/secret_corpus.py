@@ -14,6 +14,7 @@ import json
 import random
 import string
 import textwrap
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -699,98 +700,32 @@ def tool_output(rng: random.Random, size: int) -> str:
     return "\n".join(parts)[:size]
 
 
-# ---- held-out contexts -----------------------------------------------------------------------
-# Written after the detector was tuned on the contexts above and never tuned against: how it does
-# on syntaxes it was not shaped for. Single-line formats only.
-
-def _one(rng, items):
-    (f, s), = items
-    return f, s, _name(rng, f)
-
-
-def toml_config(rng, items):
-    f, s, name = _one(rng, items)
-    return f'$ cat pyproject.toml\n[tool.app]\nname = "billing"\n{name.lower()} = "{s.value}"\ntimeout = 30\n'
-
-
-def java_properties(rng, items):
-    f, s, name = _one(rng, items)
-    return ("$ cat src/main/resources/application.properties\nserver.port=8080\n"
-            f"app.{name.lower().replace('_', '.')}={s.value}\nspring.jpa.open-in-view=false\n")
-
-
-def ini_file(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ cat setup.cfg\n[credentials]\n{name.lower()} = {s.value}\nregion = eu-west-1\n"
-
-
-def maven_xml(rng, items):
-    f, s, name = _one(rng, items)
-    tag = rng.choice(["password", "token", "apiKey", name.lower()])
-    return ("$ cat ~/.m2/settings.xml\n<settings>\n  <servers>\n    <server>\n      <id>releases</id>\n"
-            f"      <username>deploy</username>\n      <{tag}>{s.value}</{tag}>\n    </server>\n  </servers>\n</settings>\n")
-
-
-def netrc(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ cat ~/.netrc\nmachine api.acme.io\n  login deploy\n  password {s.value}\n"
-
-
-def powershell(rng, items):
-    f, s, name = _one(rng, items)
-    return f'PS C:\\src> $env:{name} = "{s.value}"\nPS C:\\src> python app.py\nstarted\n'
-
-
-def terraform_tfvars(rng, items):
-    f, s, name = _one(rng, items)
-    return f'$ cat prod.tfvars\nregion = "eu-west-1"\n{name.lower()} = "{s.value}"\ninstance_count = 3\n'
-
-
-def curl_user(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ curl -u deploy:{s.value} https://api.acme.io/v1/builds\n{{\"builds\": []}}\n"
-
-
-def mysql_cli(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ mysql -h db.internal -u app -p'{s.value}' billing -e 'select 1'\n1\n"
-
-
-def docker_login(rng, items):
-    f, s, name = _one(rng, items)
-    return (f"$ docker login ghcr.io -u ci-bot -p {s.value}\nWARNING! Using --password via the CLI is insecure.\n"
-            "Login Succeeded\n")
-
-
-def go_code(rng, items):
-    f, s, name = _one(rng, items)
-    ident = "".join(p.capitalize() for p in name.lower().split("_"))
-    return f'$ cat config.go\npackage config\n\nconst default{ident} = "{s.value}"\n'
-
-
-def js_code(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ cat config.js\nexport const config = {{\n  {name.lower()}: process.env.{name} || '{s.value}',\n}};\n"
-
-
-def ruby_code(rng, items):
-    f, s, name = _one(rng, items)
-    return f'$ cat config/initializers/app.rb\nApp.key = ENV.fetch("{name}", "{s.value}")\n'
-
-
-def pgpass(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ cat ~/.pgpass\ndb.internal:5432:billing:app:{s.value}\n"
-
-
-def helm_values(rng, items):
-    f, s, name = _one(rng, items)
-    return f"$ helm get values billing\nimage:\n  tag: 1.14.2\nenv:\n  - name: {name}\n    value: \"{s.value}\"\n"
-
-
-HELD_OUT_CONTEXTS: dict[str, Callable] = {fn.__name__: fn for fn in (
-    toml_config, java_properties, ini_file, maven_xml, netrc, powershell, terraform_tfvars, curl_user, mysql_cli,
-    docker_login, go_code, js_code, ruby_code, pgpass, helm_values)}
+# ---- other syntaxes --------------------------------------------------------------------------
+# Added after the first tuning round (the detector redacted 90.0 % of them then; what it missed
+# was fixed generically): TOML, properties, INI, XML, netrc, PowerShell, Terraform, command lines,
+# Go / JS / Ruby code, ~/.pgpass, Helm values. Single-line formats only. Fields: {name} (the
+# variable), {lower}, {dotted} (app.db.password), {camel} (DbPassword), {tag} (an XML element), {value}.
+OTHER_SYNTAXES = {
+    "toml_config": '$ cat pyproject.toml\n[tool.app]\nname = "billing"\n{lower} = "{value}"\ntimeout = 30\n',
+    "java_properties": "$ cat src/main/resources/application.properties\nserver.port=8080\napp.{dotted}={value}\n"
+                       "spring.jpa.open-in-view=false\n",
+    "ini_file": "$ cat setup.cfg\n[credentials]\n{lower} = {value}\nregion = eu-west-1\n",
+    "maven_xml": "$ cat ~/.m2/settings.xml\n<settings>\n  <servers>\n    <server>\n      <id>releases</id>\n"
+                 "      <username>deploy</username>\n      <{tag}>{value}</{tag}>\n    </server>\n  </servers>\n"
+                 "</settings>\n",
+    "netrc": "$ cat ~/.netrc\nmachine api.acme.io\n  login deploy\n  password {value}\n",
+    "powershell": 'PS C:\\src> $env:{name} = "{value}"\nPS C:\\src> python app.py\nstarted\n',
+    "terraform_tfvars": '$ cat prod.tfvars\nregion = "eu-west-1"\n{lower} = "{value}"\ninstance_count = 3\n',
+    "curl_user": '$ curl -u deploy:{value} https://api.acme.io/v1/builds\n{{"builds": []}}\n',
+    "mysql_cli": "$ mysql -h db.internal -u app -p'{value}' billing -e 'select 1'\n1\n",
+    "docker_login": "$ docker login ghcr.io -u ci-bot -p {value}\nWARNING! Using --password via the CLI is insecure.\n"
+                    "Login Succeeded\n",
+    "go_code": '$ cat config.go\npackage config\n\nconst default{camel} = "{value}"\n',
+    "js_code": "$ cat config.js\nexport const config = {{\n  {lower}: process.env.{name} || '{value}',\n}};\n",
+    "ruby_code": '$ cat config/initializers/app.rb\nApp.key = ENV.fetch("{name}", "{value}")\n',
+    "pgpass": "$ cat ~/.pgpass\ndb.internal:5432:billing:app:{value}\n",
+    "helm_values": '$ helm get values billing\nimage:\n  tag: 1.14.2\nenv:\n  - name: {name}\n    value: "{value}"\n',
+}
 
 
 def held_out_documents(seed: int = 77, per_context: int = 30) -> list[Document]:
@@ -798,9 +733,34 @@ def held_out_documents(seed: int = 77, per_context: int = 30) -> list[Document]:
     single_line = [f for f in FORMATS if f.family not in ("private-key",) and f.kind != "password-in-url"
                    and "http_headers" not in f.contexts]
     documents = []
-    for name, context in HELD_OUT_CONTEXTS.items():
+    for context, template in OTHER_SYNTAXES.items():
         for _ in range(per_context):
             f = rng.choice(single_line)
-            secret = f.make(rng)
-            documents.append(Document(name, context(rng, [(f, secret)]), [Planted(f, secret)]))
+            secret, name = f.make(rng), _name(rng, f)
+            text = template.format(
+                name=name, lower=name.lower(), dotted=name.lower().replace("_", "."),
+                camel="".join(part.capitalize() for part in name.lower().split("_")),
+                tag=rng.choice(["password", "token", "apiKey", name.lower()]), value=secret.value)
+            documents.append(Document(context, text, [Planted(f, secret)]))
     return documents
+
+
+# ---- timing ----------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def timed(find: Callable[[str], object], texts: list[str], desc: str) -> tuple[list[float], list[float]]:
+    """Milliseconds per call: wall clock, and this thread's CPU time (which other processes
+    sharing the cores do not inflate)."""
+    from tqdm import tqdm
+
+    wall, cpu = [], []
+    for text in tqdm(texts, desc=desc):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        find(text)
+        cpu.append((time.thread_time() - started_cpu) * 1000)
+        wall.append((time.perf_counter() - started) * 1000)
+    return wall, cpu

@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
-from bench.secret_corpus import held_out_documents, leaked, planted_documents, tool_output  # noqa: E402
+from bench.secret_corpus import (  # noqa: E402
+    held_out_documents, leaked, percentile, planted_documents, timed, tool_output)
 
 LOCOMO = Path("/work/shared/bench-data/locomo_dev.json.gz")
 SOURCE_GLOBS = ("*.py", "*.md", "*.html", "*.txt", "*.yml")
@@ -151,11 +152,6 @@ def source_files() -> list[tuple[str, str]]:
     return [(name, (ROOT / name).read_text(errors="replace")) for name in names if (ROOT / name).is_file()]
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def main() -> None:
     from tqdm import tqdm
 
@@ -203,12 +199,7 @@ def main() -> None:
     rng = random.Random(7)
     for size in (2_000, 20_000):
         events = [tool_output(rng, size) for _ in range(args.timing_events)]
-        times, cpu = [], []
-        for text in tqdm(events, desc=f"timing {size // 1000} KB"):
-            started, started_cpu = time.perf_counter(), time.thread_time()
-            find(text)
-            cpu.append((time.thread_time() - started_cpu) * 1000)
-            times.append((time.perf_counter() - started) * 1000)
+        times, cpu = timed(find, events, f"timing {size // 1000} KB")
         print(f"{size // 1000:>2} KB events: wall p50 {percentile(times, 0.5):.2f} ms  p95 {percentile(times, 0.95):.2f} ms"
               f"  mean {statistics.mean(times):.2f} ms | CPU p50 {percentile(cpu, 0.5):.2f} ms  "
               f"p95 {percentile(cpu, 0.95):.2f} ms")

@@ -37,7 +37,7 @@ from collections import Counter, defaultdict  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 from bench.secret_corpus import (  # noqa: E402
-    FORMATS, held_out_documents, leaked, planted_documents, tool_output)
+    FORMATS, held_out_documents, leaked, percentile, planted_documents, timed, tool_output)
 from core.scrub import find_secrets, scrub  # noqa: E402
 
 LOCOMO = Path(os.environ.get("WINNI_LOCOMO", "/work/shared/bench-data/locomo_dev.json.gz"))
@@ -60,11 +60,6 @@ def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (f"{time.strftime('%Y-%m-%d')}, {model} ({os.cpu_count()} cores; flags {shown}), "
             f"Python {platform.python_version()}, load average {load:.1f} at start")
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def mask(value: str) -> str:
@@ -174,12 +169,7 @@ def cost(events_2k: int, events_20k: int) -> None:
         batch = events(rng, size, count, planted)
         for text in batch[:20]:
             scrub(text)  # warm-up
-        times, cpu = [], []
-        for text in tqdm(batch, desc=f"{size // 1000} KB events"):
-            started, started_cpu = time.perf_counter(), time.thread_time()
-            scrub(text)
-            cpu.append((time.thread_time() - started_cpu) * 1000)
-            times.append((time.perf_counter() - started) * 1000)
+        times, cpu = timed(scrub, batch, f"{size // 1000} KB events")
         chars = sum(len(t) for t in batch)
         print(f"{size // 1000:>2} KB events: n={count}  wall p50 {percentile(times, 0.5):.3f} ms  p95 "
               f"{percentile(times, 0.95):.3f} ms  max {max(times):.2f} ms | CPU p50 {percentile(cpu, 0.5):.3f} ms  "
@@ -226,9 +216,7 @@ def entropy(texts_by_corpus: dict[str, list[tuple[str, str]]], per_format: int) 
 
     print("\n## Entropy plugins (measured, not used)")
     documents = planted_documents(per_format=per_format) + held_out_documents()
-    rng = random.Random(3)
-    corpora = {**texts_by_corpus,
-               "ordinary tool output (generated, no secrets)": [(f"event{i}", tool_output(rng, 20_000)) for i in range(100)]}
+    corpora = texts_by_corpus
     for eager in (False, True):
         find = finder(eager)
         added = total = 0
@@ -269,7 +257,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# Secret scrubbing benchmark: {machine()}")
     detection(args.per_format, args.seed)
-    corpora = {"LoCoMo chat turns": locomo_turns(), "Winni source tree": source_files()}
+    rng = random.Random(3)
+    corpora = {"LoCoMo chat turns": locomo_turns(), "Winni source tree": source_files(),
+               "ordinary tool output (generated: git log, pytest, JSON listings with hashes and ids, source slices)":
+                   [(f"event{i}", tool_output(rng, 20_000)) for i in range(100)]}
     for folder in args.extra:
         corpora[str(folder)] = [
             (str(path.relative_to(folder)), path.read_text(errors="replace")) for path in sorted(folder.rglob("*"))
