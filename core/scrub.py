@@ -176,7 +176,7 @@ def _token_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
 
 # ---- PEM private keys ------------------------------------------------------------------------
 
-PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-[23]:")
+PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-[23]: [^\n]{0,100}")
 PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}-----")
 # The base64 lines (and "Proc-Type: …" headers) after BEGIN, raw or JSON/\n-escaped: the key's
 # extent when a paste was cut off before its END line.

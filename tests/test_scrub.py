@@ -138,6 +138,12 @@ def test_a_pem_block_goes_whole_in_every_wrapping() -> None:
     encrypted = RSA.replace("KEY-----\n", "KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,"
                             + rand(HEX, 32).upper() + "\n\n", 1)
     assert scrub(f"x\n{encrypted}\ny").text == "x\n[REDACTED:private-key]\ny"
+    body = lambda n: "\n".join(textwrap.wrap(base64.b64encode(RNG.randbytes(n)).decode(), 64))  # noqa: E731
+    pgp = f"-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{body(500)}\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----"
+    putty = (f"PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: rsa-key\nPublic-Lines: 6\n{body(270)}\n"
+             f"Private-Lines: 14\n{body(600)}\nPrivate-MAC: {rand(HEX, 40)}")
+    for key in (pgp, putty):
+        assert scrub(f"$ cat key\n{key}\n$ ls").text == "$ cat key\n[REDACTED:private-key]\n$ ls"
 
 
 def test_counts_say_how_many_of_each_type() -> None:
