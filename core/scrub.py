@@ -197,7 +197,7 @@ def _pem_spans(text: str) -> Iterable[tuple[int, int, str]]:
 # ---- passwords in URLs and Authorization headers ---------------------------------------------
 
 URL_PASSWORD = re.compile(
-    r"://[^\s:/?#@\[\]\"'<>]{0,128}:(?P<password>[^\s/?#\"'<>]{1,256})@(?=[A-Za-z0-9\[._-])")
+    r"://[^\s:/?#@\[\]\"'`<>]{0,128}:(?P<password>[^\s/?#\"'`<>]{1,256})@(?=[A-Za-z0-9\[._-])")
 AUTH_HEADER = re.compile(
     r"(?i:authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:bearer|token|basic|bot)[ \t]{1,4}"
     r"(?P<credential>[A-Za-z0-9._~+/=-]{8,4000})")
@@ -220,15 +220,15 @@ def _placeholder(value: str) -> bool:
 COMMAND_PASSWORDS = (  # (gate on the lowercased text, pattern)
     # curl -u user:password (wget's --password=… is a named value)
     (re.compile(rb"\s(?:-u|--user)"),
-     re.compile(r"-(?:u(?<=\s-u)|-user(?<=\s--user))[ =]?(?P<q>['\"]?)[^\s:'\"]{1,128}:(?P<password>[^\s'\"]{1,4096})")),
+     re.compile(r"-(?:u(?<=\s-u)|-user(?<=\s--user))[ =]?(?P<q>['\"]?)[^\s:'\"`]{1,128}:(?P<password>[^\s'\"`]{1,4096})")),
     # mysql -pSECRET / -p'SECRET'
     (re.compile(rb" -p"),
-     re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p(?P<q>['\"]?)(?P<password>[^\s'\"]{1,4096})")),
+     re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p(?P<q>['\"]?)(?P<password>[^\s'\"`]{1,4096})")),
     # docker login -p SECRET
     (re.compile(rb"docker login"),
-     re.compile(r"docker login\b[^\n]{0,200}?\s(?:-p|--password)[ =](?P<q>['\"]?)(?P<password>[^\s'\"]{1,4096})")),
+     re.compile(r"docker login\b[^\n]{0,200}?\s(?:-p|--password)[ =](?P<q>['\"]?)(?P<password>[^\s'\"`]{1,4096})")),
     # ~/.pgpass: host:port:database:user:password
-    (None, re.compile(r"(?m)^[^\s:#]{1,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<password>\S{1,4096})$")),
+    (None, re.compile(r"(?m)^[^\s:#]{1,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<password>[^\s`]{1,4096})$")),
 )
 
 
