@@ -185,7 +185,7 @@ def cost(events_2k: int, events_20k: int) -> None:
         "1 MB of '://a:' repeated": "://a:" * 200_000,
         "1 MB of '-----BEGIN RSA PRIVATE KEY-----' repeated": "-----BEGIN RSA PRIVATE KEY-----\n" * 30_000,
         "1 MB of 'eyJ' + dots": ("eyJhbGciOi." * 100_000)[:1_000_000],
-        "1 MB of '<private>' never closed": "x <private> y " * 70_000,
+        "1 MB of an opening private tag never closed": "x <" "private> y " * 70_000,
         "1 MB of 'password: ' + long runs": ("password: " + "A1" * 400 + "\n") * 1_200,
     }
     for name, text in adversarial.items():

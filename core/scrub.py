@@ -51,7 +51,7 @@ def redaction(kind: str) -> str:
 class ScrubResult:
     text: str
     counts: dict[str, int] = field(default_factory=dict)  # secrets redacted, per type
-    private: int = 0                                       # <private> spans dropped
+    private: int = 0                                       # `<private>` spans dropped
 
     @property
     def redacted(self) -> int:
@@ -405,7 +405,7 @@ def _named_spans(text: str, lowered: bytes, taken: list[tuple[int, int, str]]) -
             yield start, end, "dotenv-secret" if env_line and name.upper() == name else "named-secret"
 
 
-# ---- <private> spans -------------------------------------------------------------------------
+# ---- `<private>` spans -----------------------------------------------------------------------
 
 PRIVATE_TAG = re.compile(r"<(/?)private[ \t]*>", re.IGNORECASE)
 

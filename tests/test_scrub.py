@@ -1,6 +1,7 @@
-"""core.scrub: secrets become [REDACTED:<type>], <private> spans become [private], innocent text
+"""core.scrub: secrets become [REDACTED:<type>], `<private>` spans become [private], innocent text
 stays as it is. The fake secrets are generated here at run time (right prefixes, lengths and
-alphabets, random bodies), so this file holds none a scanner could mistake for real ones."""
+alphabets, random bodies), so this file holds none a scanner could mistake for real ones; the
+private tags are built from pieces too, so that this file, captured, keeps its text."""
 from __future__ import annotations
 
 import base64
@@ -17,6 +18,7 @@ import pytest
 from core.scrub import scrub
 
 ROOT = Path(__file__).resolve().parent.parent
+OPEN, CLOSE = "<" + "private>", "</" + "private>"
 RNG = random.Random(2121)
 B62 = string.ascii_letters + string.digits
 B64URL = B62 + "-_"
@@ -157,7 +159,7 @@ def test_counts_say_how_many_of_each_type() -> None:
 
 
 def test_scrubbing_scrubbed_text_changes_nothing() -> None:
-    sample = "\n".join(text for _, text, _ in FAMILIES) + "\nsay <private>hidden</private> hi"
+    sample = "\n".join(text for _, text, _ in FAMILIES) + f"\nsay {OPEN}hidden{CLOSE} hi"
     once = scrub(sample)
     assert once.redacted == len(FAMILIES) and once.private == 1
     twice = scrub(once.text)
@@ -166,23 +168,23 @@ def test_scrubbing_scrubbed_text_changes_nothing() -> None:
 
 
 def test_private_spans_are_dropped_before_secrets_are_looked_for() -> None:
-    text = f"deploy with <Private>\nthe key is {GITHUB}\n</PRIVATE> and then <private>two</private>."
+    text = f"deploy with {OPEN.title()}\nthe key is {GITHUB}\n{CLOSE.upper()} and then {OPEN}two{CLOSE}."
     result = scrub(text)
     assert result.text == "deploy with [private] and then [private]."
     assert result.private == 2 and result.counts == {}
 
 
 def test_private_nesting_unclosed_and_stray_tags() -> None:
-    assert scrub("a <private>b <private>c</private> d</private> e").text == "a [private] e"
-    assert scrub("keep this <private>but not\nanything after an unclosed tag").text == "keep this [private]"
-    assert scrub("a stray </private> closing tag stays").text == "a stray </private> closing tag stays"
+    assert scrub(f"a {OPEN}b {OPEN}c{CLOSE} d{CLOSE} e").text == "a [private] e"
+    assert scrub(f"keep this {OPEN}but not\nanything after an unclosed tag").text == "keep this [private]"
+    assert scrub(f"a stray {CLOSE} closing tag stays").text == f"a stray {CLOSE} closing tag stays"
     assert scrub("no tags at all").private == 0
     mention = "Wrap it in `<private>` tags, e.g. `<private>my key</private>`; the rest stays."
     assert scrub(mention).text == mention
 
 
 def test_disabled_scrubbing_keeps_secrets_but_still_drops_private_spans() -> None:
-    result = scrub(f"GITHUB_TOKEN={GITHUB} <private>x</private>", enabled=False)
+    result = scrub(f"GITHUB_TOKEN={GITHUB} {OPEN}x{CLOSE}", enabled=False)
     assert result.text == f"GITHUB_TOKEN={GITHUB} [private]"
     assert result.counts == {} and result.private == 1
 
@@ -251,7 +253,7 @@ def test_adversarial_megabyte_inputs_finish() -> None:
         sys.path.insert(0, sys.argv[1])
         from core.scrub import scrub
         for unit in ("sk-1-", "eyJ1-", "eyJhbGciOi.", "//x/", "://a:", "token=", "key=", "password: A1 ",
-                     "AKIA", "ghp_", "xoxb-1-", "7", "a", "0123456789abcdef", "<private> ", "<password>",
+                     "AKIA", "ghp_", "xoxb-1-", "7", "a", "0123456789abcdef", "<" "private> ", "<password>",
                      "-----BEGIN RSA PRIVATE KEY-----\\n", "Authorization: Bearer ", "mysql -p ", "a:1:b:c:\\n"):
             scrub((unit * (1_000_000 // len(unit) + 1))[:1_000_000])
         print("done")
