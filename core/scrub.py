@@ -1,0 +1,481 @@
+"""Secret scrubbing: what Winni does to free text before anything is stored.
+
+`scrub(text)` first drops `<private>…</private>` spans (case-insensitive, across lines; an
+unclosed `<private>` runs to the end of the text, since a forgotten closing tag must not leak
+what the user meant to hide), then replaces every recognised secret by `[REDACTED:<type>]`.
+
+Detection is Yelp's detect-secrets: its regex plugins' patterns (AWS, Azure storage, GitHub,
+GitLab, PyPI, Slack, Discord, Stripe, SendGrid, Twilio, Mailchimp) and its JWT validation. Written
+here, the formats it lacks or matches too slowly: PEM private-key blocks (also JSON-escaped, also
+cut off before their END line), passwords in connection URLs (user and host are kept), on
+command lines (`curl -u`, `mysql -p`, `docker login -p`) and in ~/.pgpass, Authorization headers,
+Anthropic / OpenAI / OpenRouter / Google / Hugging Face / Stripe test and restricted / GitHub
+fine-grained / npm / DigitalOcean / Heroku / Shopify / Mailgun / Telegram / age / Winni tokens,
+JWTs, and values of secret-named keys (`DB_PASSWORD=…`, `"client_secret": "…"`, `api_key='…'`,
+`<password>…</password>`, `--token …`, Kubernetes `name:`/`value:` pairs) when the value looks
+like a secret rather than code, a reference or a placeholder. No entropy-only detection:
+measured, it redacts hashes and ids in ordinary tool output (docs/privacy.md).
+
+Every pattern is bounded (no nested quantifiers, capped repetition), so the cost is linear in
+the text; scrubbing is idempotent (`[REDACTED:…]` and `[private]` match nothing) and never
+raises on odd input. Pure: standard library and detect-secrets only.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+PRIVATE = "[private]"
+
+
+def redaction(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class ScrubResult:
+    text: str
+    counts: dict[str, int] = field(default_factory=dict)  # secrets redacted, per type
+    private: int = 0                                       # `<private>` spans dropped
+
+    @property
+    def redacted(self) -> int:
+        return sum(self.counts.values())
+
+
+# ---- token patterns --------------------------------------------------------------------------
+
+TOKEN_CHARS = "A-Za-z0-9_-"
+TOKEN_TAIL = re.compile(f"[{TOKEN_CHARS}]{{0,200}}")
+WORD_CHAR = re.compile(r"[A-Za-z0-9]")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern
+    tail: re.Pattern | None = TOKEN_TAIL  # run the match on over these (a pattern may stop short of the end)
+    valid: Callable[[str], bool] | None = None
+    gate: re.Pattern | None = None  # skip the pattern unless this finds something in the ASCII-lowercased text
+    # The regex finds an anchor inside the secret (`:` of a Telegram token); the secret starts up to
+    # lead_max of these characters before it.
+    lead: str = ""
+    lead_max: int = 0
+
+
+def token(prefix: str, body: str, kind: str, **options) -> Pattern:
+    """`prefix` + `body`, not inside a longer token: the look-behind sits after the literal prefix
+    so the regex engine still skips ahead to the prefix, and a run like `sk-sk-sk-…` costs one try."""
+    literal = re.escape(prefix)
+    return Pattern(kind, re.compile(f"{literal}(?<![{TOKEN_CHARS}]{literal}){body}"), **options)
+
+
+HAS_LOWER, HAS_UPPER, HAS_DIGIT = re.compile("[a-z]"), re.compile("[A-Z]"), re.compile("[0-9]")
+HAS_SYMBOL = re.compile(r"[!#%&*+/:;<=>?@^|~$()\[\]{}]")
+
+
+def _mixed_case(value: str) -> bool:
+    return HAS_UPPER.search(value) is not None and HAS_LOWER.search(value) is not None
+
+
+def _random_looking(value: str) -> bool:
+    return _mixed_case(value) and HAS_DIGIT.search(value) is not None
+
+
+# detect-secrets' regex plugins, their patterns as they are. A gate, a cheap search on the lowercased
+# text, spares those the engine cannot skip through quickly (case-insensitive ones, those starting
+# with a character class) most of the time. Its OpenAI and JWT patterns repeat without bound before
+# a required suffix (16 s and 3 s on a 100 KB line of `sk-1-…` / `eyJ1-…`), its npm pattern is `.+`
+# over the line and its Telegram one starts with a digit class: those formats are matched with
+# bounded, anchored equivalents below; JWTs are still validated by the plugin.
+LIBRARY_PATTERNS: list[Pattern] = [
+    Pattern("aws-access-key", AWSKeyDetector.denylist[0]),
+    Pattern("aws-secret-key", AWSKeyDetector.denylist[1], tail=None, gate=re.compile(rb"aws")),  # aws…key…'<40>' (group 1)
+    Pattern("azure-storage-key", AzureStorageKeyDetector.denylist[0], tail=None),
+    Pattern("github-token", GitHubTokenDetector.denylist[0]),
+    *[Pattern("gitlab-token", regex) for regex in GitLabTokenDetector.denylist],
+    Pattern("pypi-token", PypiTokenDetector.denylist[0]),
+    Pattern("pypi-token", PypiTokenDetector.denylist[1]),
+    Pattern("slack-token", SlackDetector.denylist[0], gate=re.compile(rb"xox[abposr]-")),
+    Pattern("slack-webhook", SlackDetector.denylist[1], gate=re.compile(rb"hooks\.slack\.com")),
+    Pattern("discord-token", DiscordBotTokenDetector.denylist[0], gate=re.compile(rb"\.[a-z0-9_-]{6}\.")),
+    Pattern("stripe-key", StripeDetector.denylist[0], gate=re.compile(rb"k_live_")),
+    Pattern("sendgrid-key", SendGridDetector.denylist[0]),
+    *[Pattern("twilio-key", regex) for regex in TwilioKeyDetector.denylist],
+    Pattern("mailchimp-key", MailchimpDetector.denylist[0], gate=re.compile(rb"-us[0-9]")),
+]
+
+OWN_PATTERNS: list[Pattern] = [
+    token("sk-ant-", r"[a-z]{2,10}[0-9]{0,3}-[A-Za-z0-9_-]{20}", "anthropic-key"),
+    token("sk-", r"(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20}", "openai-key"),
+    token("sk-", r"[A-Za-z0-9_-]{0,200}T3BlbkFJ[A-Za-z0-9_-]{20}", "openai-key"),  # the marker every OpenAI key has
+    token("sk-or-v1-", r"[0-9a-f]{64}", "openrouter-key"),
+    token("github_pat_", r"[A-Za-z0-9_]{60}", "github-token"),
+    Pattern("stripe-key", re.compile(r"k_(?:live|test)_(?<=[rs]k_live_|[rs]k_test_)[A-Za-z0-9]{20}"), lead="rs",
+            lead_max=1),
+    token("AIza", r"[0-9A-Za-z_-]{35}", "google-api-key"),
+    token("hf_", r"[A-Za-z]{30}", "huggingface-token", valid=_mixed_case),
+    token("npm_", r"[A-Za-z0-9]{36}", "npm-token"),
+    Pattern("npm-token", re.compile(r":_authToken=[ \t]{0,4}([^\s\"']{8,400})"), tail=None,  # .npmrc
+            valid=lambda value: not (_placeholder(value) or TEMPLATE.search(value))),
+    Pattern("digitalocean-token", re.compile(r"_v1_(?<=do[opr]_v1_)[0-9a-f]{64}"), lead="dopr", lead_max=3),
+    token("HRKU-", r"[A-Za-z0-9_-]{40}", "heroku-key"),
+    Pattern("shopify-token", re.compile(r"shp(?:at|ss|ca|pa)_[0-9a-fA-F]{32}")),
+    token("key-", r"[0-9a-f]{32}(?![0-9a-f])", "mailgun-key"),
+    Pattern("mailgun-key", re.compile(r"-(?<=[0-9a-f]{32}-)[0-9a-f]{8}-[0-9a-f]{8}(?![0-9a-f])"), tail=None,
+            lead="0123456789abcdef", lead_max=32),
+    Pattern("telegram-token", re.compile(r":(?<=[0-9]{8}:)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), tail=None,
+            lead="0123456789", lead_max=10),
+    Pattern("discord-webhook", re.compile(
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,25}/[A-Za-z0-9_-]{20}")),
+    token("winni_", r"[A-Za-z0-9_-]{40}", "winni-token", valid=_random_looking),
+    token("AGE-SECRET-KEY-1", r"[0-9A-Z]{58}", "age-secret-key"),
+    # header.payload.signature; the header and payload are base64 JSON objects, so both start with eyJ
+    token("eyJ", r"[A-Za-z0-9_-]{2,1000}\.eyJ[A-Za-z0-9_-]{2,8000}\.[A-Za-z0-9_-]{0,1000}", "jwt", tail=None,
+          valid=JwtTokenDetector.is_formally_valid),
+]
+
+PATTERNS = LIBRARY_PATTERNS + OWN_PATTERNS
+
+
+def _token_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
+    for pattern in PATTERNS:
+        if pattern.gate is not None and not pattern.gate.search(lowered):
+            continue
+        for match in pattern.regex.finditer(text):
+            # A capturing group is the secret (AWS's '<40 chars>' after "aws…key"), unless it is a mere
+            # prefix like GitLab's optional "ab_".
+            start, end = match.span(1) if match.re.groups and len(match.group(1) or "") >= 8 else match.span()
+            if pattern.lead:
+                while start > match.start() - pattern.lead_max and start > 0 and text[start - 1] in pattern.lead:
+                    start -= 1
+            if (start == match.start() or pattern.lead) and start > 0 and WORD_CHAR.match(text, start - 1):
+                continue  # inside a longer word or base64 blob: not a token of its own
+            if text.startswith("AccountKey=", start):  # the Azure pattern includes the label: keep it
+                start += len("AccountKey=")
+            if pattern.tail is not None:
+                end = pattern.tail.match(text, end).end()
+            if pattern.valid is None or pattern.valid(text[start:end]):
+                yield start, end, pattern.kind
+
+
+# ---- PEM private keys ------------------------------------------------------------------------
+
+PEM_BEGIN = re.compile(r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-[23]: [^\n]{0,100}")
+PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,40}-----")
+# The base64 lines (and "Proc-Type: …" headers) after BEGIN, raw or JSON/\n-escaped: the key's
+# extent when a paste was cut off before its END line.
+PEM_BODY = re.compile(r"(?:(?:\\r|\\n|\s|\"|'){1,8}(?:[A-Za-z0-9+/=]{16,200}|[A-Za-z-]{1,40}: [^\n\\]{1,200}))*")
+
+
+def _pem_spans(text: str) -> Iterable[tuple[int, int, str]]:
+    position = 0
+    while match := PEM_BEGIN.search(text, position):
+        body = PEM_BODY.match(text, match.end())
+        if body.end() > match.end():  # a header alone (in docs, in code that looks for keys) hides nothing
+            end = PEM_END.search(text, body.end(), body.end() + 100)  # right after the body (its last short line)
+            stop = end.end() if end else body.end()
+            yield match.start(), stop, "private-key"
+        position = max(match.end(), body.end())
+
+
+# ---- passwords in URLs and Authorization headers ---------------------------------------------
+
+URL_PASSWORD = re.compile(
+    r"://[^\s:/?#@\[\]\"'`<>]{0,128}:(?P<password>[^\s/?#\"'`<>]{1,256})@(?=[A-Za-z0-9\[._-])")
+AUTH_HEADER = re.compile(
+    r"(?i:authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:bearer|token|basic|bot)[ \t]{1,4}"
+    r"(?P<credential>[A-Za-z0-9._~+/=-]{8,4000})")
+PLACEHOLDER_WORDS = {
+    "password", "passwd", "pass", "pwd", "secret", "token", "changeme", "example", "redacted", "hidden",
+    "yourpassword", "your-password", "your_password", "mypassword", "placeholder", "none", "null", "undefined",
+}
+
+
+def _placeholder(value: str) -> bool:
+    """`${VAR}`, `$VAR`, `<password>`, `{{ secret }}`, `%(pw)s`, `***`, `xxxx`, `…` or a word that
+    names the thing instead of being it."""
+    if value.startswith(("$", "<", "{", "[")) or value.lower() in PLACEHOLDER_WORDS:
+        return True
+    stripped = value.strip("*x.X…•-_")
+    return not stripped
+
+
+# Passwords on command lines and in ~/.pgpass.
+COMMAND_PASSWORDS = (  # (gate on the lowercased text, pattern)
+    # curl -u user:password (wget's --password=… is a named value)
+    (re.compile(rb"\s(?:-u|--user)"),
+     re.compile(r"-(?:u(?<=\s-u)|-user(?<=\s--user))[ =]?(?P<q>['\"]?)[^\s:'\"`]{1,128}:(?P<password>[^\s'\"`]{1,4096})")),
+    # mysql -pSECRET / -p'SECRET'
+    (re.compile(rb" -p"),
+     re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,200}?\s-p(?P<q>['\"]?)(?P<password>[^\s'\"`]{1,4096})")),
+    # docker login -p SECRET
+    (re.compile(rb"docker login"),
+     re.compile(r"docker login\b[^\n]{0,200}?\s(?:-p|--password)[ =](?P<q>['\"]?)(?P<password>[^\s'\"`]{1,4096})")),
+    # ~/.pgpass: host:port:database:user:password
+    (None, re.compile(r"(?m)^[^\s:#]{1,253}:(?:[0-9]{1,5}|\*):[^\s:]{1,128}:[^\s:]{1,128}:(?P<password>[^\s`]{1,4096})$")),
+)
+
+
+def _credential_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
+    for match in URL_PASSWORD.finditer(text):
+        if not _placeholder(match.group("password")):
+            yield *match.span("password"), "password-in-url"
+    if b"authorization" in lowered:
+        for match in AUTH_HEADER.finditer(text):
+            credential = match.group("credential")
+            if len(credential) >= 16 and (_mixed_case(credential) or HAS_DIGIT.search(credential)):
+                yield *match.span("credential"), "bearer-token"
+    for command, regex in COMMAND_PASSWORDS:
+        if command is not None and not command.search(lowered):
+            continue
+        for match in regex.finditer(text):
+            password = match.group("password")
+            if not _placeholder(password) and len(password) >= 4 and not password.startswith("//"):
+                yield *match.span("password"), "password"
+
+
+# ---- values of secret-named keys -------------------------------------------------------------
+
+# The secret words, found on the ASCII-lowercased text (a literal alternation the regex engine
+# skips to quickly), then the key name around the word, an assignment and the value.
+SECRET_WORD = re.compile(rb"key|secret|token|pass|pwd|credential")
+VALUE_MAX = 300
+VARIANT = r"(?:[0-9]{1,3}|v[0-9]{1,2}|prod|production|dev|development|staging|stage|live|test|ro|rw|old|new|backup)"
+NAMED = re.compile(
+    r"(?i:key|secret|token|passw(?:or)?d|passphrase|pass|pwd|credential)s?"
+    rf"(?i:[_.-]?{VARIANT})?"  # API_KEY_2, DB_PASSWORD_PROD
+    r"(?P<closing>[\"']?)[ \t]{0,4}(?P<op>:=|=>|=|:|,|\|\||\?\?|>|[ \t])[ \t]{0,4}"
+    r"(?P<quote>[\"'`]?)(?P<value>[^\s\"'`]{8,%d})" % VALUE_MAX)
+LONG_VALUE = re.compile(r"[^\s\"'`,;]{0,8000}")
+LONG_QUOTED_VALUE = re.compile(r"[^\s\"'`]{0,8000}")
+NAME_CHAR = re.compile(r"[A-Za-z0-9_.-]")
+# Kubernetes env lists: "- name: DB_PASSWORD" and on the next line "value: …"
+NAME_VALUE_PAIR = re.compile(
+    r"name:[ \t]*[\"']?(?P<name>[A-Za-z0-9_.-]{1,80})[\"']?[ \t]*\r?\n[ \t]*-?[ \t]*value:[ \t]*"
+    r"(?P<quote>[\"']?)(?P<value>[^\s\"']{8,%d})" % VALUE_MAX)
+NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+# A key name is secret-named when its last word ends in one of these (apiKey, SECRET_KEY,
+# secretaccesskey, DB_PASSWORD, refresh_token, clientSecret), except English words that happen to.
+SECRET_SUFFIXES = ("key", "secret", "token", "password", "passwd", "pwd", "passphrase", "credential",
+                   "credentials")
+ENGLISH_KEY_WORDS = {"monkey", "turkey", "hockey", "whiskey", "donkey", "jockey", "lackey", "hotkey", "passkey"}
+# The word before it says the key or token is not a credential.
+NOT_SECRET_QUALIFIERS = {
+    "public", "publishable", "pub", "cache", "sort", "primary", "foreign", "partition", "idempotency", "dedup",
+    "lookup", "map", "dict", "group", "order", "index", "row", "column", "field", "unique", "natural", "composite",
+    "hash", "object", "routing", "sharding", "shard", "message", "translation", "i18n", "label", "hot", "short",
+    "shortcut", "keyboard", "next", "page", "pagination", "continuation", "cursor", "sync", "max", "min", "num",
+    "count", "ttl", "expiry", "type", "name", "length", "size", "prefix", "file", "path", "dir", "url", "uri",
+    "id", "header", "param", "foo", "test", "dummy", "fake", "example", "sample",
+}
+VARIANT_PART = re.compile(VARIANT)
+
+
+def _secret_name(name: str) -> bool:
+    parts = [p.lower() for p in NAME_PARTS.findall(name)]
+    while len(parts) > 1 and VARIANT_PART.fullmatch(parts[-1]):
+        parts.pop()
+    if not parts or parts in (["key"], ["keys"]):
+        return False  # a bare "key" is a dictionary key far more often than a credential
+    last = parts[-1]
+    if last not in ("pass", "dbpass", "adminpass", "keys") and (
+            not last.endswith(SECRET_SUFFIXES) or last in ENGLISH_KEY_WORDS):
+        return False
+    return not (len(parts) > 1 and parts[-2] in NOT_SECRET_QUALIFIERS)
+
+
+# What may stand before an environment variable's name: a shell history number, `export`, a YAML list dash.
+ENV_LINE_START = re.compile(r"[ \t]*(?:\d+[ \t]+)?(?:export[ \t]+|-[ \t]+)?")
+# settings.SECRET_KEY, os.environ, self.api_key: identifiers as people write them (snake_case,
+# UPPER_CASE, CamelCase, camelCase), not random mixes like "tu_b.RR1RawAFbUh"
+IDENTIFIER = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
+DOTTED_NAME = re.compile(rf"{IDENTIFIER}(?:\.{IDENTIFIER})+")
+IDENTIFIER_WORD = re.compile(IDENTIFIER)
+# get_password(), os.environ.get(, Optional[str], (module.NAME, C:\\keys\\…
+# (a call's arguments hold names and literals, not the !%@* of a random key such as "r29(f)=h-9p+…")
+CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[][A-Za-z0-9_.,=:()\[\]-]*|\([A-Za-z_][A-Za-z0-9_.]*,?|[A-Za-z]:\\.*")
+# "{{ secret }}", "${DB_PASSWORD}", "%(password)s", "$DB_PASS", f"…{PASSWORD}…", f"…{rand(…"
+TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]{2}|\{[A-Za-z_][A-Za-z0-9_.]*[}(\[]")
+
+
+PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+){2,40}/?")
+NUMBER = re.compile(r"[+-]?(?:0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?)")
+
+
+def _secret_value(value: str) -> bool:
+    """Looks like a credential: a digit among letters or symbols, a symbol with a capital, or
+    mixed-case letters that are not a word or an identifier ("MangoUYZkT" but not "SecretStr");
+    and not a placeholder, a call, a reference, a number or a path (`winni:worker:heartbeat`,
+    `deploy/key.pem`, `CamelCaseName` are names, not secrets)."""
+    if len(value) < 8:
+        return False
+    digit, upper = HAS_DIGIT.search(value) is not None, HAS_UPPER.search(value) is not None
+    if not (digit or upper):
+        return False
+    lower, symbol = HAS_LOWER.search(value) is not None, HAS_SYMBOL.search(value) is not None
+    if not ((digit and (lower or upper or symbol)) or (upper and symbol)
+            or (upper and lower and not IDENTIFIER_WORD.fullmatch(value))):
+        return False
+    if _placeholder(value) or CODE.fullmatch(value) or TEMPLATE.search(value):
+        return False
+    return not (DOTTED_NAME.fullmatch(value) or NUMBER.fullmatch(value) or PATH.fullmatch(value)
+                or value.startswith(("http://", "https://")))  # settings.KEY, 0x57_494E, /run/secrets/db, a URL
+
+
+def _whole(text: str, start: int, value: str, quoted: bool) -> str:
+    """A value that filled the pattern's cap runs on (an AWS session token is 700+ characters)."""
+    if len(value) < VALUE_MAX:
+        return value
+    return value + (LONG_QUOTED_VALUE if quoted else LONG_VALUE).match(text, start + len(value)).group()
+
+
+def _named_values(text: str, lowered: bytes) -> Iterable[tuple[str, int, int, bool]]:
+    """(name, value start, value end, on an environment-style line) of every secret-named key with a
+    secret-looking value."""
+    resume = 0
+    for word in SECRET_WORD.finditer(lowered):
+        at = word.start()
+        if at < resume or (word.group() == b"key" and (at == 0 or not NAME_CHAR.match(text, at - 1))):
+            continue  # a bare "key" is a dictionary key far more often than a credential
+        if not (match := NAMED.match(text, at)):
+            continue
+        op, closing, quote = match.group("op"), match.group("closing"), match.group("quote")
+        begin = match.start()
+        while begin > max(0, match.start() - 80) and NAME_CHAR.match(text, begin - 1) and not (
+                text[begin - 2:begin - 1] == "\\" and text[begin - 1] in "nrt"):  # \n in JSON-escaped text
+            begin -= 1
+        name, before = text[begin:match.start("closing")], text[max(0, begin - 2):begin]
+        if op in (",", "||", "??") and not quote:
+            continue  # getenv("NAME", "default"), env.NAME || 'default': only a quoted default
+        if op == "," and not (closing and before[-1:] == closing):
+            continue
+        closing_tag = text.find(f"</{name}>", match.start("value"), match.start("value") + 8200) if op == ">" else -1
+        if op == ">" and not (before[-1:] == "<" and closing_tag > 0):
+            continue  # only an XML element, <password>…</password>
+        if op in (" ", "\t") and not (name.startswith("--") or name.lower() in ("password", "passwd")):
+            continue  # --token VALUE, or netrc's "password VALUE"
+        if before == "${":
+            continue  # ${NAME:-default}: a shell expansion names the variable, its default is not the secret
+        start = match.start("value")
+        value = text[start:closing_tag] if op == ">" else match.group("value")
+        if not quote:
+            value = value.rstrip(",;")
+        elif text.startswith((" % ", ".format("), match.end() + 1):
+            continue  # "…%s…" % args: a format string
+        if not (_secret_name(name) and _secret_value(value)):
+            continue  # a value that is not the secret may still hold a secret-named key: go on inside it
+        if op != ">":  # (an XML element's value already runs to its closing tag)
+            value = _whole(text, start, value, bool(quote))
+        resume = start + len(value)
+        line_start = text.rfind("\n", 0, begin) + 1
+        env_line = op in ("=", ":") and ENV_LINE_START.fullmatch(text, line_start, begin) is not None
+        yield name, start, start + len(value), env_line
+    if b"value:" in lowered:
+        for match in NAME_VALUE_PAIR.finditer(text):
+            if _secret_name(match.group("name")) and _secret_value(match.group("value")):
+                value = _whole(text, match.start("value"), match.group("value"), bool(match.group("quote")))
+                yield match.group("name"), match.start("value"), match.start("value") + len(value), True
+
+
+def _named_spans(text: str, lowered: bytes, taken: list[tuple[int, int, str]]) -> Iterable[tuple[int, int, str]]:
+    starts = [s for s, _, _ in taken]
+    for name, start, end, env_line in _named_values(text, lowered):
+        i = bisect.bisect_right(starts, end) - 1
+        if i >= 0 and taken[i][1] > start:
+            continue  # already redacted by a more specific detector
+        if "aws" in name.lower() and "secret" in name.lower():
+            yield start, end, "aws-secret-key"
+        else:
+            yield start, end, "dotenv-secret" if env_line and name.upper() == name else "named-secret"
+
+
+# ---- `<private>` spans -----------------------------------------------------------------------
+
+PRIVATE_TAG = re.compile(r"<(/?)private[ \t]*>", re.IGNORECASE)
+
+
+def drop_private(text: str) -> tuple[str, int]:
+    """`<private>…</private>` → `[private]`; nested tags close with their outermost partner; an
+    unclosed tag hides the rest of the text; a stray closing tag is left as it is; a tag written
+    in backticks (documentation, like this line) is a mention, not a use."""
+    out, depth, start, last, spans = [], 0, 0, 0, 0
+    for tag in PRIVATE_TAG.finditer(text):
+        if text[tag.start() - 1:tag.start()] == "`" or text[tag.end():tag.end() + 1] == "`":
+            continue
+        if not tag.group(1):
+            if depth == 0:
+                start = tag.start()
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                out += [text[last:start], PRIVATE]
+                last, spans = tag.end(), spans + 1
+    if depth:
+        out += [text[last:start], PRIVATE]
+        last, spans = len(text), spans + 1
+    out.append(text[last:])
+    return ("".join(out), spans) if spans else (text, 0)
+
+
+# ---- the entry point -------------------------------------------------------------------------
+
+def _as_text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Sorted, non-overlapping; where spans overlap the longest earliest one absorbs the others."""
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if merged and start < merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end, merged[-1][2])
+            continue
+        merged.append((start, end, kind))
+    return merged
+
+
+def find_secrets(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, type) of every secret in `text`, sorted and non-overlapping."""
+    # One byte per character (non-ASCII becomes "?"), so positions match the text's.
+    lowered = text.encode("ascii", "replace").lower()
+    spans = _merge([*_pem_spans(text), *_token_spans(text, lowered), *_credential_spans(text, lowered)])
+    return _merge([*spans, *_named_spans(text, lowered, spans)])
+
+
+def scrub(text: object, *, enabled: bool = True) -> ScrubResult:
+    """`text` with `<private>` spans dropped and, when `enabled` (WINNI_SCRUB), secrets redacted."""
+    text, private = drop_private(_as_text(text))
+    if not enabled or not text:
+        return ScrubResult(text, {}, private)
+    spans = find_secrets(text)
+    if not spans:
+        return ScrubResult(text, {}, private)
+    out, counts, last = [], {}, 0
+    for start, end, kind in spans:
+        out += [text[last:start], redaction(kind)]
+        counts[kind] = counts.get(kind, 0) + 1
+        last = end
+    out.append(text[last:])
+    return ScrubResult("".join(out), counts, private)
