@@ -529,7 +529,7 @@ def stack_trace(rng, items):
     for f, s in items:
         name = _name(rng, f).lower()
         if f.kind == "password-in-url":
-            out.append(f'  File "/usr/lib/python3.12/site-packages/sqlalchemy/engine/create.py", line 602, in create_engine')
+            out.append('  File "/usr/lib/python3.12/site-packages/sqlalchemy/engine/create.py", line 602, in create_engine')
             out.append(f"sqlalchemy.exc.OperationalError: (psycopg.OperationalError) connection failed: {s.value}")
         else:
             out.append('  File "/app/billing/clients.py", line 88, in connect')
@@ -553,7 +553,7 @@ def k8s_secret(rng, items):
 
 def prompt(rng, items):
     parts = []
-    for f, s in items:
+    for _fmt, s in items:
         parts.append(rng.choice([
             f"I'm getting a 401 with this key: {s.value} -- can you check what's wrong with the request?",
             f"use {s.value} for now, I'll rotate it later",

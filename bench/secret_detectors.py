@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Callable
@@ -29,8 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 sys.path.insert(0, str(ROOT))
 
-from bench.secret_corpus import (  # noqa: E402
-    held_out_documents, leaked, percentile, planted_documents, timed, tool_output)
+from bench.secret_corpus import held_out_documents, leaked, percentile, planted_documents, timed, tool_output  # noqa: E402
 
 LOCOMO = Path("/work/shared/bench-data/locomo_dev.json.gz")
 SOURCE_GLOBS = ("*.py", "*.md", "*.html", "*.txt", "*.yml")

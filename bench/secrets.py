@@ -36,8 +36,7 @@ from collections import Counter, defaultdict  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from bench.secret_corpus import (  # noqa: E402
-    FORMATS, held_out_documents, leaked, percentile, planted_documents, timed, tool_output)
+from bench.secret_corpus import FORMATS, held_out_documents, leaked, percentile, planted_documents, timed, tool_output  # noqa: E402
 from core.scrub import find_secrets, scrub  # noqa: E402
 
 LOCOMO = Path(os.environ.get("WINNI_LOCOMO", "/work/shared/bench-data/locomo_dev.json.gz"))

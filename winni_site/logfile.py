@@ -20,7 +20,6 @@ from pathlib import Path
 
 from core.logs import JsonFormatter
 
-
 PROCESS_KIND = os.environ.get("WINNI_PROCESS", "manage")
 
 

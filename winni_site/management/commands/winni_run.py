@@ -112,7 +112,7 @@ class Command(BaseCommand):
         while not sup.stop_requests:
             sup.step(0.1)
             try:
-                with urllib.request.urlopen(f"{console.url}/healthz", timeout=1) as response:
+                with urllib.request.urlopen(f"{console.url}/healthz", timeout=1):
                     return True
             except urllib.error.HTTPError as exc:
                 report = exc.read().decode(errors="replace")[:500]
