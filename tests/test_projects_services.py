@@ -298,3 +298,52 @@ class TestCommand:
         assert list(Project.objects.values_list("slug", flat=True)) == ["tooling"]
         assert set(ProjectKey.objects.filter(kind="alias").values_list("value", flat=True)) == {
             "scratch-pad", "Scratch Pad", "scratch"}
+
+
+class TestCapture:
+    """The projects of imported transcripts and proxied sessions (the hooks: test_projects_identity)."""
+
+    SAMPLE_CWD = "/tmp/pytest-of-root/pytest-8/test_a_headless_session_is_cap0/alpha-repo"
+
+    def test_an_imported_transcript_joins_the_project_of_its_working_directory(self):
+        from tests.test_capture_import import SAMPLE, run
+
+        known = projects.project_create(name="alpha", path=self.SAMPLE_CWD.rpartition("/")[0])
+        run(SAMPLE)
+        assert conversations.conversation_list(project=known)[1] == 1
+        # Without a known git root above it, the working directory (not on this machine) makes one.
+        from conversations.models import Conversation
+
+        Conversation.objects.all().delete()
+        ProjectKey.objects.filter(project=known).delete()
+        run(SAMPLE)
+        made = Conversation.objects.select_related("project").get().project
+        assert made.slug == "alpha-repo" and list(made.keys.values_list("kind", "value")) == [("cwd", self.SAMPLE_CWD)]
+
+    def test_a_transcript_from_a_repository_on_this_machine_is_read_here(self, tmp_path):
+        import json
+        import subprocess
+
+        repository = tmp_path / "tool"
+        subprocess.run(["git", "init", "-q", str(repository)], check=True)
+        subprocess.run(["git", "-C", str(repository), "remote", "add", "origin", "git@github.com:me/tool.git"],
+                       check=True)
+        (repository / "src").mkdir()
+        line = {"type": "user", "uuid": "u-1", "sessionId": "s-1", "cwd": str(repository / "src"),
+                "message": {"role": "user", "content": "hello"}}
+        from winni_site import capture
+
+        capture.transcript_import_lines([json.dumps(line)])
+        found = projects.project_find("tool")
+        assert found is not None and found.keys.filter(kind="remote", value="github.com/me/tool").exists()
+        assert conversations.conversation_list(project="tool")[1] == 1
+
+    def test_the_proxy_stores_its_sessions_in_its_project(self):
+        from winni_site import capture
+
+        projects.project_create(name="app")
+        capture.capture_proxy_message(upstream="gh", client_session="c1", direction="call", request_id=1,
+                                      body={"tool": "x"}, project="app")
+        assert conversations.conversation_list(project="app")[1] == 1
+        with pytest.raises(CommandError, match="--project: project: no project named 'nope'"):
+            call_command("mcp_proxy", "--upstream", "gh=http://127.0.0.1:9", "--project", "nope")

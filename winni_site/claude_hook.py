@@ -214,7 +214,7 @@ def read_origin(common_dir: str) -> object:
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
-            section = line.strip("[]").replace("\t", " ").strip()
+            section = line[1:].partition("]")[0].replace("\t", " ").strip()
             continue
         key, _, value = line.partition("=")
         if section in ('remote "origin"', "remote.origin") and key.strip().lower() == "url":
