@@ -347,3 +347,17 @@ class TestCapture:
         assert conversations.conversation_list(project="app")[1] == 1
         with pytest.raises(CommandError, match="--project: project: no project named 'nope'"):
             call_command("mcp_proxy", "--upstream", "gh=http://127.0.0.1:9", "--project", "nope")
+
+    def test_a_session_that_names_its_place_late_gets_its_project(self):
+        from winni_site import capture
+
+        payload = {"session_id": "late", "hook_event_name": "UserPromptSubmit", "prompt": "first"}
+        capture.capture_hook_event(payload=payload)
+        assert conversations.conversation_list()[0][0].project_id is None
+        capture.capture_hook_event(payload={**payload, "prompt": "second", "cwd": "/home/u/late"},
+                                   repository={"git_root": "/home/u/late", "remote": None, "root_commit": ROOT_A})
+        conversation = conversations.conversation_list()[0][0]
+        assert conversation.project.slug == "late" and conversation.message_count == 2
+        with pytest.raises(InvalidInput) as bad:
+            capture.capture_hook_event(payload={**payload, "prompt": "third"}, repository={"branch": "main"})
+        assert bad.value.field == "repository.branch"
