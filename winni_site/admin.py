@@ -70,6 +70,7 @@ class ProjectForm(forms.ModelForm):
     class Meta:
         model = Project
         fields = ("name",)
+        widgets = {"name": forms.TextInput(attrs={"size": 60})}
 
 
 def _count_subquery(store: projects.ProjectStore) -> Subquery:
@@ -163,11 +164,11 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
     from memory.models import Memory
     from winni_site.admin_views import can_view, changelist_url
 
-    def listing(model: Any, rows: Any, describe: Any) -> dict[str, Any] | None:
+    def listing(title: str, model: Any, rows: Any, describe: Any) -> dict[str, Any] | None:
         if not can_view(request, model):
             return None
         url = changelist_url(model)
-        return {"title": str(model._meta.verbose_name_plural).capitalize(),
+        return {"title": title,
                 "all_url": f"{url}?project__id__exact={project.pk}" if url else None,
                 "rows": [describe(row) for row in rows[:PAGE_ROWS]]}
 
@@ -178,13 +179,13 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
             return None
 
     sections = [
-        listing(Conversation, Conversation.objects.filter(project=project).order_by("-updated_at"),
+        listing("Conversations", Conversation, Conversation.objects.filter(project=project).order_by("-updated_at"),
                 lambda c: {"text": c.session_id or str(c.pk), "when": c.updated_at, "url": transcript_url(c.pk)}),
-        listing(Memory, Memory.objects.filter(project=project).defer("search_vector").order_by("-created_at"),
+        listing("Memories", Memory, Memory.objects.filter(project=project).defer("search_vector").order_by("-created_at"),
                 lambda m: {"text": m.content[:120], "when": m.created_at, "url": change_link(m)}),
-        listing(Medallion, Medallion.objects.filter(project=project).defer("search_vector").order_by("-updated_at"),
+        listing("Medallions", Medallion, Medallion.objects.filter(project=project).defer("search_vector").order_by("-updated_at"),
                 lambda m: {"text": f"{m} ({m.status})", "when": m.updated_at, "url": change_link(m)}),
-        listing(StartupContext, StartupContext.objects.filter(project=project).defer("search_vector").order_by("name"),
+        listing("Startup contexts", StartupContext, StartupContext.objects.filter(project=project).defer("search_vector").order_by("name"),
                 lambda c: {"text": f"{c.name}{' (active)' if c.is_active else ''}", "when": c.updated_at,
                            "url": change_link(c)}),
     ]
