@@ -27,7 +27,7 @@ from django.db.models import BooleanField, Count, Q, QuerySet, Value
 from django.utils import timezone
 from django.utils.text import slugify
 
-from core.errors import Conflict, InvalidInput, NotFound
+from core.errors import ApplicationError, Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import STRONG_KINDS, KeyKind, Project, ProjectKey
 
@@ -110,13 +110,7 @@ def project_for_write(value: Any, *, field: str = "project") -> Project | None:
     never by a typo."""
     if value is None or value == "":
         return None
-    if isinstance(value, Project):
-        return value
-    name = validate_project_name(value, field=field)
-    project = project_find(name)
-    if project is None:
-        raise InvalidInput(PROJECT_UNKNOWN.format(field=field, name=name), field=field)
-    return project
+    return project_get(name=value, field=field, error=InvalidInput)
 
 
 @dataclass(frozen=True)
@@ -431,14 +425,15 @@ def project_touch(project_id: int | None) -> None:
 # --- operations ---------------------------------------------------------------------------------------------------
 
 
-def project_get(*, name: Any, field: str = "project") -> Project:
-    """A project by slug, name or alias (NotFound naming the field)."""
+def project_get(*, name: Any, field: str = "project", error: type[ApplicationError] = NotFound) -> Project:
+    """A project by slug, name or alias (or the Project itself); `error` (NotFound: the project
+    addressed is missing) names the field when none matches."""
     if isinstance(name, Project):
         return name
     value = validate_project_name(name, field=field)
     project = project_find(value)
     if project is None:
-        raise NotFound(PROJECT_UNKNOWN.format(field=field, name=value), field=field)
+        raise error(PROJECT_UNKNOWN.format(field=field, name=value), field=field)
     return project
 
 
