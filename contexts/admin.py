@@ -19,10 +19,16 @@ def _actor(request: HttpRequest) -> str:
     return f"admin:{request.user.get_username()}"
 
 
+def _activated(context: StartupContext) -> str:
+    scope = f"of project {context.project.slug}" if context.project_id else "global"  # type: ignore[union-attr]
+    return f"{context.name!r} is now the active {scope} startup context."
+
+
 class StartupContextForm(forms.ModelForm):
     class Meta:
         model = StartupContext
-        fields = ("name", "content", "is_active")
+        fields = ("name", "project", "content", "is_active")
+        help_texts = {"project": "Empty: a global context, loaded in every session before the project's own."}
         widgets = {"content": forms.Textarea(attrs={"rows": 30, "cols": 120, "style": "font-family: monospace"})}
 
 
@@ -30,8 +36,10 @@ class StartupContextForm(forms.ModelForm):
 class StartupContextAdmin(admin.ModelAdmin):
     form = StartupContextForm
     list_display_links = ("name",)
+    list_filter = ("project", "is_active")
+    list_select_related = ("project",)
     search_fields = ("name", "content")
-    ordering = ("name",)
+    ordering = ("project__slug", "name")
     actions = ["activate_selected"]
 
     def get_list_display(self, request: HttpRequest) -> Any:
@@ -47,18 +55,19 @@ class StartupContextAdmin(admin.ModelAdmin):
                 '<button type="submit" formaction="{}" formmethod="post" class="button">Activate</button>', url
             )
 
-        return ("name", "is_active", "updated_at", activate_button)
+        return ("name", "project", "is_active", "updated_at", activate_button)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        # The name is the key every interface uses; renaming would orphan the audit trail.
-        return ("name", "audit_trail") if obj else ("audit_trail",)
+        # Name and project are the key every interface uses; changing them would orphan the trail.
+        return ("name", "project", "audit_trail") if obj else ("audit_trail",)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("name", "content", "is_active", "audit_trail") if obj else ("name", "content", "is_active")
+        fields = ("name", "project", "content", "is_active")
+        return (*fields, "audit_trail") if obj else fields
 
     @admin.display(description="audit trail")
     def audit_trail(self, obj: StartupContext) -> str:
-        rows = services.context_audit(name=obj.name)
+        rows = services.context_audit(name=obj.name, project=obj.project)
         if not rows:
             return "—"
         body = format_html_join(
@@ -84,8 +93,8 @@ class StartupContextAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request):
             return HttpResponse(status=403)
         context = get_object_or_404(StartupContext, pk=object_id)
-        services.context_activate(name=context.name, actor=_actor(request))
-        self.message_user(request, f"{context.name!r} is now the active startup context.", messages.SUCCESS)
+        services.context_activate(name=context.name, actor=_actor(request), project=context.project)
+        self.message_user(request, _activated(context), messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:contexts_startupcontext_changelist"))
 
     @admin.action(description="Activate the selected context (exactly one)")
@@ -94,22 +103,22 @@ class StartupContextAdmin(admin.ModelAdmin):
             self.message_user(request, "Select exactly one context to activate.", messages.ERROR)
             return
         context = queryset.get()
-        services.context_activate(name=context.name, actor=_actor(request))
-        self.message_user(request, f"{context.name!r} is now the active startup context.", messages.SUCCESS)
+        services.context_activate(name=context.name, actor=_actor(request), project=context.project)
+        self.message_user(request, _activated(context), messages.SUCCESS)
 
     def save_model(self, request: HttpRequest, obj: StartupContext, form: Any, change: bool) -> None:
         saved = services.context_set(
             name=obj.name, content=obj.content, set_active=obj.is_active, actor=_actor(request),
-            mode="update" if change else "create",
+            mode="update" if change else "create", project=obj.project,
         )
         obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
 
     def delete_model(self, request: HttpRequest, obj: StartupContext) -> None:
-        services.context_delete(name=obj.name, force=True, actor=_actor(request))
+        services.context_delete(name=obj.name, force=True, actor=_actor(request), project=obj.project)
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
         for context in queryset:
-            services.context_delete(name=context.name, force=True, actor=_actor(request))
+            services.context_delete(name=context.name, force=True, actor=_actor(request), project=context.project)
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
@@ -123,8 +132,9 @@ class StartupContextAdmin(admin.ModelAdmin):
 class StartupContextAuditAdmin(admin.ModelAdmin):
     """Read-only: the trail of every context, including deleted ones."""
 
-    list_display = ("at", "context_name", "action", "actor", "sha256_before_short", "sha256_after_short")
-    list_filter = ("action",)
+    list_display = ("at", "context_name", "project", "action", "actor", "sha256_before_short", "sha256_after_short")
+    list_filter = ("action", "project")
+    list_select_related = ("project",)
     search_fields = ("context_name", "actor")
     ordering = ("-at", "-id")
 

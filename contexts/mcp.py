@@ -7,30 +7,37 @@ NO_ACTIVE_CONTEXT = "No startup context is active."
 
 
 @service_tool
-def dewey_get_startup_context(name: str | None = None) -> outputs.ContextDict | None:
-    """The active startup context, or the one named; null when none is active."""
-    context = services.context_get(name=name)
+def dewey_get_startup_context(name: str | None = None, project: str | None = None) -> outputs.ContextDict | None:
+    """The active startup context, or the one named; null when none is active. project: that
+    project's contexts (its slug or name); omitted: the global ones."""
+    context = services.context_get(name=name, project=project)
     return outputs.context_dict(context) if context else None
 
 
 @service_tool
-def dewey_set_startup_context(name: str, content: str, set_active: bool = True) -> outputs.ContextSetDict:
-    """Create or update a startup context; set_active (default true) makes it the one active
-    context, loaded at the start of the next session."""
-    context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp())
+def dewey_set_startup_context(
+    name: str, content: str, set_active: bool = True, project: str | None = None
+) -> outputs.ContextSetDict:
+    """Create or update a startup context; set_active (default true) makes it the active context
+    of its scope, loaded at the start of the next session. project (an existing project's slug or
+    name): a context of that project, loaded in its sessions after the global one; omitted: a
+    global context, loaded in every session."""
+    context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp(),
+                                   project=project)
     return outputs.context_set_dict(context)
 
 
 @service_tool
-def dewey_list_startup_contexts(include_content: bool = False) -> outputs.ContextListDict:
-    """All startup contexts by name; content only when include_content is true."""
-    return outputs.context_list_dict(services.context_list(), include_content=include_content)
+def dewey_list_startup_contexts(include_content: bool = False, project: str | None = None) -> outputs.ContextListDict:
+    """All startup contexts (global and per project) by project and name, or only one project's;
+    content only when include_content is true."""
+    return outputs.context_list_dict(services.context_list(project=project), include_content=include_content)
 
 
 @service_tool
-def dewey_delete_startup_context(name: str, force: bool = False) -> outputs.DeletedDict:
-    """Delete a startup context; refused unless force is true."""
-    services.context_delete(name=name, force=force, actor=actor_name_from_mcp())
+def dewey_delete_startup_context(name: str, force: bool = False, project: str | None = None) -> outputs.DeletedDict:
+    """Delete a startup context (of project, or a global one); refused unless force is true."""
+    services.context_delete(name=name, force=force, actor=actor_name_from_mcp(), project=project)
     return {"deleted": True}
 
 

@@ -2,11 +2,13 @@
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
 from contexts.models import StartupContext, StartupContextAudit
+from core.projects import slug_of
 
 
 class ContextDict(TypedDict):
     id: str
     name: str
+    project: str | None
     content: str
     is_active: bool
     created_at: str
@@ -16,6 +18,7 @@ class ContextDict(TypedDict):
 class ContextSetDict(TypedDict):
     id: str
     name: str
+    project: str | None
     is_active: bool
     created_at: str
 
@@ -23,6 +26,7 @@ class ContextSetDict(TypedDict):
 class ContextSummaryDict(TypedDict):
     id: str
     name: str
+    project: str | None
     is_active: bool
     created_at: str
     updated_at: str
@@ -39,6 +43,7 @@ class DeletedDict(TypedDict):
 
 class AuditDict(TypedDict):
     context_name: str
+    project: str | None
     action: str
     actor: str
     at: str
@@ -50,6 +55,7 @@ def context_dict(context: StartupContext) -> ContextDict:
     return {
         "id": str(context.id),
         "name": context.name,
+        "project": slug_of(context),
         "content": context.content,
         "is_active": context.is_active,
         "created_at": context.created_at.isoformat(),
@@ -61,6 +67,7 @@ def context_set_dict(context: StartupContext) -> ContextSetDict:
     return {
         "id": str(context.id),
         "name": context.name,
+        "project": slug_of(context),
         "is_active": context.is_active,
         "created_at": context.created_at.isoformat(),
     }
@@ -70,6 +77,7 @@ def context_summary_dict(context: StartupContext, *, include_content: bool) -> C
     summary: ContextSummaryDict = {
         "id": str(context.id),
         "name": context.name,
+        "project": slug_of(context),
         "is_active": context.is_active,
         "created_at": context.created_at.isoformat(),
         "updated_at": context.updated_at.isoformat(),
@@ -86,6 +94,7 @@ def context_list_dict(contexts: list[StartupContext], *, include_content: bool) 
 def audit_dict(row: StartupContextAudit) -> AuditDict:
     return {
         "context_name": row.context_name,
+        "project": slug_of(row),
         "action": row.action,
         "actor": row.actor,
         "at": row.at.isoformat(),

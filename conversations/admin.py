@@ -77,10 +77,13 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("id", "session_id", "message_count", "first_activity", "last_activity", "transcript_link")
+    list_display = ("id", "session_id", "project", "message_count", "first_activity", "last_activity",
+                    "transcript_link")
+    list_filter = ("project",)
+    list_select_related = ("project",)
     search_fields = ("session_id",)
     search_help_text = "Session id, or words from the messages (web-search syntax)."
-    readonly_fields = ("id", "session_id", "metadata", "created_at", "updated_at")
+    readonly_fields = ("id", "session_id", "project", "metadata", "created_at", "updated_at")
     ordering = ("-updated_at",)
     inlines = [MessageInline]
     show_full_result_count = False
@@ -159,7 +162,7 @@ class FiedlerResultAdmin(admin.ModelAdmin):
     list_display = (
         "correlation_id", "model", "status", "tokens_prompt", "tokens_completion", "duration_seconds", "created_at",
     )
-    list_filter = ("model", "status", "created_at")
+    list_filter = ("conversation__project", "model", "status", "created_at")
     date_hierarchy = "created_at"
     search_fields = ("correlation_id",)
     raw_id_fields = ("conversation",)

@@ -30,10 +30,12 @@ class ConversationsApi(APIView):
     class InputSerializer(serializers.Serializer):
         session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
         metadata = serializers.JSONField(required=False, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
 
     class ListInputSerializer(PageSerializer):
         session_id = serializers.CharField(required=False, max_length=500)
         sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at")
+        project = serializers.CharField(required=False)
 
     @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="conversations_create")
     def post(self, request: Request) -> Response:
@@ -50,6 +52,7 @@ class ConversationsApi(APIView):
 class SessionConversationListApi(APIView):
     class InputSerializer(PageSerializer):
         sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at")
+        project = serializers.CharField(required=False)
 
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="sessions_conversations_list")
     def get(self, request: Request, session_id: str) -> Response:
@@ -98,6 +101,7 @@ class MessagesBulkStoreApi(APIView):
         conversation_id = serializers.CharField(required=False, allow_null=True)
         session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
         metadata = serializers.JSONField(required=False, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         # Items are validated by the service, which names the failing item (messages[3].role).
         messages = serializers.ListField(child=serializers.JSONField())
 
@@ -117,6 +121,7 @@ class MessageSearchApi(APIView):
         end_date = serializers.CharField(required=False)
         context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10)
         mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, allow_null=True, default=None)
+        project = serializers.CharField(required=False)
 
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="messages_search")
     def get(self, request: Request) -> Response:
@@ -152,6 +157,7 @@ class FiedlerResultsApi(APIView):
         text = serializers.CharField(required=False, trim_whitespace=False)
         start_date = serializers.CharField(required=False)
         end_date = serializers.CharField(required=False)
+        project = serializers.CharField(required=False)
 
     @extend_schema(request=FiedlerResultSerializer, responses={201: dict}, operation_id="fiedler_results_create")
     def post(self, request: Request) -> Response:

@@ -8,17 +8,23 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from conversations.models import Message
+        from conversations.models import Conversation, Message
         from conversations.services import message_embed_parts, message_surroundings
+        from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
 
         register(Searchable(
             kind="message", model=Message, text=lambda m: m.content,
             label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
             batch_order=("conversation_id", "turn_number"),
-            filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role"},
+            filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
+                     "project": "conversation__project"},
             surround=message_surroundings, hit_fields=_message_hit_fields,
         ))
+        register_store(ProjectStore(label="conversations", model=Conversation))
+        # Messages are in their conversation's project: counted and moved with it.
+        register_store(ProjectStore(label="messages", model=Message, lookup="conversation__project", counted=False,
+                                    moved=False))
 
 
 def _message_hit_fields(message: Any) -> dict[str, Any]:

@@ -25,10 +25,11 @@ class BulkMessage(BaseModel):
 
 @service_tool
 def dewey_begin_conversation(
-    session_id: str | None = None, metadata: dict[str, Any] | None = None
+    session_id: str | None = None, metadata: dict[str, Any] | None = None, project: str | None = None
 ) -> outputs.BegunDict:
-    """Start a conversation and get its id; use that id for every message of the session."""
-    return outputs.begun_dict(services.conversation_begin(session_id=session_id, metadata=metadata))
+    """Start a conversation and get its id; use that id for every message of the session.
+    project: an existing project's slug or name (see winni_projects); omitted: global."""
+    return outputs.begun_dict(services.conversation_begin(session_id=session_id, metadata=metadata, project=project))
 
 
 @service_tool
@@ -66,15 +67,18 @@ def dewey_store_messages_bulk(
     conversation_id: str | None = None,
     session_id: str | None = None,
     metadata: dict[str, Any] | None = None,
+    project: str | None = None,
 ) -> outputs.BulkStoredDict:
     """Store many messages at once, atomically (all or none); turns follow the array order.
-    Without conversation_id a new conversation is created (with session_id and metadata).
-    Each message may carry its own created_at (ISO 8601) for imports."""
+    Without conversation_id a new conversation is created (with session_id, metadata and project,
+    an existing project's slug or name). Each message may carry its own created_at (ISO 8601) for
+    imports."""
     conversation, stored = services.messages_store_bulk(
         messages=[message.model_dump() for message in messages],
         conversation_id=conversation_id,
         session_id=session_id,
         metadata=metadata,
+        project=project,
     )
     return outputs.bulk_stored_dict(conversation, stored)
 
@@ -85,11 +89,12 @@ def dewey_list_conversations(
     limit: int = Limit,
     offset: int = Offset,
     sort_by: Literal["created_at", "updated_at"] = "updated_at",
+    project: str | None = None,
 ) -> outputs.ConversationListDict:
     """List conversations newest first (by updated_at or created_at), optionally only one
-    session's, with message_count per conversation and the total."""
+    session's or one project's, with message_count per conversation and the total."""
     page, total, estimate = services.conversation_list(
-        session_id=session_id, limit=limit, offset=offset, sort_by=sort_by
+        session_id=session_id, limit=limit, offset=offset, sort_by=sort_by, project=project
     )
     return outputs.conversation_list_dict(page, total, estimate, limit, offset)
 
@@ -113,13 +118,15 @@ def dewey_search(
     offset: int = Offset,
     context_lines: int = Field(default=2, ge=0, le=10),
     mode: Literal["fts", "semantic", "hybrid"] | None = None,
+    project: str | None = None,
 ) -> outputs.SearchPageDict:
     """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
     Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;
     a date alone covers the whole day. Each hit has a **highlighted** snippet and up to
     context_lines messages before and after it. mode: fts (full text only), semantic (by meaning)
     or hybrid (both fused; best on the retrieval benchmark). Omitted: the server's default
-    (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured)."""
+    (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured). project: only that project's
+    conversations."""
     page = services.message_search(
         query=query,
         session_id=session_id,
@@ -131,6 +138,7 @@ def dewey_search(
         offset=offset,
         context_lines=context_lines,
         mode=mode,
+        project=project,
     )
     return outputs.search_page_dict(page)
 
@@ -185,11 +193,14 @@ def dewey_query_fiedler_results(
     end_date: str | None = None,
     limit: int = Limit,
     offset: int = Offset,
+    project: str | None = None,
 ) -> outputs.FiedlerQueryDict:
-    """Orchestration results filtered by model, status, date range (ISO 8601) and words in
-    the prompt or output (web-search syntax), newest first, with the total."""
+    """Orchestration results filtered by model, status, date range (ISO 8601), words in the
+    prompt or output (web-search syntax) and project (of the linked conversation), newest first,
+    with the total."""
     results, total, estimate = services.fiedler_results_query(
-        model=model, status=status, text=text, start_date=start_date, end_date=end_date, limit=limit, offset=offset
+        model=model, status=status, text=text, start_date=start_date, end_date=end_date, limit=limit, offset=offset,
+        project=project,
     )
     return outputs.fiedler_query_dict(results, total, estimate, limit, offset)
 

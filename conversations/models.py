@@ -33,6 +33,10 @@ class Conversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session_id = models.TextField(null=True, blank=True)
     metadata = models.JSONField(null=True, blank=True)
+    # The project the session worked in (None: global). PROTECT: a project goes only by a merge,
+    # which moves its conversations first.
+    project = models.ForeignKey("core.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="conversations")
     created_at = models.DateTimeField(default=timezone.now)
     # Moved by every new message (services.message_store / messages_store_bulk).
     updated_at = models.DateTimeField(default=timezone.now)
@@ -40,6 +44,7 @@ class Conversation(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["session_id", "-updated_at"], name="conv_session_updated"),
+            models.Index(fields=["project", "-updated_at"], name="conv_project_updated"),
             models.Index(fields=["-created_at"], name="conv_created"),
             models.Index(fields=["-updated_at"], name="conv_updated"),
         ]

@@ -3,6 +3,7 @@ from typing import Any, TypedDict
 
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
+from core.projects import slug_of
 
 
 class MessageDict(TypedDict):
@@ -17,6 +18,7 @@ class MessageDict(TypedDict):
 class ConversationDict(TypedDict):
     conversation_id: str
     session_id: str | None
+    project: str | None
     created_at: str
     updated_at: str
     metadata: dict[str, Any] | None
@@ -26,6 +28,7 @@ class ConversationDict(TypedDict):
 class BegunDict(TypedDict):
     conversation_id: str
     session_id: str | None
+    project: str | None
     created_at: str
 
 
@@ -40,6 +43,7 @@ def begun_dict(conversation: Conversation) -> BegunDict:
     return {
         "conversation_id": str(conversation.id),
         "session_id": conversation.session_id,
+        "project": slug_of(conversation),
         "created_at": conversation.created_at.isoformat(),
     }
 
@@ -68,6 +72,7 @@ def conversation_dict(conversation: Conversation, messages: list[Message]) -> Co
     return {
         "conversation_id": str(conversation.id),
         "session_id": conversation.session_id,
+        "project": slug_of(conversation),
         "created_at": conversation.created_at.isoformat(),
         "updated_at": conversation.updated_at.isoformat(),
         "metadata": conversation.metadata,
@@ -86,6 +91,7 @@ class BulkStoredDict(TypedDict):
 class ConversationSummaryDict(TypedDict):
     id: str
     session_id: str | None
+    project: str | None
     created_at: str
     updated_at: str
     message_count: int
@@ -130,6 +136,7 @@ class SearchHitDict(TypedDict):
     snippet: str
     created_at: str
     session_id: str | None
+    project: str | None
     conversation_metadata: dict[str, Any] | None
     context: list[ContextMessageDict]
 
@@ -162,6 +169,7 @@ def conversation_list_dict(
             {
                 "id": str(conversation.id),
                 "session_id": conversation.session_id,
+                "project": slug_of(conversation),
                 "created_at": conversation.created_at.isoformat(),
                 "updated_at": conversation.updated_at.isoformat(),
                 "message_count": conversation.message_count,  # type: ignore[attr-defined]
@@ -192,6 +200,7 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
         "snippet": hit.snippet,
         "created_at": message.created_at.isoformat(),
         "session_id": message.conversation.session_id,
+        "project": slug_of(message.conversation),
         "conversation_metadata": message.conversation.metadata,
         "context": [
             {

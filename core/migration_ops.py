@@ -19,3 +19,52 @@ def regenerate_search_vector(model_name: str, index_name: str, expression) -> li
         ),
         migrations.AddIndex(model_name=model_name, index=GinIndex(fields=["search_vector"], name=index_name)),
     ]
+
+
+# --- projects from the names used before projects existed --------------------------------------
+
+LEGACY_PREFIX = "repo:"
+
+
+def _free_slug(Project, name: str) -> str:  # type: ignore[no-untyped-def]
+    from django.utils.text import slugify
+
+    base = slugify(name)[:94].strip("-") or "project"
+    taken = set(Project.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    slug, number = base, 2
+    while slug in taken:
+        slug, number = f"{base}-{number}", number + 1
+    return slug
+
+
+def legacy_project(apps, name: str, last_activity=None) -> int:  # type: ignore[no-untyped-def]
+    """The id of the project a legacy name stands for (a git root's folder name, as conversations'
+    `metadata.project`, memories' `repo:` tags and medallions' `repo:` scope nodes used it): the
+    project with that alias (case-insensitively), else one made now with the name, a free slug and
+    the name as its alias. Such a project has no identity key yet: the first capture from a git
+    root with that folder name claims it (core.projects). `last_activity` moves its last activity
+    forward."""
+    from django.utils import timezone
+
+    Project = apps.get_model("core", "Project")
+    ProjectKey = apps.get_model("core", "ProjectKey")
+    name = name.strip()[:200]
+    key = ProjectKey.objects.filter(kind="alias", value__iexact=name).order_by("pk").first()
+    if key is None:
+        now = timezone.now()
+        project = Project.objects.create(name=name, slug=_free_slug(Project, name), created_at=now,
+                                         last_activity_at=last_activity or now)
+        ProjectKey.objects.create(project=project, kind="alias", value=name, created_at=now)
+        return project.pk
+    if last_activity is not None:
+        Project.objects.filter(pk=key.project_id, last_activity_at__lt=last_activity).update(
+            last_activity_at=last_activity)
+    return key.project_id
+
+
+def legacy_name(items) -> str | None:  # type: ignore[no-untyped-def]
+    """The name in the first `repo:<name>` of a list of tags or scope nodes."""
+    for item in items or []:
+        if isinstance(item, str) and item.startswith(LEGACY_PREFIX) and item[len(LEGACY_PREFIX):].strip():
+            return item[len(LEGACY_PREFIX):].strip()
+    return None

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, TypedDict
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from core import searchable
+from core import projects, searchable
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
@@ -104,15 +104,18 @@ def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[
 
 
 def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, QuerySet], dict[str, bool]]:
-    """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out."""
+    """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out.
+    `project` (a kind's registered lookup to its project) is a project's name: every kind scopes
+    it the same way (core.projects.ProjectFilter), and a name matching no project matches nothing."""
     start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"), whole_day_end=False)
     given = {name: value for name in searchable.filter_names()
              if (value := filters.get(name)) not in (None, "", [])}
+    project = projects.project_filter(given.pop("project", None))
     scopes: dict[str, QuerySet] = {}
     narrowed: dict[str, bool] = {}
     for kind in kinds:
         spec = searchable.get(kind)
-        if any(name not in spec.filters for name in given):
+        if any(name not in spec.filters for name in given) or (project.given and "project" not in spec.filters):
             continue
         if (start or end) and "created_at" not in {f.name for f in spec.model._meta.get_fields()}:
             continue
@@ -124,8 +127,10 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
         queryset = spec.model.objects.all()
         if lookups:
             queryset = queryset.filter(**lookups)
+        if project.given:
+            queryset = project.apply(queryset, spec.filters["project"])
         scopes[kind] = queryset
-        narrowed[kind] = bool(lookups)
+        narrowed[kind] = bool(lookups) or project.given
     return scopes, narrowed
 
 

@@ -104,15 +104,18 @@ class MedallionForm(forms.ModelForm):
 @admin.register(Medallion)
 class MedallionAdmin(admin.ModelAdmin):
     form = MedallionForm
-    list_display = ("__str__", "status", "decision_count", "question_count", "schema_version", "updated_at")
-    list_filter = ("status", "updated_at")
+    list_display = ("__str__", "project", "status", "decision_count", "question_count", "schema_version",
+                    "updated_at")
+    list_filter = ("project", "status", "updated_at")
+    list_select_related = ("project",)
     search_fields = ("search_text",)
     ordering = ("-updated_at",)
     actions = ["archive_selected"]
-    readonly_fields = ("id", "schema_version", "created_at", "updated_at", "model_info", "sections", "history")
+    readonly_fields = ("id", "project", "schema_version", "created_at", "updated_at", "model_info", "sections",
+                       "history")
     fieldsets = [
-        (None, {"fields": ("id", "status", "graph_nodes", "tags", "schema_version", "created_at", "updated_at",
-                           "model_info")}),
+        (None, {"fields": ("id", "status", "graph_nodes", "tags", "project", "schema_version", "created_at",
+                           "updated_at", "model_info")}),
         ("Summary", {"fields": ("high_level", "subsystems")}),
         ("Decisions and open questions", {"fields": ("sections", "decisions", "open_questions")}),
         ("Affordances", {"fields": ("affordances",)}),

@@ -33,6 +33,7 @@ class MedallionListApi(APIView):
         limit = serializers.IntegerField(min_value=1, max_value=100, required=False, default=20)
         offset = serializers.IntegerField(min_value=0, required=False, default=0)
         as_text = serializers.BooleanField(required=False, default=False)
+        project = serializers.CharField(required=False, allow_null=True, default=None)
 
     @extend_schema(
         parameters=[
@@ -41,19 +42,20 @@ class MedallionListApi(APIView):
             OpenApiParameter("status", str, enum=STATUS_CHOICES, description="default active"),
             OpenApiParameter("limit", int), OpenApiParameter("offset", int),
             OpenApiParameter("as_text", bool, description="also return compact markdown in `text`"),
+            OpenApiParameter("project", str, description="only this project's medallions (slug or name)"),
         ],
         responses={200: dict}, operation_id="medallions_list",
     )
     def get(self, request: Request) -> Response:
         params = {key: request.query_params.getlist(key) for key in ("graph_nodes", "tags")}
-        params.update({key: request.query_params[key] for key in ("status", "limit", "offset", "as_text")
+        params.update({key: request.query_params[key] for key in ("status", "limit", "offset", "as_text", "project")
                        if key in request.query_params})
         data = self.FilterSerializer(data=params)
         data.is_valid(raise_exception=True)
         f = data.validated_data
         medallions = services.medallions_latest_for_scope(
             scope={"graph_nodes": f["graph_nodes"], "tags": f["tags"]}, limit=f["limit"], offset=f["offset"],
-            status=None if f["status"] == "any" else f["status"],
+            status=None if f["status"] == "any" else f["status"], project=f["project"],
         )
         text = "\n".join(services.medallion_as_text(m) for m in medallions) if f["as_text"] else None
         return Response(outputs.medallion_list_dict(medallions, text))

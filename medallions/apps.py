@@ -6,7 +6,10 @@ class MedallionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
         from medallions.models import Medallion
 
-        register(Searchable(kind="medallion", model=Medallion, text=lambda m: m.search_text, label=str))
+        register(Searchable(kind="medallion", model=Medallion, text=lambda m: m.search_text, label=str,
+                            filters={"project": "project"}))
+        register_store(ProjectStore(label="medallions", model=Medallion))

@@ -45,12 +45,13 @@ def medallion_checkpoint_session(
 
 @service_tool
 def medallion_load_for_scope(
-    scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False
+    scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
 ) -> outputs.MedallionListDict:
     """The latest active medallions for a scope, newest first. A medallion matches when the
     requested graph nodes are a subset of its nodes and the requested tags a subset of its tags;
-    an empty list matches everything on that axis. as_text adds compact markdown in `text`."""
-    medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit)
+    an empty list matches everything on that axis. project: only that project's medallions (those
+    whose scope names it as repo:<slug>). as_text adds compact markdown in `text`."""
+    medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit, project=project)
     text = "\n".join(services.medallion_as_text(m) for m in medallions) if as_text else None
     return outputs.medallion_list_dict(medallions, text)
 

@@ -56,6 +56,10 @@ class Medallion(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     graph_nodes = ArrayField(models.TextField(), default=list, blank=True)
     tags = ArrayField(models.TextField(), default=list, blank=True)
+    # The project its scope names (`repo:<slug, name or alias>` as a tag or graph node), set by
+    # every write; None: the scope names no project (a global medallion).
+    project = models.ForeignKey("core.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="medallions")
     summary = models.JSONField(default=_empty_summary)
     decisions = models.JSONField(default=list, blank=True)
     open_questions = models.JSONField(default=list, blank=True)
@@ -81,6 +85,7 @@ class Medallion(models.Model):
             GinIndex(fields=["tags"], name="medallion_tags"),
             GinIndex(fields=["search_vector"], name="medallion_search_vector"),
             models.Index(fields=["status", "-updated_at"], name="medallion_status_updated"),
+            models.Index(fields=["project", "status", "-updated_at"], name="medallion_project_updated"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=Status.values), name="medallion_status_valid"),

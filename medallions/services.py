@@ -4,7 +4,11 @@ server-side store) calls.
 Scope matching (SPEC §6, seed 004 FR-010): a medallion matches a requested scope when the
 requested graph nodes are a subset of its nodes and the requested tags a subset of its tags; an
 empty requested list matches everything on that axis, so an empty scope matches every medallion.
-Results are ordered by `updated_at`, newest first."""
+Results are ordered by `updated_at`, newest first.
+
+Projects: a scope node or tag `repo:<name>` names a project (its slug, name or alias); every write
+links the medallion to that project (Medallion.project), so a project's medallions are found by
+project even after it was renamed or merged. A `repo:` name that matches no project links nothing."""
 from __future__ import annotations
 
 import datetime as dt
@@ -19,8 +23,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from pydantic import ValidationError
 
+from core import projects
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
+from core.models import Project
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
@@ -149,6 +155,20 @@ def search_text(medallion: Medallion) -> str:
     return "\n".join(part.strip() for part in parts if part and part.strip())
 
 
+REPO_PREFIX = "repo:"
+
+
+def scope_project(scope: dict[str, list[str]]) -> Project | None:
+    """The project a scope names with `repo:<name>` (tags first, then graph nodes); None when it
+    names none that exists."""
+    for item in [*scope.get("tags", []), *scope.get("graph_nodes", [])]:
+        if item.startswith(REPO_PREFIX) and item[len(REPO_PREFIX):].strip():
+            found = projects.project_find(item[len(REPO_PREFIX):].strip())
+            if found is not None:
+                return found
+    return None
+
+
 def _apply(medallion: Medallion, parsed: schema.Medallion) -> None:
     data = parsed.model_dump(mode="json")
     medallion.schema_version = schema.SCHEMA_VERSION
@@ -156,10 +176,12 @@ def _apply(medallion: Medallion, parsed: schema.Medallion) -> None:
     medallion.model_info = data["meta"]["model_info"]
     medallion.graph_nodes = data["scope"]["graph_nodes"]
     medallion.tags = data["scope"]["tags"]
+    medallion.project = scope_project(data["scope"])
     for section in SECTIONS:
         setattr(medallion, section, data[section])
     medallion.updated_at = parsed.meta.updated_at
     medallion.search_text = search_text(medallion)
+    projects.project_touch(medallion.project_id)
 
 
 # --- store: create, update, get, latest for scope ---------------------------------------------
@@ -227,9 +249,10 @@ def medallion_get(*, medallion_id: Any) -> Medallion:
 
 
 def medallions_latest_for_scope(*, scope: dict[str, Any], limit: int = 3, status: str | None = Status.ACTIVE,
-                                offset: int = 0) -> list[Medallion]:
+                                offset: int = 0, project: Any = None) -> list[Medallion]:
     """The newest medallions matching `scope` (subset semantics, see the module docstring).
-    `status=None` returns every status."""
+    `status=None` returns every status. `project`: only that project's (a name matching no
+    project: none)."""
     scope = validate_scope(scope)
     limit = validate_limit(limit)
     if status is not None and status not in Status.values:
@@ -238,7 +261,7 @@ def medallions_latest_for_scope(*, scope: dict[str, Any], limit: int = 3, status
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset must be an integer of at least 0", field="offset")
     with storage_op("medallion.latest_for_scope", **scope) as log:
-        qs = Medallion.objects.for_scope(**scope).defer("search_vector")
+        qs = projects.scope_queryset(Medallion.objects.for_scope(**scope).defer("search_vector"), project)
         if status is not None:
             qs = qs.filter(status=status)
         found = list(qs.order_by("-updated_at", "-created_at")[offset : offset + limit])
@@ -246,9 +269,9 @@ def medallions_latest_for_scope(*, scope: dict[str, Any], limit: int = 3, status
     return found
 
 
-def load_medallions_for_scope(*, scope: dict[str, Any], limit: int = 3) -> list[Medallion]:
-    """Seed 004's session-start helper: the latest active medallions for a scope."""
-    return medallions_latest_for_scope(scope=scope, limit=limit)
+def load_medallions_for_scope(*, scope: dict[str, Any], limit: int = 3, project: Any = None) -> list[Medallion]:
+    """Seed 004's session-start helper: the latest active medallions for a scope (of `project`)."""
+    return medallions_latest_for_scope(scope=scope, limit=limit, project=project)
 
 
 def medallion_history(*, medallion_id: Any) -> list[MedallionRevision]:

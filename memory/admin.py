@@ -27,7 +27,7 @@ class TagFilter(admin.SimpleListFilter):
 class MemoryForm(forms.ModelForm):
     class Meta:
         model = Memory
-        fields = ("content", "tags", "metadata")
+        fields = ("content", "project", "tags", "metadata")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -42,8 +42,9 @@ class MemoryForm(forms.ModelForm):
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     form = MemoryForm
-    list_display = ("short_content", "tag_list", "created_at")
-    list_filter = (TagFilter, "created_at")
+    list_display = ("short_content", "project", "tag_list", "created_at")
+    list_filter = ("project", TagFilter, "created_at")
+    list_select_related = ("project",)
     search_fields = ("content",)
     ordering = ("-created_at",)
     actions = ["delete_selected_memories"]
@@ -53,7 +54,7 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> tuple[str, ...]:
         # Memories are facts: edit by storing a new one.
-        return ("content", "tags", "metadata", "created_at", "conversation_id", "message_id") if obj else ()
+        return ("content", "project", "tags", "metadata", "created_at", "conversation_id", "message_id") if obj else ()
 
     def get_actions(self, request: HttpRequest) -> dict:
         actions = super().get_actions(request)
@@ -72,7 +73,8 @@ class MemoryAdmin(admin.ModelAdmin):
         if change:
             return
         memory, created = services.memory_store(content=form.cleaned_data["content"], tags=form.cleaned_data["tags"],
-                                                metadata=form.cleaned_data.get("metadata"))
+                                                metadata=form.cleaned_data.get("metadata"),
+                                                project=form.cleaned_data.get("project"))
         obj.pk, obj.created_at = memory.pk, memory.created_at
         if not created:
             self.message_user(request, "This content was already remembered; kept the existing memory.",

@@ -19,9 +19,11 @@ class MemoryCreateListApi(APIView):
         metadata = serializers.JSONField(required=False, allow_null=True)
         conversation_id = serializers.CharField(required=False, allow_null=True)
         message_id = serializers.CharField(required=False, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
 
     class ListSerializer(serializers.Serializer):
         tag = serializers.ListField(child=serializers.CharField(), required=False)
+        project = serializers.CharField(required=False)
         page = serializers.IntegerField(required=False, min_value=1, default=1)
         page_size = serializers.IntegerField(required=False, min_value=1, max_value=PAGE_SIZE_MAX, default=20)
 
@@ -37,9 +39,10 @@ class MemoryCreateListApi(APIView):
         params = self.ListSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")})
         params.is_valid(raise_exception=True)
         page, size = params.validated_data["page"], params.validated_data["page_size"]
-        queryset = services.memory_list(tags=params.validated_data.get("tag") or None)
+        queryset = services.memory_list(tags=params.validated_data.get("tag") or None,
+                                        project=params.validated_data.get("project"))
         total = queryset.count()
-        rows = queryset[(page - 1) * size : page * size]
+        rows = queryset.select_related("project")[(page - 1) * size : page * size]
         return Response({"total": total, "page": page, "page_size": size,
                          "results": [outputs.memory_dict(memory) for memory in rows]})
 
@@ -62,6 +65,7 @@ class MemorySearchApi(APIView):
         limit = serializers.IntegerField(required=False, default=5)
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
                                      required=False, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True)
 
     def _search(self, data: dict) -> Response:
         hits = services.memory_search(**data)

@@ -11,12 +11,15 @@ class MemoryConfig(AppConfig):
         from django.db.backends.signals import connection_created
 
         from core import health, recall
+        from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register, searchable_changed
         from memory import retrieval, vectors
         from memory.models import Memory
+        from memory.services import memories_merge
 
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
-                            filters={"tags": "tags__contains"}))
+                            filters={"tags": "tags__contains", "project": "project"}))
+        register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
         recall.install_engine(retrieval.search)

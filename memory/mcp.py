@@ -15,22 +15,25 @@ def store_memory(
     metadata: dict[str, Any] | None = None,
     conversation_id: str | None = None,
     message_id: str | None = None,
+    project: str | None = None,
 ) -> outputs.StoredMemoryDict:
     """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
-    characters (e.g. preference, project, decision). The same content stored twice returns the
-    existing memory (duplicate: true)."""
+    characters (e.g. preference, decision). project: an existing project's slug or name; omitted,
+    the project of conversation_id (or message_id), else a global memory. The same content stored
+    twice in one project returns the existing memory (duplicate: true)."""
     memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
-                                            conversation_id=conversation_id, message_id=message_id)
+                                            conversation_id=conversation_id, message_id=message_id, project=project)
     return outputs.stored_memory_dict(memory, created)
 
 
 @service_tool
 def search_memory(
-    query: str, limit: int = Field(default=5), tags: list[str] | None = None
+    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None
 ) -> outputs.SearchMemoryDict:
     """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-    them. Each result has a relevance_score 0-100; results under 30 are left out."""
-    hits = services.memory_search(query=query, limit=limit, tags=tags)
+    them; project: only that project's. Each result has a relevance_score 0-100; results under 30
+    are left out."""
+    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project)
     return outputs.search_memory_dict(query, hits)
 
 

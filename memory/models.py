@@ -17,8 +17,12 @@ class Memory(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     content = models.TextField()
-    # SHA-256 of the normalised content (case-folded, whitespace collapsed): one row per fact.
-    content_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # SHA-256 of the normalised content (case-folded, whitespace collapsed): one row per fact and
+    # project (the same fact may hold in two projects; unique per scope, see Meta).
+    content_hash = models.CharField(max_length=64, editable=False)
+    # None: a global memory. Defaults to the project of the conversation it came from.
+    project = models.ForeignKey("core.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="memories")
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
     metadata = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -35,8 +39,13 @@ class Memory(models.Model):
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(condition=~Q(content=""), name="memory_content_not_empty"),
+            models.UniqueConstraint(fields=["project", "content_hash"], condition=Q(project__isnull=False),
+                                    name="memory_unique_fact_in_project"),
+            models.UniqueConstraint(fields=["content_hash"], condition=Q(project__isnull=True),
+                                    name="memory_unique_global_fact"),
         ]
         indexes = [
+            models.Index(fields=["project", "-created_at"], name="memory_project_created"),
             GinIndex(fields=["search_vector"], name="memory_search_vector"),
             GinIndex(fields=["tags"], name="memory_tags"),
             models.Index(fields=["-created_at"], name="memory_created"),

@@ -1,6 +1,7 @@
 """The return shapes of seed 003 (store_memory, search_memory), shared by MCP tools and REST views."""
 from typing import Any, TypedDict
 
+from core.projects import slug_of
 from memory.models import Memory
 from memory.services import MemoryHit
 
@@ -9,6 +10,7 @@ class MemoryDict(TypedDict):
     memory_id: str
     content: str
     timestamp: str
+    project: str | None
     tags: list[str]
     metadata: dict[str, Any] | None
     conversation_id: str | None
@@ -18,6 +20,7 @@ class MemoryDict(TypedDict):
 class StoredMemoryDict(TypedDict):
     memory_id: str
     timestamp: str
+    project: str | None
     tags: list[str]
     duplicate: bool
     message: str
@@ -28,6 +31,7 @@ class SearchResultDict(TypedDict):
     content: str
     timestamp: str
     relevance_score: float
+    project: str | None
     tags: list[str]
     match: str
 
@@ -43,6 +47,7 @@ def memory_dict(memory: Memory) -> MemoryDict:
         "memory_id": str(memory.id),
         "content": memory.content,
         "timestamp": memory.created_at.isoformat(),
+        "project": slug_of(memory),
         "tags": list(memory.tags),
         "metadata": memory.metadata,
         "conversation_id": str(memory.conversation_id) if memory.conversation_id else None,
@@ -54,6 +59,7 @@ def stored_memory_dict(memory: Memory, created: bool) -> StoredMemoryDict:
     return {
         "memory_id": str(memory.id),
         "timestamp": memory.created_at.isoformat(),
+        "project": slug_of(memory),
         "tags": list(memory.tags),
         "duplicate": not created,
         "message": "stored" if created else "already remembered: returning the existing memory",
@@ -66,6 +72,7 @@ def search_result_dict(hit: MemoryHit) -> SearchResultDict:
         "content": hit.memory.content,
         "timestamp": hit.memory.created_at.isoformat(),
         "relevance_score": hit.relevance,
+        "project": slug_of(hit.memory),
         "tags": list(hit.memory.tags),
         "match": hit.match,
     }

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.db.models.expressions import RawSQL
 
+from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
@@ -81,16 +82,17 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
 
 def memory_get(*, memory_id: Any) -> Memory:
     pk = parse_uuid(memory_id, field="memory_id", optional=True)
-    memory = Memory.objects.filter(pk=pk).first() if pk else None
+    memory = Memory.objects.select_related("project").filter(pk=pk).first() if pk else None
     if memory is None:
         raise NotFound(f"memory {memory_id} not found", field="memory_id")
     return memory
 
 
-def memory_list(*, tags: list[str] | None = None) -> Any:
-    """Newest first; `tags`: only memories carrying every one of them."""
+def memory_list(*, tags: list[str] | None = None, project: Any = None) -> Any:
+    """Newest first; `tags`: only memories carrying every one of them; `project`: only that
+    project's (a name matching no project: none)."""
     tags = validate_tags(tags)
-    queryset = Memory.objects.defer("search_vector").order_by("-created_at", "id")
+    queryset = projects.scope_queryset(Memory.objects.defer("search_vector").order_by("-created_at", "id"), project)
     if tags:
         queryset = queryset.filter(tags__contains=tags)
     return queryset
@@ -103,7 +105,7 @@ def memory_embedding_model(memory: Memory) -> str | None:
     return active.name if has else None
 
 
-def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) -> list[MemoryHit]:
+def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
@@ -111,8 +113,8 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None) 
     down, the search answers from full text alone (match = "fulltext", relevance from BM25)."""
     query = validate_query(query)
     limit = validate_limit(limit, maximum=20)
-    scope = memory_list(tags=tags)
-    filtered = bool(tags)
+    scope = memory_list(tags=tags, project=project)
+    filtered = bool(tags) or projects.project_filter(project).given
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector (CPU only, no database) is computed in a helper thread while this one
         # reads which memories still wait for theirs.
@@ -138,7 +140,8 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
     found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
                                  scope=scope if filtered else None))
     found.update(_similarities(rows=waiting, query_vector=query_vector))
-    memories = {str(m.pk): m for m in Memory.objects.filter(pk__in=list(found)).defer("search_vector")}
+    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=list(found))
+                .defer("search_vector")}
     hits = [
         MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
         for key, sim in found.items() if key in memories
@@ -184,7 +187,8 @@ def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool) -> lis
     if not ranked:
         return []
     best = ranked[0][1]
-    memories = {str(m.pk): m for m in Memory.objects.filter(pk__in=[k for k, _ in ranked]).defer("search_vector")}
+    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=[k for k, _ in ranked])
+                .defer("search_vector")}
     # Lexical scores are not similarities: scale the best match to 100 and keep the cut-off's meaning
     # ("clearly weaker than the best") by dropping anything under 30% of it.
     hits = [MemoryHit(memory=memories[key], relevance=round(100 * score / best, 1), match="fulltext")
@@ -202,17 +206,23 @@ def memory_store(
     metadata: dict[str, Any] | None = None,
     conversation_id: Any = None,
     message_id: Any = None,
+    project: Any = None,
 ) -> tuple[Memory, bool]:
-    """Store a memory; returns (memory, created). The same normalised content returns the existing
-    memory (created = False) instead of a copy."""
+    """Store a memory; returns (memory, created). The same normalised content in the same project
+    (or among the global memories) returns the existing memory (created = False) instead of a copy.
+    `project`: an existing project's name; omitted, the project of the conversation (or message)
+    the memory came from, else none (global)."""
     content = validate_content(content)
     tags = validate_tags(tags)
     metadata = validate_metadata(metadata)
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
+    in_project = projects.project_for_write(project)
+    project_id = in_project.pk if in_project else _source_project(conversation, message)
     digest = content_hash(content)
+    same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)
     with storage_op("memory.store") as log:
-        existing = Memory.objects.filter(content_hash=digest).first()
+        existing = same.first()
         if existing is not None:
             log.update(memory_id=str(existing.pk), duplicate=True)
             return existing, False
@@ -220,18 +230,49 @@ def memory_store(
             with transaction.atomic():
                 memory = Memory.objects.create(
                     content=content, content_hash=digest, tags=tags, metadata=metadata,
-                    conversation_id=conversation, message_id=message,
+                    conversation_id=conversation, message_id=message, project_id=project_id,
                 )
+                projects.project_touch(project_id)
                 announce_changed(KIND, [memory.pk])
         except IntegrityError:
             # A concurrent writer stored the same content first: theirs is the memory.
-            existing = Memory.objects.filter(content_hash=digest).first()
+            existing = same.first()
             if existing is None:
                 raise
             log.update(memory_id=str(existing.pk), duplicate=True)
             return existing, False
         log.update(memory_id=str(memory.pk), duplicate=False)
     return memory, True
+
+
+def _source_project(conversation_id: Any, message_id: Any) -> int | None:
+    """The project of the conversation (else of the message's conversation) a memory came from."""
+    if conversation_id is not None:
+        return projects.project_id_of("conversations", conversation_id)
+    if message_id is not None:
+        return projects.project_id_of("messages", message_id)
+    return None
+
+
+def memories_merge(source: Any, target: Any) -> int:
+    """Move `source` project's memories into `target` (core.projects.project_merge, inside its
+    transaction). A fact the target already holds stays the target's memory, with the moved
+    copy's tags added; the copy goes (same normalised content: nothing is lost but its row)."""
+    moved = 0
+    held = dict(Memory.objects.filter(project=target).values_list("content_hash", "pk"))
+    for memory in Memory.objects.select_for_update().filter(project=source).only("pk", "content_hash", "tags"):
+        twin = held.get(memory.content_hash)
+        if twin is None:
+            Memory.objects.filter(pk=memory.pk).update(project=target)
+            moved += 1
+            continue
+        kept = Memory.objects.select_for_update().get(pk=twin)
+        kept.tags = list(dict.fromkeys([*kept.tags, *memory.tags]))[:MAX_TAGS]
+        kept.save(update_fields=["tags"])
+        vectors.embeddings_forget(kind=KIND, ids=[memory.pk])
+        Memory.objects.filter(pk=memory.pk).delete()
+        announce_changed(KIND, [memory.pk])
+    return moved
 
 
 def memory_delete(*, memory_id: Any) -> None:

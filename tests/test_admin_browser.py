@@ -222,3 +222,28 @@ def test_forget_a_cache_entry(admin_page: Any):
     assert page.locator("tr", has_text="Where do the backups go?").count() == 0
     shot(page, "09-cache-forgot")
     assert list(QueryMemory.objects.values_list("query_text", flat=True)) == ["Which port does Winni use?"]
+
+
+def test_a_project_page_shows_its_activity_and_merges_another_into_it(admin_page: Any):
+    from conversations import services as conversations
+    from core import projects
+
+    app = projects.project_create(name="app", path="/src/app")
+    old = projects.project_create(name="app-old")
+    for project, session in ((app, "app-session"), (old, "old-session")):
+        conversation = conversations.conversation_begin(session_id=session, project=project)
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"hello from {session}")
+    page = admin_page
+    page.goto(reverse("admin:core_project_changelist"))
+    page.click('a:text-is("app-old")')
+    assert page.locator('[data-section="Conversations"]').inner_text().count("session") == 1
+    page.select_option("#winni-merge select[name=into]", label="app (app)")
+    page.click("#winni-merge button")
+    page.wait_for_url(f"**{reverse('admin:core_project_change', args=[app.pk])}")
+    assert page.locator(".messagelist").inner_text().startswith("Merged app-old into app")
+    today = dt.datetime.now(dt.timezone.utc).date().strftime("%b %d")
+    assert chart_values(page, "Messages per day in app (last 30 days, UTC)")[today] == "2"
+    conversations_listed = page.locator('[data-section="Conversations"]').inner_text()
+    assert "app-session" in conversations_listed and "old-session" in conversations_listed
+    assert "/src/app" in page.locator(".inline-group").inner_text()
+    shot(page, "09-project")

@@ -56,7 +56,9 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
     conversation = Conversation.objects.get(session_id=session, metadata__source="claude-code")
     assert conversation.metadata["cwd"] == str(project)
     assert conversation.metadata["git_branch"] == "feature-x"
-    assert conversation.metadata["project"] == "alpha-repo"
+    # The project: a git repository without commits or remote is known by its git root's path.
+    assert conversation.project.slug == "alpha-repo"
+    assert list(conversation.project.keys.values_list("kind", "value")) == [("path", str(project))]
     assert conversation.metadata["transcript_path"].endswith(f"{session}.jsonl")
     rows = list(conversation.messages.order_by("turn_number").values_list("turn_number", "role", "content"))
     assert [turn for turn, _, _ in rows] == list(range(1, len(rows) + 1))

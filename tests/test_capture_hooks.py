@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 
 from contexts import services as contexts
 from conversations.models import Conversation, Message
+from core import projects
 from tests.support import free_port
 from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
 
@@ -36,7 +37,10 @@ class TestEventsApi:
         conversation = Conversation.objects.get()
         assert conversation.session_id == SESSION
         assert conversation.metadata == {"source": "claude-code", "cwd": "/work/alpha", "git_branch": "main",
-                                         "project": "alpha", "transcript_path": event("x")["transcript_path"]}
+                                         "transcript_path": event("x")["transcript_path"]}
+        # No project "alpha" existed: the working directory (not on this machine) identifies it.
+        assert conversation.project.slug == "alpha"
+        assert list(conversation.project.keys.values_list("kind", "value")) == [("cwd", "/work/alpha")]
         rows = list(conversation.messages.order_by("turn_number").values_list("role", "content", "metadata"))
         assert [r[0] for r in rows] == ["user", "tool", "assistant"]
         assert json.loads(rows[1][1]) == {"tool_name": "Bash", "tool_input": {"command": "echo 4"},
@@ -251,6 +255,8 @@ class TestMedallions:
         from medallions import services as medallions
         from tests.medallion_support import document
 
+        projects.project_create(name="alpha")
+        projects.project_create(name="beta", path="/home/u/beta")
         contexts.context_set(name="alpha", content="CONTEXT FIRST", actor="t")
         medallions.medallion_create(document=document({"graph_nodes": [], "tags": ["repo:alpha"]}), actor="t")
         medallions.medallion_create(document=document({"graph_nodes": [], "tags": ["repo:beta"]},
@@ -258,10 +264,12 @@ class TestMedallions:
         text = api.get("/api/v1/capture/session-start?source=startup&cwd=/w/x&project=alpha").json()["text"]
         assert text.index("CONTEXT FIRST") < text.index("# Project checkpoints for alpha")
         assert "Muse is a CLI for music notes." in text and "BETA ONLY" not in text
-        # The project defaults to the working directory's folder name.
-        assert "BETA ONLY" in api.get("/api/v1/capture/session-start?cwd=/home/u/beta").json()["text"]
-        # Without a project nothing but the context (an empty scope would match every medallion).
+        # The working directory (here a subfolder of beta's known git root) finds the project.
+        assert "BETA ONLY" in api.get("/api/v1/capture/session-start?cwd=/home/u/beta/src").json()["text"]
+        # Without a project nothing but the global context (an empty scope would match every medallion).
         assert api.get("/api/v1/capture/session-start").json()["text"] == "# Startup context: alpha (from Winni)\n\nCONTEXT FIRST"
+        # A folder no project knows shows no project's medallions either.
+        assert "Project checkpoints" not in api.get("/api/v1/capture/session-start?cwd=/w/x").json()["text"]
         settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS = 0
         assert "Project checkpoints" not in api.get("/api/v1/capture/session-start?project=alpha").json()["text"]
 

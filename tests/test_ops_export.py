@@ -157,7 +157,7 @@ def test_every_model_of_every_store_is_exported_or_deliberately_left_out():
     covered = set()
     for store in portable.installed_stores():
         covered |= {apps.get_model(label)._meta.label_lower for label in [store.model, *store.children.values()]}
-    for app_name in ["winni_site", *settings.WINNI_APPS]:
+    for app_name in ["core", "winni_site", *settings.WINNI_APPS]:
         for model in apps.get_containing_app_config(app_name).get_models():
             label = model._meta.label_lower
             assert label in covered or label in portable.NOT_EXPORTED, (
@@ -168,7 +168,12 @@ def _fill_every_store() -> None:
     """A few rows in each installed store, through the stores' own services."""
     from django.apps import apps
 
+    from core import projects
+
+    # A project with identity keys, and rows of several stores in it (foreign keys across files).
+    ops = projects.project_create(name="ops", path="/srv/ops", remote="git@github.com:org/ops.git")
     linked = Conversation.objects.order_by("pk").first()
+    conv.conversation_set_project(conversation=linked, project=ops)
     conv.fiedler_result_store(correlation_id="run-1", model="m1", prompt="why?", output="because",
                               tokens_prompt=3, duration_seconds=0.5, conversation_id=str(linked.pk))
     conv.fiedler_result_store(correlation_id="run-1", model="m2", prompt="why?", output="", status="error",
@@ -177,7 +182,8 @@ def _fill_every_store() -> None:
         from memory import services as memories
         from memory import vectors
 
-        memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1})
+        memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1},
+                                          project=ops)
         memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
         vectors.embedding_store(kind="memory", ids=[memory.id], build_index=False)
     if portable.model_exists("librarian.QueryMemory"):
@@ -188,6 +194,7 @@ def _fill_every_store() -> None:
         from contexts import services as contexts
 
         contexts.context_set(name="first", content="resume from here", actor="alice")
+        contexts.context_set(name="first", content="the ops project's", actor="alice", project=ops)
         contexts.context_set(name="second", content="no, from here", actor="bob")  # deactivates "first"
     if apps.is_installed("medallions"):
         from medallions import services as medallions
@@ -216,6 +223,7 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     populated = {name for name, rows in counts.items() if any(rows.values())}
     assert {"conversations", "fiedler_results"} <= populated
     assert counts["fiedler_results"] == {"conversations.fiedlerresult": 2}
+    assert counts["projects"] == {"core.project": 1, "core.projectkey": 2}
     if portable.model_exists("memory.Memory"):
         assert counts["memories"] == {"memory.memory": 2}
         assert counts["embeddings"] == {"memory.embedding": 1}
@@ -223,7 +231,7 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     if portable.model_exists("librarian.QueryMemory"):
         assert counts["cache_entries"] == {"librarian.querymemory": 1}
     if apps.is_installed("contexts"):
-        assert counts["contexts"] == {"contexts.startupcontext": 2}
+        assert counts["contexts"] == {"contexts.startupcontext": 3}
         assert counts["context_audit"]["contexts.startupcontextaudit"] >= 2
     if apps.is_installed("medallions"):
         assert counts["medallions"] == {"medallions.medallion": 1, "medallions.medallionrevision": 1}

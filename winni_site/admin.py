@@ -1,5 +1,18 @@
-from django.contrib import admin
+from typing import Any
 
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import NoReverseMatch, path, reverse
+
+from core import projects
+from core.errors import ApplicationError
+from core.models import Project, ProjectKey
+from winni_site import charts, dashboard
 from winni_site.models import ApiToken, BackupRun
 
 
@@ -28,3 +41,160 @@ class BackupRunAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False
+
+
+# --- projects -----------------------------------------------------------------------------------
+# The project page spans every store (its conversations, memories, medallions, contexts and an
+# activity chart), so the admin of core's Project lives here, in the assembly.
+
+PAGE_ROWS = 10
+ACTIVITY_DAYS = 30
+
+
+class ProjectKeyInline(admin.TabularInline):
+    model = ProjectKey
+    fields = ("kind", "value", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = "identity keys (how capture recognises the project)"
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+class ProjectForm(forms.ModelForm):
+    path = forms.CharField(required=False, help_text="The git root it lives in: capture finds the project there.")
+    remote = forms.CharField(required=False, help_text="Its git remote URL (origin).")
+
+    class Meta:
+        model = Project
+        fields = ("name",)
+        widgets = {"name": forms.TextInput(attrs={"size": 60})}
+
+
+def _count_subquery(store: projects.ProjectStore) -> Subquery:
+    """A correlated count of one store's rows of the project, evaluated for the page's rows only."""
+    rows = store.model.objects.filter(**{store.lookup: OuterRef("pk")}).order_by().values(store.lookup)
+    return Subquery(rows.annotate(n=Count("*")).values("n"), output_field=IntegerField())
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectForm
+    change_form_template = "admin/core/project/change_form.html"
+    list_display = ("slug", "name", "last_activity_at", "rows", "created_at")
+    search_fields = ("slug", "name", "keys__value")
+    ordering = ("-last_activity_at",)
+    inlines = [ProjectKeyInline]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("name", "slug", "created_at", "last_activity_at") if obj else ("name", "path", "remote")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("slug", "created_at", "last_activity_at") if obj else ()
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
+        counted = {f"_rows_{store.label}": Coalesce(_count_subquery(store), 0)
+                   for store in projects.stores() if store.counted}
+        return super().get_queryset(request).annotate(**counted)
+
+    @admin.display(description="rows")
+    def rows(self, obj: Project) -> str:
+        found = [(store.label.replace("_", " "), getattr(obj, f"_rows_{store.label}", 0))
+                 for store in projects.stores() if store.counted]
+        return " · ".join(f"{n} {label}" for label, n in found if n) or "—"
+
+    def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
+        if change:
+            if "name" not in form.changed_data:
+                return
+            saved = projects.project_rename(project=obj, name=obj.name)
+        else:
+            saved = projects.project_create(name=obj.name, path=form.cleaned_data.get("path") or None,
+                                            remote=form.cleaned_data.get("remote") or None)
+        obj.pk, obj.slug, obj.created_at = saved.pk, saved.slug, saved.created_at
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return super().changeform_view(request, *args, **kwargs)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        project = Project.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        extra = project_page_context(request, project) if project else {}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
+
+    def get_urls(self) -> list:
+        merge = path("<int:object_id>/merge/", self.admin_site.admin_view(self.merge_view), name="core_project_merge")
+        return [merge, *super().get_urls()]
+
+    def merge_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        """Merge this project into the one chosen on its page (core.projects.project_merge)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        source = get_object_or_404(Project, pk=object_id)
+        if not self.has_change_permission(request, source) or not self.has_delete_permission(request, source):
+            raise PermissionDenied
+        target = Project.objects.filter(pk=request.POST.get("into") or 0).first() if (
+            request.POST.get("into") or "").isdigit() else None
+        if target is None:
+            self.message_user(request, "Choose the project to merge into.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:core_project_change", args=[source.pk]))
+        try:
+            moved = projects.project_merge(source=source, target=target)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:core_project_change", args=[source.pk]))
+        rows = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in moved.items())
+        self.message_user(request, f"Merged {source.slug} into {target.slug} ({rows}).", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:core_project_change", args=[target.pk]))
+
+
+def project_page_context(request: HttpRequest, project: Project) -> dict[str, Any]:
+    """What the project page shows below its form: activity, the latest rows of each store the
+    user may view (each with a link to the whole filtered list), and the merge form."""
+    from contexts.models import StartupContext
+    from conversations.admin import transcript_url
+    from conversations.models import Conversation, Message
+    from medallions.models import Medallion
+    from memory.models import Memory
+    from winni_site.admin_views import can_view, changelist_url
+
+    def listing(title: str, model: Any, rows: Any, describe: Any) -> dict[str, Any] | None:
+        if not can_view(request, model):
+            return None
+        url = changelist_url(model)
+        return {"title": title,
+                "all_url": f"{url}?project__id__exact={project.pk}" if url else None,
+                "rows": [describe(row) for row in rows[:PAGE_ROWS]]}
+
+    def change_link(row: Any) -> str | None:
+        try:
+            return reverse(f"admin:{row._meta.app_label}_{row._meta.model_name}_change", args=[row.pk])
+        except NoReverseMatch:
+            return None
+
+    sections = [
+        listing("Conversations", Conversation, Conversation.objects.filter(project=project).order_by("-updated_at"),
+                lambda c: {"text": c.session_id or str(c.pk), "when": c.updated_at, "url": transcript_url(c.pk)}),
+        listing("Memories", Memory, Memory.objects.filter(project=project).defer("search_vector").order_by("-created_at"),
+                lambda m: {"text": m.content[:120], "when": m.created_at, "url": change_link(m)}),
+        listing("Medallions", Medallion, Medallion.objects.filter(project=project).defer("search_vector").order_by("-updated_at"),
+                lambda m: {"text": f"{m} ({m.status})", "when": m.updated_at, "url": change_link(m)}),
+        listing("Startup contexts", StartupContext, StartupContext.objects.filter(project=project).defer("search_vector").order_by("name"),
+                lambda c: {"text": f"{c.name}{' (active)' if c.is_active else ''}", "when": c.updated_at,
+                           "url": change_link(c)}),
+    ]
+    context: dict[str, Any] = {"project_sections": [s for s in sections if s is not None],
+                               "merge_targets": Project.objects.exclude(pk=project.pk).order_by("slug"),
+                               "merge_url": reverse("admin:core_project_merge", args=[project.pk])}
+    if can_view(request, Message):
+        days = dashboard.messages_per_day(ACTIVITY_DAYS, project=project)
+        context["activity_chart"] = charts.bar_chart(
+            [(day.strftime("%b %d"), n) for day, n in days],
+            title=f"Messages per day in {project.slug} (last {ACTIVITY_DAYS} days, UTC)", width=1100, label_every=5)
+    return context

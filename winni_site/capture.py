@@ -1,6 +1,7 @@
 """Capture: Claude Code hook events, transcript lines and proxied MCP tool calls become messages in
-one conversation per client session, and the SessionStart text (active startup context, then the
-project's latest medallions) is built here.
+one conversation per client session, each session in its project (core.projects resolves it from
+what the session tells about its repository), and the SessionStart text (the active global startup
+context, the project's active context, then the project's latest medallions) is built here.
 
 This module spans apps, so it lives at the top (STYLE "Which way the imports run") and writes
 through the conversations services (`conversation_begin`, `message_store`)."""
@@ -10,7 +11,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -18,9 +19,12 @@ from django.db import connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
+from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
+from core.models import Project
 from medallions import services as medallions
+from winni_site import claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -63,18 +67,75 @@ def _advisory_lock(key: str) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [digest])
 
 
-def session_conversation(*, source: str, session_id: str, metadata: dict[str, Any] | None = None) -> Conversation:
+# What a session's project is, asked only when its conversation is made (or has none yet): a
+# session's project does not change, so an event of a known session costs no resolution.
+ProjectOf = Callable[[], Project | None]
+
+
+def session_conversation(*, source: str, session_id: str, metadata: dict[str, Any] | None = None,
+                         project: ProjectOf | None = None) -> Conversation:
     """The conversation of a client session (one per `source` and `session_id`), created on first
-    use. Must run inside a transaction: the advisory lock keeps racing hooks from creating two."""
+    use in the project `project()` names. Must run inside a transaction: the advisory lock keeps
+    racing hooks from creating two."""
     _advisory_lock(f"{source}:{session_id}")
     conversation = (
         Conversation.objects.filter(session_id=session_id, metadata__source=source).order_by("created_at").first()
     )
     if conversation is None:
         conversation = conversations.conversation_begin(
-            session_id=session_id, metadata={"source": source, **(metadata or {})}
+            session_id=session_id, metadata={"source": source, **(metadata or {})},
+            project=project() if project else None,
         )
+    elif conversation.project_id is None and project is not None:
+        found = project()
+        if found is not None:
+            conversations.conversation_set_project(conversation=conversation, project=found)
     return conversation
+
+
+def _valid_identity_parts(values: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a session's identity that are valid; capture keeps the event and drops a part
+    it cannot use (a relative cwd, an unreadable remote) rather than lose the prompt."""
+    kept = {}
+    for name, value in values.items():
+        try:
+            projects.Identity.of(**{name: value})
+        except InvalidInput:
+            continue
+        kept[name] = value
+    return kept
+
+
+def session_identity(*, cwd: Any, repository: Any = None) -> projects.Identity:
+    """What identifies a session's project: the repository the hook read (git root, origin remote,
+    root commit), else — a client that sent none (an older hook, a transcript line) — the
+    repository at `cwd` when that folder exists on this machine, else the working directory
+    alone (Winni in a container does not see the user's folders: the nearest known git root above
+    it, or the folder itself, identifies the project then)."""
+    if repository is not None and not isinstance(repository, dict):
+        raise InvalidInput("repository must be an object with git_root, remote and root_commit", field="repository")
+    if repository is not None:
+        unknown = sorted(set(repository) - {"git_root", "remote", "root_commit"})
+        if unknown:
+            raise InvalidInput(f"repository.{unknown[0]}: unknown key (git_root, remote, root_commit)",
+                               field=f"repository.{unknown[0]}")
+        values = {key: repository.get(key) for key in ("git_root", "remote", "root_commit")}
+    elif isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
+        found = claude_hook.repository(cwd)
+        values = {key: found[key] for key in ("git_root", "remote", "root_commit")}
+    else:
+        values = {}
+    return projects.Identity.of(**_valid_identity_parts({**values, "cwd": cwd}))
+
+
+def session_project(*, cwd: Any, repository: Any = None, project: Any = None, create: bool = True) -> Project | None:
+    """The project of a session: the one `project` names (slug, name or alias) when it names one,
+    else the one its identity resolves to (made on first sight when `create`)."""
+    if isinstance(project, str) and project.strip():
+        named = projects.project_find(project.strip()[: projects.NAME_MAX])
+        if named is not None:
+            return named
+    return projects.project_resolve(session_identity(cwd=cwd, repository=repository), create=create)
 
 
 def store_in_session(
@@ -87,13 +148,15 @@ def store_in_session(
     dedupe_key: str | None = None,
     session_metadata: dict[str, Any] | None = None,
     created_at: Any = None,
+    project: ProjectOf | None = None,
 ) -> CaptureResult:
     """Store one message into the session's conversation, in one transaction; a repeated
     `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
     content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
     with transaction.atomic():
-        conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata)
+        conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
+                                            project=project)
         if dedupe_key and Message.objects.filter(conversation=conversation, metadata__capture_key=dedupe_key).exists():
             return CaptureResult(stored=False, conversation_id=str(conversation.id), reason="duplicate")
         message = conversations.message_store(
@@ -127,11 +190,14 @@ def capture_hook_event(
     captured_at: str | None = None,
     git_branch: str | None = None,
     project: str | None = None,
+    repository: Any = None,
     actor: str = "",
 ) -> CaptureResult:
     """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
     (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
-    session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing."""
+    session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing.
+    The session's project comes from `project` when it names one, else from `repository` (what the
+    hook read: git root, origin remote, root commit) and the payload's cwd (session_project)."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
     event = _require_str(payload, "hook_event_name")
@@ -148,7 +214,7 @@ def capture_hook_event(
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
     elif event in CHECKPOINT_EVENTS:
-        return _checkpoint(session_id=session_id, project=project, cwd=payload.get("cwd"), event=event, actor=actor)
+        return _checkpoint(session_id=session_id, event=event, actor=actor)
     elif event in HOOK_EVENTS:
         return CaptureResult(stored=False, reason=f"{event} stores no message")
     else:
@@ -159,9 +225,14 @@ def capture_hook_event(
     session_metadata = {
         "cwd": payload.get("cwd"),
         "git_branch": git_branch,
-        "project": project,
         "transcript_path": payload.get("transcript_path"),
     }
+    if repository is not None:
+        session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
+
+    def project_of() -> Project | None:
+        return session_project(cwd=payload.get("cwd"), repository=repository, project=project)
+
     with storage_op("capture.hook_event", hook_event=event, session_id=session_id) as log:
         result = store_in_session(
             source=CLAUDE_CODE,
@@ -172,63 +243,61 @@ def capture_hook_event(
             dedupe_key=f"hook:{event_id}" if event_id else None,
             session_metadata=session_metadata,
             created_at=captured_at,
+            project=project_of,
         )
         log.update(stored=result.stored, conversation_id=result.conversation_id)
     return result
 
 
-def project_name(*, cwd: str | None, project: str | None = None) -> str | None:
-    """The project a session works on: the name the hook found (git root folder), else the last
-    component of the working directory."""
-    if project and project.strip():
-        return project.strip()
-    if cwd and cwd.strip():
-        return os.path.basename(cwd.rstrip("/")) or None
-    return None
+def project_scope(project: Project) -> dict[str, list[str]]:
+    """The medallion scope of a project (agreed with the medallions app: `repo:<slug>` links a
+    medallion to its project)."""
+    return {"graph_nodes": [], "tags": [f"repo:{project.slug}"]}
 
 
-def project_scope(name: str | None) -> dict[str, list[str]]:
-    """The medallion scope of a project (agreed with the medallions app)."""
-    return {"graph_nodes": [], "tags": [f"repo:{name}"] if name else []}
-
-
-def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None) -> str:
-    """What the SessionStart hook prints (Claude Code adds it to the context): the active startup
-    context, then the project's latest medallions, within WINNI_CAPTURE_SESSION_START_CHARS
-    characters (the context first: it is what the user chose to load)."""
+def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None,
+                       repository: dict[str, Any] | None = None) -> str:
+    """What the SessionStart hook prints (Claude Code adds it to the context): the active global
+    startup context, the session's project's active context, then the project's latest medallions,
+    within WINNI_CAPTURE_SESSION_START_CHARS characters (contexts first: they are what the user
+    chose to load). Nothing of another project: the project is the session's own (see
+    session_project), found without creating one."""
     if source not in SESSION_START_SOURCES:
         raise InvalidInput(
             f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
         )
     parts: list[str] = []
+    found = session_project(cwd=cwd, repository=repository, project=project, create=False)
     context = contexts.context_get()
     if context is not None:
         parts.append(f"# Startup context: {context.name} (from Winni)\n\n{context.content.strip()}")
-    name = project_name(cwd=cwd, project=project)
-    limit = settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS
-    # Without a project the scope would be empty, which matches every medallion: show none.
-    found = medallions.medallions_latest_for_scope(scope=project_scope(name), limit=limit) if name and limit else []
-    if found:
-        parts.append(f"# Project checkpoints for {name} (medallions from Winni, newest first)\n\n"
-                     + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in found).strip())
+    if found is not None:
+        own = contexts.context_get(project=found)
+        if own is not None:
+            parts.append(f"# Startup context: {own.name}, project {found.slug} (from Winni)\n\n{own.content.strip()}")
+        limit = settings.WINNI_CAPTURE_SESSION_START_MEDALLIONS
+        checkpoints = medallions.medallions_latest_for_scope(scope={}, project=found, limit=limit) if limit else []
+        if checkpoints:
+            parts.append(f"# Project checkpoints for {found.slug} (medallions from Winni, newest first)\n\n"
+                         + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in checkpoints).strip())
     text = "\n\n".join(parts)
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
 
 
-def _checkpoint(*, session_id: str, project: str | None, cwd: Any, event: str, actor: str) -> CaptureResult:
-    """Queue a medallion checkpoint of the session's conversation for the project's scope."""
+def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
+    """Queue a medallion checkpoint of the session's conversation for its project's scope."""
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
-    name = project_name(cwd=cwd if isinstance(cwd, str) else None, project=project)
     conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).order_by("created_at").first()
+        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).select_related("project")
+        .order_by("created_at").first()
     )
-    if name is None or conversation is None or not conversation.messages.exists():
+    if conversation is None or conversation.project is None or not conversation.messages.exists():
         return CaptureResult(stored=False, reason=f"{event}: nothing to checkpoint")
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
         job = medallions.medallion_checkpoint(
-            scope=project_scope(name), evidence={"conversation_id": str(conversation.id)}, wait_seconds=0,
-            actor=actor or CLAUDE_CODE,
+            scope=project_scope(conversation.project), evidence={"conversation_id": str(conversation.id)},
+            wait_seconds=0, actor=actor or CLAUDE_CODE,
         )
         log["job_id"] = str(job.id)
     return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",
@@ -366,9 +435,11 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
 def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats) -> None:
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
+    cwd = items[0].session_metadata.get("cwd")
     with transaction.atomic():
         conversation = session_conversation(
-            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata
+            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,
+            project=lambda: session_project(cwd=cwd),
         )
         known = set(
             Message.objects.filter(conversation=conversation, metadata__has_key="capture_key")
@@ -405,9 +476,11 @@ def capture_proxy_message(
     body: dict[str, Any],
     is_error: bool = False,
     captured_at: str | None = None,
+    project: str | None = None,
 ) -> CaptureResult:
     """Store one proxied `tools/call` request or its result as a `tool` message in the client
-    session's conversation (session id "<upstream>:<client session>")."""
+    session's conversation (session id "<upstream>:<client session>"), in `project` (the proxy's
+    --project, checked when it starts) or global."""
     if direction not in ("call", "result"):
         raise InvalidInput("direction must be call or result", field="direction")
     content = cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
@@ -421,6 +494,7 @@ def capture_proxy_message(
                       "upstream": upstream, "is_error": is_error},
             session_metadata={"upstream": upstream, "client_session": client_session},
             created_at=captured_at,
+            project=(lambda: projects.project_for_write(project)) if project else None,
         )
         log.update(conversation_id=result.conversation_id)
     return result

@@ -11,13 +11,19 @@ from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
 from winni_site import capture
 
+REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
+
 
 class HookEventSerializer(serializers.Serializer):
     payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
     event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
     captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
     git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
-    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
+    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300,
+                                    help_text="an existing project's slug or name; wins over `repository`")
+    repository = serializers.JSONField(
+        required=False, allow_null=True, default=None,
+        help_text="what identifies the session's project: {git_root, remote, root_commit} (docs/projects.md)")
 
 
 def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
@@ -71,14 +77,18 @@ class CaptureSessionStartApi(APIView):
         parameters=[
             OpenApiParameter("source", str, required=False, enum=list(capture.SESSION_START_SOURCES)),
             OpenApiParameter("cwd", str, required=False),
-            OpenApiParameter("project", str, required=False),
+            OpenApiParameter("project", str, required=False, description="an existing project's slug or name"),
+            *[OpenApiParameter(name, str, required=False, description="the session's repository (docs/projects.md)")
+              for name in REPOSITORY_PARAMETERS],
         ],
         responses={200: dict},
         operation_id="capture_session_start",
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
+        repository = {name: params[name] for name in REPOSITORY_PARAMETERS if params.get(name)}
         text = capture.session_start_text(
-            source=params.get("source") or "startup", cwd=params.get("cwd"), project=params.get("project")
+            source=params.get("source") or "startup", cwd=params.get("cwd"), project=params.get("project"),
+            repository=repository or None,
         )
         return Response({"text": text})

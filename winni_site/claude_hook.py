@@ -4,7 +4,8 @@
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
 PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
 SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
-Claude Code adds to the session's context.
+Claude Code adds to the session's context. With each it sends what identifies the project (the
+git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
 
 It never fails or blocks the session: every error is logged to a file and the exit code is 0.
 When Winni cannot be reached the event goes to a local spool file, and the next call sends the
@@ -164,29 +165,131 @@ def request(config: dict, method: str, path: str, body: object = None, timeout: 
         return {}
 
 
-def git_info(cwd: str) -> tuple:
-    """(git root folder name or None, branch or None), read from .git without running git."""
+def find_git(cwd: str) -> tuple:
+    """(git root, git dir, common git dir) of the repository holding `cwd`, or (None, None, None).
+    A worktree's or submodule's `.git` is a file naming its git dir ("gitdir: <path>"); a
+    worktree's git dir names the main repository's (common) one in its `commondir` file."""
     path = os.path.abspath(cwd or ".")
     while True:
         dot_git = os.path.join(path, ".git")
         if os.path.exists(dot_git):
-            branch = None
+            git_dir = dot_git
             try:
-                head_file = dot_git
-                if os.path.isfile(dot_git):  # a worktree or submodule: "gitdir: <path>"
+                if os.path.isfile(dot_git):
                     with open(dot_git, encoding="utf-8") as handle:
-                        gitdir = handle.read().strip().partition("gitdir:")[2].strip()
-                    head_file = os.path.join(path, gitdir) if not os.path.isabs(gitdir) else gitdir
-                with open(os.path.join(head_file, "HEAD"), encoding="utf-8") as handle:
-                    head = handle.read().strip()
-                branch = head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else head[:12]
+                        named = handle.read().strip().partition("gitdir:")[2].strip()
+                    git_dir = os.path.normpath(os.path.join(path, named))
+                common = git_dir
+                if os.path.isfile(os.path.join(git_dir, "commondir")):
+                    with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+                        common = os.path.normpath(os.path.join(git_dir, handle.read().strip()))
             except OSError:
-                pass
-            return os.path.basename(path), branch
+                return path, None, None
+            return path, git_dir, common
         parent = os.path.dirname(path)
         if parent == path:
-            return None, None
+            return None, None, None
         path = parent
+
+
+def read_branch(git_dir: str) -> object:
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read().strip()
+    except OSError:
+        return None
+    return head[len("ref: refs/heads/"):] if head.startswith("ref: refs/heads/") else head[:12]
+
+
+def read_origin(common_dir: str) -> object:
+    """The url of [remote "origin"] in the repository's config file (no git process)."""
+    try:
+        with open(os.path.join(common_dir, "config"), encoding="utf-8", errors="replace") as handle:
+            lines = handle.readlines()
+    except OSError:
+        return None
+    section = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            section = line[1:].partition("]")[0].replace("\t", " ").strip()
+            continue
+        key, _, value = line.partition("=")
+        if section in ('remote "origin"', "remote.origin") and key.strip().lower() == "url":
+            return value.strip().strip('"') or None
+    return None
+
+
+# Root commits found by this process (the server reads repositories too: winni_site.capture).
+_roots: dict = {}
+# A history too long to walk within this many seconds is not walked again (the remote, when there
+# is one, identifies the repository anyway).
+ROOT_COMMIT_TIMEOUT = 2.0
+
+
+def root_commit(git_root: str, common_dir: str, cache_path: object = None) -> object:
+    """The repository's root commit (the smallest hash when it has several), from
+    `git rev-list --max-parents=0 HEAD`, run once per repository: the answer is kept in
+    `cache_path` (a JSON file keyed by the common git dir). None without git, without commits, in
+    a shallow clone (its roots are not the repository's) or when git takes too long."""
+    if os.path.exists(os.path.join(common_dir, "shallow")):
+        return None
+    cache: dict = {}
+    if cache_path:
+        try:
+            with open(cache_path, encoding="utf-8") as handle:
+                cache = json.load(handle)
+        except (OSError, ValueError):
+            cache = {}
+    else:
+        cache = _roots
+    if common_dir in cache:
+        return cache[common_dir] or None
+    import subprocess
+
+    found = None
+    try:
+        done = subprocess.run(["git", "-C", git_root, "rev-list", "--max-parents=0", "HEAD"], capture_output=True,
+                              text=True, timeout=ROOT_COMMIT_TIMEOUT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        found = ""  # remembered: never walked again
+    except OSError:
+        return None  # no git here; cheap to try again next time
+    else:
+        roots = sorted(line.strip() for line in done.stdout.splitlines() if line.strip())
+        if done.returncode != 0 or not roots:
+            return None  # no commit yet: try again once there is one
+        found = roots[0]
+    cache[common_dir] = found
+    if cache_path:
+        try:
+            os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+            temporary = f"{cache_path}.{os.getpid()}.tmp"
+            with open(temporary, "w", encoding="utf-8") as handle:
+                json.dump(cache, handle)
+            os.replace(temporary, cache_path)
+        except OSError:
+            pass
+    return found or None
+
+
+def repository(cwd: str, cache_path: object = None) -> dict:
+    """What identifies the project `cwd` belongs to, read cheaply: the git root, the origin
+    remote's URL, the root commit, and the branch (all None outside a git repository).
+    Winni resolves these to a project (core.projects.project_resolve)."""
+    git_root, git_dir, common = find_git(cwd)
+    found = {"git_root": git_root, "remote": None, "root_commit": None, "branch": None}
+    if git_dir and common:
+        found.update(branch=read_branch(git_dir), remote=read_origin(common),
+                     root_commit=root_commit(git_root, common, cache_path))
+    return found
+
+
+def roots_cache_path(config: dict) -> str:
+    """Next to the spool: the cache of root commits per repository."""
+    return os.path.join(os.path.dirname(os.path.expanduser(config["spool"])), "claude-hook-roots.json")
 
 
 class Spool:
@@ -282,14 +385,15 @@ def deliver(config: dict, body: dict) -> None:
             spool.write(remaining[drop:])
 
 
-def session_start(config: dict, payload: dict, project: str) -> str:
+def session_start(config: dict, payload: dict, repo: dict) -> str:
     from urllib.parse import urlencode
 
     # A source a newer Claude Code invents still deserves the startup text.
     source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
-    query = urlencode({"source": source, "cwd": payload.get("cwd") or "", "project": project or ""})
+    params = {"source": source, "cwd": payload.get("cwd") or ""}
+    params.update({key: repo[key] for key in ("git_root", "remote", "root_commit") if repo.get(key)})
     try:
-        return str(request(config, "GET", f"/api/v1/capture/session-start?{query}").get("text") or "")
+        return str(request(config, "GET", f"/api/v1/capture/session-start?{urlencode(params)}").get("text") or "")
     except (Unreachable, ValueError) as exc:
         log(config, f"session-start failed: {exc}")
         return ""
@@ -308,19 +412,19 @@ def main() -> None:
     except (ValueError, KeyError) as exc:
         log(config, f"ignored malformed hook input ({exc}): {raw[:300]!r}")
         return
-    project, branch = git_info(payload.get("cwd") or os.getcwd())
+    repo = repository(payload.get("cwd") or os.getcwd(), roots_cache_path(config))
     now = time.time()
     body = {
         "payload": payload,
         "event_id": os.urandom(16).hex(),
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
-        "git_branch": branch,
-        "project": project,
+        "git_branch": repo["branch"],
+        "repository": {key: repo[key] for key in ("git_root", "remote", "root_commit")},
     }
     if event == "SessionStart":
         # Send what is spooled, then print the startup text (stdout goes into Claude's context).
         deliver(config, {})
-        text = session_start(config, payload, project or os.path.basename((payload.get("cwd") or "").rstrip("/")))
+        text = session_start(config, payload, repo)
         if text:
             sys.stdout.write(text + "\n")
         return

@@ -82,15 +82,17 @@ def store_models() -> list[tuple[str, type[models.Model] | None]]:
     return listed
 
 
-def messages_per_day(days: int = 30) -> list[tuple[dt.date, int]]:
-    """Messages stored on each of the last `days` days (UTC), oldest first, zero days included."""
+def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date, int]]:
+    """Messages stored on each of the last `days` days (UTC), oldest first, zero days included;
+    `project`: only that project's."""
     from conversations.models import Message
 
     today = timezone.now().date()
     first = today - dt.timedelta(days=days - 1)
     start = dt.datetime.combine(first, dt.time.min, tzinfo=dt.timezone.utc)
+    messages = Message.objects.all() if project is None else Message.objects.filter(conversation__project=project)
     rows = (
-        Message.objects.filter(created_at__gte=start)
+        messages.filter(created_at__gte=start)
         .annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
         .values("day")
         .annotate(n=Count("*"))  # count(*) lets PostgreSQL answer from the created_at index alone

@@ -1,6 +1,6 @@
 """The one MCP server: every app's `<app>/mcp.py` lists its tools, prompts and resources in its
 `MCP` registry (core.mcp.McpRegistry); this module builds the server from them, plus the
-assembly's own cross-app tool (winni_recall), and its streamable-HTTP app."""
+assembly's own cross-app tools (winni_recall, winni_projects), and its streamable-HTTP app."""
 from importlib import import_module
 
 from django.conf import settings
@@ -10,7 +10,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
 from core.mcp import McpRegistry, strict_tool
-from winni_site import recall
+from winni_site import projects, recall
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
@@ -21,7 +21,8 @@ INSTRUCTIONS = (
 
 
 def registries() -> list[McpRegistry]:
-    """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's."""
+    """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's and
+    winni_projects'."""
     found = []
     for app_name in settings.WINNI_APPS:
         module_name = f"{app_name}.mcp"
@@ -32,7 +33,7 @@ def registries() -> list[McpRegistry]:
                 continue
             raise
         found.append(module.MCP)
-    return [*found, recall.MCP]
+    return [*found, recall.MCP, projects.MCP]
 
 
 def build_mcp_server() -> MCPServer:

@@ -43,9 +43,11 @@ class Upstream:
 
 
 class ProxyLog:
-    """A bounded queue drained by one thread; a full queue drops records (counted), never blocks."""
+    """A bounded queue drained by one thread; a full queue drops records (counted), never blocks.
+    `project`: the project (slug) every proxied session is stored in; None: global."""
 
-    def __init__(self, maxsize: int = 10000) -> None:
+    def __init__(self, maxsize: int = 10000, project: str | None = None) -> None:
+        self.project = project
         self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize)
         self.dropped = 0
         self.stored = 0
@@ -66,7 +68,7 @@ class ProxyLog:
                 return
             close_old_connections()
             try:
-                capture.capture_proxy_message(**record)
+                capture.capture_proxy_message(**record, project=self.project)
                 self.stored += 1
             except Exception:  # noqa: BLE001 - a logging failure must not stop the logger
                 self.failed += 1

@@ -61,6 +61,8 @@ class Portable:
 # Import runs in this order, so a row's foreign keys point at rows imported before it.
 # A store whose models are not installed (yet) is skipped.
 STORES: list[Portable] = [
+    # First: every other store's rows may name a project.
+    Portable("projects", "core.Project", {"keys": "core.ProjectKey"}),
     Portable("conversations", "conversations.Conversation", {"messages": "conversations.Message"}),
     Portable("fiedler_results", "conversations.FiedlerResult"),
     Portable("contexts", "contexts.StartupContext"),

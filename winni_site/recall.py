@@ -26,14 +26,16 @@ def winni_recall(
     tags: list[str] | None = None,
     start_date: str | None = None,
     end_date: str | None = None,
+    project: str | None = None,
 ) -> RecallDict:
     """Search everything Winni keeps (past messages, memories, and any other registered store)
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
     some of message, memory, … (default all). limit 1-100 (default 10). session_id,
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601) to every kind."""
+    such a filter is given); start_date/end_date (ISO 8601) and project (a project's slug or
+    name: only its rows) to every kind."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
-               "start_date": start_date, "end_date": end_date}
+               "start_date": start_date, "end_date": end_date, "project": project}
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters)
 
 
@@ -52,6 +54,7 @@ class RecallApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
         start_date = serializers.CharField(required=False, allow_null=True)
         end_date = serializers.CharField(required=False, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True)
 
     def _answer(self, raw: dict[str, Any]) -> Response:
         data = self.InputSerializer(data=raw)

@@ -15,6 +15,7 @@ from conversations.services.messages import (
     conversation_delete,
     conversation_get,
     conversation_list,
+    conversation_set_project,
     message_store,
     messages_store_bulk,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "conversation_delete",
     "conversation_get",
     "conversation_list",
+    "conversation_set_project",
     "fiedler_result_delete",
     "fiedler_result_store",
     "fiedler_results_for_correlation",

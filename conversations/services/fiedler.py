@@ -9,6 +9,7 @@ from django.db import transaction
 
 from conversations.models import Conversation, FiedlerResult, FiedlerStatus
 from conversations.services.messages import capped_count
+from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.validation import (
@@ -152,15 +153,19 @@ def fiedler_results_query(
     end_date: Any = None,
     limit: int = 20,
     offset: int = 0,
+    project: Any = None,
 ) -> tuple[list[FiedlerResult], int, bool]:
-    """Results filtered by model, status, correlation id, date range and words in prompt or output
-    (websearch syntax), newest first, with the total matching and whether it is an estimate."""
+    """Results filtered by model, status, correlation id, date range, words in prompt or output
+    (websearch syntax) and project (the project of the conversation a result links to; results
+    without a conversation belong to none), newest first, with the total matching and whether it
+    is an estimate."""
     from django.contrib.postgres.search import SearchQuery
 
     limit = validate_limit(limit)
     offset = validate_offset(offset)
     start, end = parse_date_range(start_date, end_date)
-    queryset = FiedlerResult.objects.defer("search_vector")
+    queryset = projects.scope_queryset(FiedlerResult.objects.defer("search_vector"), project,
+                                       lookup="conversation__project")
     if model is not None:
         queryset = queryset.filter(model=_required_text(model, field="model", max_length=200))
     if status is not None:

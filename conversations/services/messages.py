@@ -12,6 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, Role
+from core import projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
@@ -79,7 +80,7 @@ def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Messag
     """A conversation with its messages in turn order."""
     pk = parse_uuid(conversation_id, field="conversation_id")
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
-        conversation = Conversation.objects.filter(pk=pk).first()
+        conversation = Conversation.objects.select_related("project").filter(pk=pk).first()
         if conversation is None:
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
         messages = list(conversation.messages.order_by("turn_number").defer("search_vector"))
@@ -90,12 +91,26 @@ def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Messag
 # --- writes ----------------------------------------------------------------------------------
 
 
-def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any] | None = None) -> Conversation:
+def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any] | None = None,
+                       project: Any = None) -> Conversation:
+    """A new conversation, in `project` (a name that must match an existing project, or a
+    Project) or global."""
     session_id = validate_session_id(session_id)
     metadata = validate_metadata(metadata)
+    in_project = projects.project_for_write(project)
     with storage_op("conversation.begin") as log:
-        conversation = Conversation.objects.create(session_id=session_id, metadata=metadata)
-        log["conversation_id"] = str(conversation.id)
+        conversation = Conversation.objects.create(session_id=session_id, metadata=metadata, project=in_project)
+        projects.project_touch(conversation.project_id)
+        log.update(conversation_id=str(conversation.id), project=in_project.slug if in_project else None)
+    return conversation
+
+
+def conversation_set_project(*, conversation: Conversation, project: Any) -> Conversation:
+    """Put a conversation in a project (capture: a session whose project became known late)."""
+    in_project = projects.project_for_write(project)
+    with storage_op("conversation.set_project", conversation_id=str(conversation.pk)):
+        Conversation.objects.filter(pk=conversation.pk).update(project=in_project)
+    conversation.project = in_project
     return conversation
 
 
@@ -139,8 +154,13 @@ def message_store(
         # statement both serialises concurrent writers and proves the conversation exists.
         pk = parse_uuid(conversation_id, field="conversation_id")
         now = timezone.now()
-        if not Conversation.objects.filter(pk=pk).update(updated_at=now):
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE conversations_conversation SET updated_at = %s WHERE id = %s RETURNING project_id",
+                           [now, pk])
+            found = cursor.fetchone()
+        if found is None:
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
+        projects.project_touch(found[0])
         if turn_number is None:
             turn_number = _next_turn(pk)
         elif Message.objects.filter(conversation_id=pk, turn_number=turn_number).exists():
@@ -216,19 +236,21 @@ def messages_store_bulk(
     conversation_id: Any = None,
     session_id: str | None = None,
     metadata: dict[str, Any] | None = None,
+    project: Any = None,
 ) -> tuple[Conversation, list[Message]]:
     """Store many messages atomically (all or none), turns following the array order after the
     conversation's last turn. Without conversation_id a new conversation is created (with
-    session_id and metadata); with it, session_id and metadata must be omitted."""
+    session_id, metadata and project); with it, those must be omitted."""
     clean = _validated_bulk_messages(messages)
-    if conversation_id is not None and (session_id is not None or metadata is not None):
-        field = "session_id" if session_id is not None else "metadata"
+    if conversation_id is not None and (session_id is not None or metadata is not None or project is not None):
+        field = "session_id" if session_id is not None else "metadata" if metadata is not None else "project"
         raise InvalidInput(f"{field} is only used when creating a conversation (conversation_id omitted)", field=field)
     session_id = validate_session_id(session_id)
     metadata = validate_metadata(metadata)
+    in_project = projects.project_for_write(project)
     with storage_op("message.store_bulk", count=len(clean)) as log, transaction.atomic():
         if conversation_id is None:
-            conversation = Conversation.objects.create(session_id=session_id, metadata=metadata)
+            conversation = Conversation.objects.create(session_id=session_id, metadata=metadata, project=in_project)
         else:
             conversation = conversation_get_for_update(conversation_id=conversation_id)
         first_turn = _next_turn(conversation)
@@ -247,6 +269,7 @@ def messages_store_bulk(
         ]
         _copy_messages(rows)
         _touch(conversation)
+        projects.project_touch(conversation.project_id)
         _announce_stored([row.id for row in rows])
         log.update(conversation_id=str(conversation.id), first_turn=first_turn)
     return conversation, rows
@@ -256,17 +279,19 @@ def messages_store_bulk(
 
 
 def conversation_list(
-    *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at"
+    *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at",
+    project: Any = None,
 ) -> tuple[list[Conversation], int, bool]:
     """A page of conversations (newest first by sort_by), each annotated with `message_count`,
-    the total number matching and whether that total is an estimate (see `capped_count`)."""
+    the total number matching and whether that total is an estimate (see `capped_count`).
+    `project`: only that project's (a name matching no project: none)."""
     session_id = validate_session_id(session_id)
     limit = validate_limit(limit)
     offset = validate_offset(offset)
     if sort_by not in ("created_at", "updated_at"):
         raise InvalidInput(f"{SORT_INVALID}, got {str(sort_by)[:40]!r}", field="sort_by")
     with storage_op("conversation.list", session_id=session_id) as log:
-        queryset = Conversation.objects.all()
+        queryset = projects.scope_queryset(Conversation.objects.select_related("project"), project)
         if session_id is not None:
             queryset = queryset.filter(session_id=session_id)
         total, estimate = capped_count(queryset)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -14,7 +14,7 @@ from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
 from conversations.services.messages import planner_rows, validate_role, validate_session_id
-from core import recall
+from core import projects, recall
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
@@ -49,11 +49,17 @@ class MessageFilters:
     role: str | None = None
     start: dt.datetime | None = None  # inclusive
     end: dt.datetime | None = None  # exclusive
+    project: projects.ProjectFilter = field(default_factory=projects.ProjectFilter)
 
     def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
         """SQL conditions (joined with AND, may be empty) and their parameters."""
         parts: list[str] = []
         params: list[Any] = []
+        if self.project.matches_nothing:
+            parts.append("FALSE")
+        elif self.project.project is not None:
+            parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation WHERE project_id = %s)")
+            params.append(self.project.project.pk)
         if self.conversation_id is not None:
             parts.append(f"{alias}.conversation_id = %s")
             params.append(self.conversation_id)
@@ -73,6 +79,7 @@ class MessageFilters:
 
     def apply(self, queryset: Any) -> Any:
         """The same filters on a Message queryset (for semantic search over the same rows)."""
+        queryset = self.project.apply(queryset, "conversation__project")
         if self.conversation_id is not None:
             queryset = queryset.filter(conversation_id=self.conversation_id)
         if self.session_id is not None:
@@ -93,6 +100,7 @@ def message_search_filters(
     role: str | None = None,
     start_date: Any = None,
     end_date: Any = None,
+    project: Any = None,
 ) -> MessageFilters:
     start, end = parse_date_range(start_date, end_date)
     return MessageFilters(
@@ -101,6 +109,7 @@ def message_search_filters(
         role=None if role is None else validate_role(role),
         start=start,
         end=end,
+        project=projects.project_filter(project),
     )
 
 
@@ -204,7 +213,7 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
             [query, _HEADLINE_OPTIONS, ids],
         )
     }
-    conversations = Conversation.objects.in_bulk({m.conversation_id for m in by_id.values()})
+    conversations = Conversation.objects.select_related("project").in_bulk({m.conversation_id for m in by_id.values()})
     neighbours: dict[uuid.UUID, list[Message]] = {}
     if context_lines:
         hits = list(by_id.values())
@@ -255,6 +264,7 @@ def message_search(
     offset: int = 0,
     context_lines: int = 2,
     mode: str | None = None,
+    project: Any = None,
 ) -> SearchPage:
     """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
     full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
@@ -266,7 +276,8 @@ def message_search(
     offset = validate_offset(offset)
     context_lines = validate_context_lines(context_lines)
     filters = message_search_filters(
-        session_id=session_id, conversation_id=conversation_id, role=role, start_date=start_date, end_date=end_date
+        session_id=session_id, conversation_id=conversation_id, role=role, start_date=start_date, end_date=end_date,
+        project=project,
     )
     with storage_op("message.search", limit=limit, offset=offset) as log:
         if mode == "fts":

@@ -16,15 +16,16 @@ CHART_DAYS = 14
 @admin.register(QueryMemory)
 class QueryMemoryAdmin(admin.ModelAdmin):
     change_list_template = "admin/librarian/querymemory/change_list.html"
-    list_display = ("query_text", "tier", "ask_count", "cache_hits", "confidence", "has_answer", "pinned",
+    list_display = ("query_text", "project", "tier", "ask_count", "cache_hits", "confidence", "has_answer", "pinned",
                     "last_asked", "expires_at")
-    list_filter = ("tier", "pinned", ("answer", admin.EmptyFieldListFilter))
+    list_filter = ("project", "tier", "pinned", ("answer", admin.EmptyFieldListFilter))
+    list_select_related = ("project",)
     search_fields = ("query_text", "answer")
     ordering = ("-last_asked",)
-    fields = ("query_text", "answer", "pinned", "tier", "ask_count", "cache_hits", "confidence",
+    fields = ("query_text", "project", "answer", "pinned", "tier", "ask_count", "cache_hits", "confidence",
               "feedback_positive", "feedback_negative", "answer_version", "compute_time_ms", "sources",
               "first_asked", "last_asked", "expires_at", "embedding_model")
-    readonly_fields = ("query_text", "tier", "ask_count", "cache_hits", "confidence", "feedback_positive",
+    readonly_fields = ("query_text", "project", "tier", "ask_count", "cache_hits", "confidence", "feedback_positive",
                        "feedback_negative", "answer_version", "compute_time_ms", "sources", "first_asked",
                        "last_asked", "expires_at", "embedding_model")
     actions = ("pin", "unpin", "forget")
@@ -49,7 +50,8 @@ class QueryMemoryAdmin(admin.ModelAdmin):
         answer but keeps the query's statistics."""
         try:
             if obj.answer and obj.answer.strip():
-                services.librarian_remember(query=obj.query_text, answer=obj.answer, pin=obj.pinned)
+                services.librarian_remember(query=obj.query_text, answer=obj.answer, pin=obj.pinned,
+                                            project=obj.project)
             else:
                 QueryMemory.objects.filter(pk=obj.pk).update(answer=None, sources=[], expires_at=None)
                 services.librarian_set_pinned(entry_ids=[obj.pk], pinned=obj.pinned)
@@ -57,7 +59,7 @@ class QueryMemoryAdmin(admin.ModelAdmin):
             self.message_user(request, exc.message, messages.ERROR)
 
     def delete_model(self, request: HttpRequest, obj: QueryMemory) -> None:
-        services.librarian_forget(query=obj.query_text)
+        services.librarian_forget(query=obj.query_text, project=obj.project)
 
     @admin.action(description="Pin (never evict or expire)")
     def pin(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
@@ -72,9 +74,9 @@ class QueryMemoryAdmin(admin.ModelAdmin):
     @admin.action(description="Forget (delete the query and its answer)")
     def forget(self, request: HttpRequest, queryset: QuerySet[QueryMemory]) -> None:
         forgotten = 0
-        for query_text in queryset.values_list("query_text", flat=True):
+        for entry in queryset.select_related("project").only("query_text", "project"):
             try:
-                services.librarian_forget(query=query_text)
+                services.librarian_forget(query=entry.query_text, project=entry.project)
                 forgotten += 1
             except ApplicationError as exc:
                 self.message_user(request, exc.message, messages.ERROR)

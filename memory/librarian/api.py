@@ -10,6 +10,7 @@ from memory.librarian import outputs, services
 
 class _QuerySerializer(serializers.Serializer):
     query = serializers.CharField(trim_whitespace=False, allow_blank=True)
+    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None)
 
 
 class CacheAskApi(APIView):

@@ -9,3 +9,10 @@ class LibrarianConfig(AppConfig):
     label = "librarian"
     verbose_name = "Answer cache"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core.projects import ProjectStore, register_store
+        from memory.librarian.models import QueryMemory
+        from memory.librarian.services.entries import entries_merge
+
+        register_store(ProjectStore(label="cache_entries", model=QueryMemory, merge=entries_merge))

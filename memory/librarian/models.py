@@ -23,9 +23,13 @@ TIER_ORDER = [Tier.COLD, Tier.WARM, Tier.HOT, Tier.CORE]
 
 
 class QueryMemory(models.Model):
-    # Identity
-    query_hash = models.CharField(max_length=64, unique=True)  # SHA-256 of the normalised query
+    # Identity: one entry per normalised query and project (unique per scope, see Meta)
+    query_hash = models.CharField(max_length=64)  # SHA-256 of the normalised query
     query_text = models.TextField()  # the question as first asked
+    # The project the question was asked in (its answer came from that project's rows); None: a
+    # global entry. A project's ask looks at its own entries first, then the global ones.
+    project = models.ForeignKey("core.Project", null=True, blank=True, on_delete=models.PROTECT,
+                                related_name="cache_entries")
     embedding = VectorField(dimensions=QUERY_EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
 
@@ -73,6 +77,10 @@ class QueryMemory(models.Model):
             ),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["project", "query_hash"], condition=Q(project__isnull=False),
+                                    name="qm_unique_query_in_project"),
+            models.UniqueConstraint(fields=["query_hash"], condition=Q(project__isnull=True),
+                                    name="qm_unique_global_query"),
             models.CheckConstraint(condition=Q(tier__in=Tier.values), name="qm_tier_valid"),
             models.CheckConstraint(
                 condition=Q(confidence__isnull=True) | Q(confidence__gte=0, confidence__lte=1),

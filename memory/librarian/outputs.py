@@ -1,6 +1,7 @@
 """Return shapes of the answer cache, shared by MCP tools and REST views (seed 002 §9.2)."""
 from typing import Any, TypedDict
 
+from core.projects import slug_of
 from memory.librarian.models import QueryMemory
 from memory.librarian.services import AskResult
 
@@ -22,6 +23,7 @@ class AskDict(TypedDict):
     match: str
     similarity: float | None
     matched_query: str | None
+    matched_project: str | None
     answer_version: int | None
     compute_time_ms: int | None
     expires_at: str | None
@@ -30,6 +32,7 @@ class AskDict(TypedDict):
 
 class EntryDict(TypedDict):
     query: str
+    project: str | None
     answer: str | None
     cached: bool
     cache_tier: str
@@ -97,6 +100,7 @@ def ask_dict(result: AskResult) -> AskDict:
         "match": result.match,
         "similarity": result.similarity,
         "matched_query": entry.query_text if entry and hit else None,
+        "matched_project": slug_of(entry) if entry and hit else None,
         "answer_version": entry.answer_version if entry and hit else None,
         "compute_time_ms": result.compute_time_ms,
         "expires_at": _iso(entry.expires_at) if entry and hit else None,
@@ -107,6 +111,7 @@ def ask_dict(result: AskResult) -> AskDict:
 def entry_dict(entry: QueryMemory) -> EntryDict:
     return {
         "query": entry.query_text,
+        "project": slug_of(entry),
         "answer": entry.answer,
         "cached": entry.is_cached,
         "cache_tier": entry.tier,

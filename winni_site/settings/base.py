@@ -75,6 +75,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The kernel's tables (projects); not one of WINNI_APPS: it has no MCP tools or URLs of its own.
+    "core",
     "winni_site",
     *WINNI_APPS,
 ]

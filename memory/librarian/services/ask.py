@@ -3,7 +3,12 @@
 Lookup (seed §4.2): L1 exact (SHA-256 of the normalised query) → L2 semantic (cosine distance
 between the embeddings of the two queries' canonical forms below LIBRARIAN_SIMILARITY_THRESHOLD,
 among warm/hot/core entries with an unexpired answer, and passing the negation/number guard) → miss. A miss answers from Winni's own knowledge, records the
-query and its compute time, and caches the answer when the cache decision (§4.3) says so."""
+query and its compute time, and caches the answer when the cache decision (§4.3) says so.
+
+Projects: an ask in a project looks at that project's entry first, then at the global one (L1),
+and among both for L2; a miss answers from that project's rows only and is cached as the
+project's entry. An ask without a project sees the global entries only and answers from
+everything."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,11 +20,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from core import llm
+from core import llm, projects
 from core.logs import storage_op
+from core.models import Project
 from core.recall import recall
 from core.validation import validate_query
 from memory.librarian.models import QueryMemory, Tier
@@ -54,10 +61,12 @@ class Knowledge:
     sources: list[dict[str, Any]]
 
 
-def knowledge_answer(query: str) -> Knowledge:
+def knowledge_answer(query: str, project: Project | None = None) -> Knowledge:
     """The best matching stored passages (messages, memories, medallions, contexts: the hybrid
-    `winni_recall`) with their sources, labelled as retrieved text, never generated."""
-    hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES)["results"]
+    `winni_recall`, within `project` when given) with their sources, labelled as retrieved text,
+    never generated."""
+    hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES,
+                  filters={"project": project})["results"]
     if not hits:
         return Knowledge(NO_KNOWLEDGE_ANSWER, [])
     lines = ["Retrieved from Winni's memory (passages, not a generated answer):"]
@@ -106,12 +115,14 @@ def judge_answer(query: str, answer: str) -> float | None:
     return round(min(1.0, max(0.0, float(match.group()))), 4)
 
 
-def _judgment(text: str, key: str, knowledge: Knowledge, compute_time_ms: int) -> float | None:
+def _judgment(text: str, key: str, knowledge: Knowledge, compute_time_ms: int,
+              project: Project | None = None) -> float | None:
     """Rate the answer only when the cache decision (by ask count and compute time) is about to
     store it: the judgment gates caching and becomes the confidence."""
     if not settings.LIBRARIAN_JUDGMENT_MODEL or not knowledge.sources:
         return None
-    entry = QueryMemory.objects.defer("embedding").filter(query_hash=key).first() or QueryMemory(ask_count=0)
+    entry = (QueryMemory.objects.defer("embedding").filter(query_hash=key, project=project).first()
+             or QueryMemory(ask_count=0))
     entry.ask_count += 1
     entry.confidence = None
     if not should_cache(entry, compute_time_ms=compute_time_ms, has_sources=True):
@@ -119,9 +130,9 @@ def _judgment(text: str, key: str, knowledge: Knowledge, compute_time_ms: int) -
     return judge_answer(text, knowledge.answer)
 
 
-def _compute(query: str) -> tuple[Knowledge, int]:
+def _compute(query: str, project: Project | None = None) -> tuple[Knowledge, int]:
     started = time.perf_counter()
-    knowledge = knowledge_answer(query)
+    knowledge = knowledge_answer(query, project)
     return knowledge, int(round((time.perf_counter() - started) * 1000))
 
 
@@ -157,17 +168,23 @@ _HIT_TIER_SQL = """CASE WHEN NOT %(promote)s THEN tier
 _ENTRY_COLUMNS = [f.column for f in QueryMemory._meta.concrete_fields if f.name != "embedding"]
 
 
-def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: str | None = None) -> QueryMemory | None:
-    """Count a hit on a cached, unexpired entry (by id or query hash) in one UPDATE … RETURNING;
-    None when there is no such entry (never cached, evicted or expired)."""
+def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: str | None = None,
+           project: Project | None = None) -> QueryMemory | None:
+    """Count a hit on a cached, unexpired entry (by id, or by query hash in `project`, None: the
+    global entry) in one UPDATE … RETURNING; None when there is no such entry (never cached,
+    evicted or expired)."""
     table = QueryMemory._meta.db_table
-    where = "id = %(id)s" if entry_id is not None else "query_hash = %(key)s"
+    if entry_id is not None:
+        where = "id = %(id)s"
+    else:
+        where = "query_hash = %(key)s AND " + ("project_id = %(project)s" if project else "project_id IS NULL")
     sql = (
         f"UPDATE {table} SET ask_count = ask_count + 1, cache_hits = cache_hits + 1, last_asked = %(now)s, "
         f"tier = {_HIT_TIER_SQL} WHERE {where} AND answer IS NOT NULL AND (expires_at IS NULL OR expires_at > %(now)s) "
         f"RETURNING {', '.join(_ENTRY_COLUMNS)}"
     )
-    params = {"now": now, "id": entry_id, "key": key, "promote": settings.LIBRARIAN_AUTO_TIER_PROMOTION}
+    params = {"now": now, "id": entry_id, "key": key, "project": project.pk if project else None,
+              "promote": settings.LIBRARIAN_AUTO_TIER_PROMOTION}
     with transaction.atomic():
         _relaxed_commit()
         entry = next(iter(QueryMemory.objects.raw(sql, params)), None)
@@ -178,11 +195,14 @@ def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: 
     return entry
 
 
-def semantic_candidates(vector: list[float], now: dt.datetime) -> list[QueryMemory]:
+def semantic_candidates(vector: list[float], now: dt.datetime, project: Project | None = None) -> list[QueryMemory]:
+    """The nearest cached questions: the global entries, and `project`'s when given."""
+    visible = Q(project__isnull=True) | Q(project=project) if project else Q(project__isnull=True)
     return list(
         QueryMemory.objects.filter(
             answer__isnull=False, tier__in=[Tier.WARM, Tier.HOT, Tier.CORE], embedding_model=query_vector_tag()
         )
+        .filter(visible)
         .filter(unexpired(now))
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance")
@@ -192,16 +212,18 @@ def semantic_candidates(vector: list[float], now: dt.datetime) -> list[QueryMemo
 
 def _record_miss(
     text: str, key: str, knowledge: Knowledge, compute_time_ms: int, vector: list[float] | None, now: dt.datetime,
-    rating: float | None = None,
+    rating: float | None = None, project: Project | None = None,
 ) -> tuple[QueryMemory, bool]:
-    """Track the query; store the answer when the cache decision says so. Returns (entry, cached)."""
+    """Track the query (as `project`'s entry); store the answer when the cache decision says so.
+    Returns (entry, cached)."""
     with transaction.atomic():
         _relaxed_commit()
         QueryMemory.objects.bulk_create(
-            [QueryMemory(query_hash=key, query_text=text, ask_count=0, first_asked=now, last_asked=now)],
+            [QueryMemory(query_hash=key, query_text=text, ask_count=0, first_asked=now, last_asked=now,
+                         project=project)],
             ignore_conflicts=True,
         )
-        entry = QueryMemory.objects.select_for_update().get(query_hash=key)
+        entry = QueryMemory.objects.select_for_update().get(query_hash=key, project=project)
         entry.ask_count += 1
         entry.last_asked = now
         entry.compute_time_ms = compute_time_ms
@@ -238,23 +260,27 @@ def _record_miss(
     return entry, cached
 
 
-def librarian_ask(*, query: str) -> AskResult:
+def librarian_ask(*, query: str, project: Any = None) -> AskResult:
+    """Answer `query` (see the module docstring); `project` is an existing project's name (the
+    ask records an entry, so an unknown name is refused like any write)."""
     text = validate_query(query)
+    scope = projects.project_for_write(project)
     if not settings.LIBRARIAN_MEMORY_ENABLED:
-        knowledge, compute_time_ms = _compute(text)
+        knowledge, compute_time_ms = _compute(text, scope)
         return AskResult(answer=knowledge.answer, match=MISS, cached=False, entry=None, sources=knowledge.sources,
                          compute_time_ms=compute_time_ms)
     key = query_hash(text)
     now = timezone.now()
-    with storage_op("librarian.ask") as log:
-        if (entry := _serve(EXACT, now, key=key)) is not None:
-            log.update(match=EXACT, entry_id=entry.pk)
-            return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,
-                             sources=entry.sources, confidence=entry.confidence)
+    with storage_op("librarian.ask", project=scope.slug if scope else None) as log:
+        for owner in ([scope, None] if scope else [None]):
+            if (entry := _serve(EXACT, now, key=key, project=owner)) is not None:
+                log.update(match=EXACT, entry_id=entry.pk)
+                return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,
+                                 sources=entry.sources, confidence=entry.confidence)
         vector = None
         if settings.LIBRARIAN_SEMANTIC_SEARCH and vectors_fit():
             vector = embed_queries([text])[0]
-            for candidate in semantic_candidates(vector, now):
+            for candidate in semantic_candidates(vector, now, scope):
                 distance = float(candidate.distance)  # type: ignore[attr-defined]
                 if distance >= settings.LIBRARIAN_SIMILARITY_THRESHOLD:
                     break
@@ -267,9 +293,9 @@ def librarian_ask(*, query: str) -> AskResult:
                     return AskResult(answer=entry.answer or "", match=SEMANTIC, cached=True, entry=entry,
                                      similarity=round(1.0 - distance, 4), sources=entry.sources,
                                      confidence=entry.confidence)
-        knowledge, compute_time_ms = _compute(text)
-        rating = _judgment(text, key, knowledge, compute_time_ms)
-        entry, cached = _record_miss(text, key, knowledge, compute_time_ms, vector, now, rating)
+        knowledge, compute_time_ms = _compute(text, scope)
+        rating = _judgment(text, key, knowledge, compute_time_ms, scope)
+        entry, cached = _record_miss(text, key, knowledge, compute_time_ms, vector, now, rating, scope)
         if rating is not None:
             log["judgment"] = rating
         log.update(match=MISS, entry_id=entry.pk, cached=cached, compute_ms=compute_time_ms)

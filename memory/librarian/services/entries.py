@@ -3,14 +3,16 @@ their query vectors (the worker's side); expiry, eviction and pruning (seed §6.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Iterable
+from typing import Any, Iterable
 
 from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from core import projects
 from core.errors import NotFound
 from core.logs import storage_op
+from core.models import Project
 from core.validation import validate_query
 from memory.librarian.models import TIER_ORDER, QueryMemory, Tier
 from memory.librarian.services.policy import (
@@ -33,12 +35,14 @@ QUERY_UNKNOWN = "no cached query matches {query!r} (feedback and forget need the
 # --- remember, forget, feedback, pin ------------------------------------------------------------
 
 
-def get_by_query(query: str, *, lock: bool = False) -> QueryMemory:
+def get_by_query(query: str, *, lock: bool = False, project: Project | None = None) -> QueryMemory:
+    """The entry of `query` in `project` (None: the global entry)."""
     text = validate_query(query)
     rows = QueryMemory.objects.select_for_update() if lock else QueryMemory.objects.all()
-    entry = rows.defer("embedding").filter(query_hash=query_hash(text)).first()
+    entry = rows.defer("embedding").filter(query_hash=query_hash(text), project=project).first()
     if entry is None:
-        raise NotFound(QUERY_UNKNOWN.format(query=text[:200]), field="query")
+        where = f" in project {project.slug!r}" if project else " among the global entries"
+        raise NotFound(QUERY_UNKNOWN.format(query=text[:200]) + where, field="query")
     return entry
 
 
@@ -61,18 +65,20 @@ def apply_answer(entry: QueryMemory, answer: str, *, pin: bool, now: dt.datetime
     return True
 
 
-def librarian_remember(*, query: str, answer: str, pin: bool = False) -> tuple[QueryMemory, bool]:
-    """Cache `answer` for `query` (seed §9.1); pinned answers are never evicted and never expire.
-    Returns (entry, created)."""
+def librarian_remember(*, query: str, answer: str, pin: bool = False, project: Any = None) -> tuple[QueryMemory, bool]:
+    """Cache `answer` for `query` (seed §9.1) in `project` (an existing project's name; None: a
+    global entry); pinned answers are never evicted and never expire. Returns (entry, created)."""
     text = validate_query(query)
     answer = validate_answer(answer)
+    scope = projects.project_for_write(project)
     key = query_hash(text)
     now = timezone.now()
     with storage_op("librarian.remember", pin=pin) as log, transaction.atomic():
         _, created = QueryMemory.objects.get_or_create(
-            query_hash=key, defaults={"query_text": text, "ask_count": 0, "first_asked": now, "last_asked": now}
+            query_hash=key, project=scope,
+            defaults={"query_text": text, "ask_count": 0, "first_asked": now, "last_asked": now},
         )
-        entry = QueryMemory.objects.select_for_update().defer("embedding").get(query_hash=key)
+        entry = QueryMemory.objects.select_for_update().defer("embedding").get(query_hash=key, project=scope)
         if apply_answer(entry, answer, pin=pin, now=now):
             entry.save()
         schedule_embedding(entry)
@@ -81,22 +87,25 @@ def librarian_remember(*, query: str, answer: str, pin: bool = False) -> tuple[Q
     return entry, created
 
 
-def librarian_forget(*, query: str) -> QueryMemory:
-    """Remove a query and its answer from the cache (seed §9.1). Returns the deleted row."""
+def librarian_forget(*, query: str, project: Any = None) -> QueryMemory:
+    """Remove a query and its answer from the cache (seed §9.1): the entry of `project` (None:
+    the global one). Returns the deleted row."""
+    scope = projects.project_for_write(project)
     with storage_op("librarian.forget") as log, transaction.atomic():
-        entry = get_by_query(query, lock=True)
+        entry = get_by_query(query, lock=True, project=scope)
         log["entry_id"] = entry.pk
         entry.delete()
     return entry
 
 
-def librarian_feedback(*, query: str, helpful: bool) -> tuple[QueryMemory, bool]:
+def librarian_feedback(*, query: str, helpful: bool, project: Any = None) -> tuple[QueryMemory, bool]:
     """Helpful raises the confidence by 0.1, unhelpful lowers it by 0.2; once the negative votes
     reach LIBRARIAN_NEGATIVE_FEEDBACK_LIMIT and outnumber the positive ones, the cached answer is
     dropped (even a pinned one) and not cached again until an answer is remembered.
-    Returns (entry, dropped)."""
+    The entry is `project`'s (None: the global one). Returns (entry, dropped)."""
+    scope = projects.project_for_write(project)
     with storage_op("librarian.feedback", helpful=helpful) as log, transaction.atomic():
-        entry = get_by_query(query, lock=True)
+        entry = get_by_query(query, lock=True, project=scope)
         confidence = entry.confidence if entry.confidence is not None else COMPUTED_CONFIDENCE
         dropped = False
         if helpful:
@@ -122,6 +131,25 @@ def librarian_set_pinned(*, entry_ids: Iterable[int], pinned: bool) -> int:
         changed = rows.update(pinned=pinned, expires_at=None if pinned else expiry(now, pinned=False))
         log["changed"] = changed
     return changed
+
+
+def entries_merge(source: Project, target: Project) -> int:
+    """Move `source` project's entries into `target` (core.projects.project_merge, inside its
+    transaction). A query the target already has keeps the target's entry, which takes the moved
+    entry's ask and hit counts; the moved duplicate goes."""
+    held = dict(QueryMemory.objects.filter(project=target).values_list("query_hash", "pk"))
+    moved = 0
+    for entry in QueryMemory.objects.select_for_update().filter(project=source).only("pk", "query_hash", "ask_count",
+                                                                                        "cache_hits"):
+        twin = held.get(entry.query_hash)
+        if twin is None:
+            QueryMemory.objects.filter(pk=entry.pk).update(project=target)
+            moved += 1
+            continue
+        QueryMemory.objects.filter(pk=twin).update(ask_count=models.F("ask_count") + entry.ask_count,
+                                                   cache_hits=models.F("cache_hits") + entry.cache_hits)
+        QueryMemory.objects.filter(pk=entry.pk).delete()
+    return moved
 
 
 # --- embeddings (Celery) -----------------------------------------------------------------------------
@@ -206,7 +234,7 @@ def librarian_evict() -> dict[str, int]:
 
 
 def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[str, int]:
-    """Pre-warm the cache with question/answer pairs, idempotently: a pair already cached with the
+    """Pre-warm the cache with global question/answer pairs, idempotently: a pair already cached with the
     same answer is left alone. New questions get their vectors here, in one batch, so seeded
     answers are found by paraphrases at once. The caller batches (a few hundred pairs per call)."""
     cleaned: dict[str, tuple[str, str]] = {}
@@ -215,7 +243,8 @@ def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[s
         key = query_hash(text)
         # A repeated question keeps its first wording and takes the last answer.
         cleaned[key] = (cleaned[key][0] if key in cleaned else text, validate_answer(answer, field=f"pairs[{number}].answer"))
-    existing = {entry.query_hash: entry for entry in QueryMemory.objects.defer("embedding").filter(query_hash__in=cleaned)}
+    existing = {entry.query_hash: entry for entry in QueryMemory.objects.defer("embedding")
+                .filter(query_hash__in=cleaned, project__isnull=True)}
     model = query_vector_tag()
     to_embed = [key for key in cleaned if key not in existing or existing[key].embedding_model != model]
     to_embed = to_embed if vectors_fit() else []

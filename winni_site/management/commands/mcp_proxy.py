@@ -10,6 +10,8 @@ from typing import Any
 import uvicorn
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from core import projects
+from core.errors import ApplicationError
 from winni_site.mcp_proxy import ProxyLog, Upstream, build_proxy_app
 
 
@@ -40,13 +42,21 @@ class Command(BaseCommand):
                             help="an upstream MCP endpoint, served at /NAME/mcp (repeatable)")
         parser.add_argument("--header", action="append", default=[], metavar="NAME=Header: value",
                             help="a header added to requests to upstream NAME, e.g. its auth (repeatable)")
+        parser.add_argument("--project", metavar="NAME",
+                            help="store the proxied sessions in this existing project (slug or name); default: global")
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, sep, port = options["listen"].rpartition(":")
         if not sep or not port.isdigit() or not host:
             raise CommandError(f"--listen must be HOST:PORT, got {options['listen']!r}")
         upstreams = parse_upstreams(options["upstream"], options["header"])
-        log = ProxyLog()
+        project = None
+        if options["project"]:
+            try:
+                project = projects.project_get(name=options["project"]).slug
+            except ApplicationError as exc:
+                raise CommandError(f"--project: {exc.message}") from exc
+        log = ProxyLog(project=project)
         app = build_proxy_app(upstreams, log)
         for upstream in upstreams.values():
             self.stderr.write(f"http://{host}:{port}/{upstream.name}/mcp -> {upstream.url}")

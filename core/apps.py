@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class CoreConfig(AppConfig):
+    """The kernel as a Django app: it owns the tables every app stands on (projects and their
+    identity keys). It is installed like an app but is not one of WINNI_APPS: it has no MCP
+    surface or URLs of its own (the assembly serves projects' interfaces)."""
+
+    name = "core"
+    verbose_name = "Projects"
+    default_auto_field = "django.db.models.BigAutoField"
