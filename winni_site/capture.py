@@ -24,7 +24,7 @@ from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from medallions import services as medallions
-from winni_site import claude_hook
+from winni_site import autorecall, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -33,6 +33,8 @@ HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PostToolUse", "PreCo
 # Before the context is compacted and when the session ends, what was learnt becomes a medallion.
 CHECKPOINT_EVENTS = ("PreCompact", "SessionEnd")
 SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
+# A session started from these no longer holds what automatic recall added: it may be added again.
+RESET_SOURCES = ("compact", "clear")
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
 
 
@@ -215,6 +217,9 @@ def capture_hook_event(
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
     elif event in CHECKPOINT_EVENTS:
         return _checkpoint(session_id=session_id, event=event, actor=actor)
+    elif event == "SessionStart" and payload.get("source") in RESET_SOURCES:
+        reset = autorecall.injections_reset(session_id=session_id)
+        return CaptureResult(stored=False, reason=f"SessionStart ({payload['source']}): {reset} injection(s) reset")
     elif event in HOOK_EVENTS:
         return CaptureResult(stored=False, reason=f"{event} stores no message")
     else:

@@ -1,6 +1,7 @@
-"""winni_recall's two interfaces, the MCP tool and REST `GET|POST /api/v1/recall`: one hybrid,
-ranked list over every searchable kind. The service is core.recall; recall spans every app, so its
-interfaces belong to the assembly."""
+"""Recall's interfaces. winni_recall (MCP) and REST `GET|POST /api/v1/recall`: one hybrid, ranked
+list over every searchable kind (the service is core.recall). winni_context (MCP) and REST
+`POST /api/v1/recall/context`: the short block automatic recall adds to a prompt (the service is
+winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -12,6 +13,7 @@ from rest_framework.views import APIView
 
 from core.mcp import McpRegistry, service_tool
 from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
+from winni_site.autorecall import ContextDict, context_for_prompt
 
 
 @service_tool
@@ -39,7 +41,24 @@ def winni_recall(
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters)
 
 
-MCP = McpRegistry(tools=[winni_recall])
+@service_tool
+def winni_context(
+    prompt: str,
+    project: str | None = None,
+    session_id: str | None = None,
+    max_chars: int | None = None,
+) -> ContextDict:
+    """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
+    the project's active decisions, invariants and open questions, past turns of other sessions and
+    a cached answer to the same question, each with its source (kind, id, date, session, turn).
+    Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
+    (unknown or none: the whole store). session_id: leaves out that session's own turns and what was
+    already given to it (then records what it gives). max_chars 200-50000 (default
+    WINNI_RECALL_INJECT_MAX_CHARS)."""
+    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars)
+
+
+MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 
 class RecallApi(APIView):
@@ -75,3 +94,17 @@ class RecallApi(APIView):
             if name in request.query_params:
                 raw[name] = request.query_params.getlist(name)
         return self._answer(raw)
+
+
+class RecallContextApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        max_chars = serializers.IntegerField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="recall_context")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(context_for_prompt(**data.validated_data))

@@ -9,7 +9,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from core.health import health_report
 from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
 from winni_site.projects import ProjectDetailApi, ProjectListApi, ProjectMergeApi
-from winni_site.recall import RecallApi
+from winni_site.recall import RecallApi, RecallContextApi
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -37,6 +37,7 @@ urlpatterns = [
     path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
     path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
     path("api/v1/recall", RecallApi.as_view(), name="recall"),
+    path("api/v1/recall/context", RecallContextApi.as_view(), name="recall-context"),
     path("api/v1/projects/", ProjectListApi.as_view(), name="project-list"),
     path("api/v1/projects/<str:slug>/", ProjectDetailApi.as_view(), name="project-detail"),
     path("api/v1/projects/<str:slug>/merge/", ProjectMergeApi.as_view(), name="project-merge"),
