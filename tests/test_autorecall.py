@@ -3,6 +3,7 @@ winni_context through the real streamable-HTTP transport and REST POST /api/v1/r
 from typing import Any
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from conversations import services as conversations
 from core import projects
@@ -20,7 +21,7 @@ DRIVER = ("We decided to use psycopg 3 as the database driver instead of asyncpg
 def seed(*, other_project: bool = True) -> dict[str, Any]:
     """A project "shop" whose first session settled the database driver, a medallion holding that
     decision, a memory; and another project that talks about something else."""
-    shop = projects.project_create(name="shop")
+    shop = projects.project_create(name="shop", path="/work/shop")
     first = conversations.conversation_begin(session_id="session-one", project=shop)
     for role, text in (("user", "Which PostgreSQL driver should the shop use, psycopg or asyncpg?"),
                        ("assistant", DRIVER),
@@ -190,3 +191,149 @@ def test_recall_context_over_rest(shop, api, settings):
     settings.WINNI_MAX_CONTENT_BYTES = 100
     big = api.post(url, {"prompt": "psycopg " * 30}, format="json")
     assert big.status_code == 413 and "prompt" in big.content.decode()
+
+
+# --- delivery to Claude Code: the capture request answers the block -------------------------------
+
+
+def hook_event(name: str, session_id: str = "session-two", **fields: Any) -> dict[str, Any]:
+    return {"session_id": session_id, "cwd": "/work/shop", "hook_event_name": name, **fields}
+
+
+def test_the_capture_request_answers_the_prompts_block(shop, api):
+    prompt = hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?")
+    answer = api.post("/api/v1/capture/events", {"payload": prompt, "project": "shop", "recall": True}, format="json")
+    assert answer.status_code == 201, answer.content
+    body = answer.json()
+    assert "psycopg 3" in body["additional_context"]
+    injection = Injection.objects.get(session_id="session-two")
+    assert str(injection.message_id) == body["message_id"] and injection.trigger == "prompt"
+    assert injection.project == shop["shop"] and injection.text == body["additional_context"]
+    plain = api.post("/api/v1/capture/events", {"payload": hook_event("UserPromptSubmit", prompt="run the tests"),
+                                                "project": "shop", "recall": True}, format="json").json()
+    assert plain["additional_context"] == ""
+    without = api.post("/api/v1/capture/events", {"payload": prompt, "project": "shop"}, format="json").json()
+    assert "additional_context" not in without
+
+
+def test_recall_can_be_turned_off_globally_and_per_project(shop, api, settings):
+    prompt = {"payload": hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?"),
+              "project": "shop", "recall": True}
+    settings.WINNI_RECALL_INJECT = False
+    assert api.post("/api/v1/capture/events", prompt, format="json").json()["additional_context"] == ""
+    settings.WINNI_RECALL_INJECT = True
+    call_command("winni_project", "recall", "shop", "off")
+    assert api.post("/api/v1/capture/events", prompt, format="json").json()["additional_context"] == ""
+    assert not Injection.objects.exists()
+    # The tool still answers when asked.
+    assert autorecall.context_for_prompt(prompt=prompt["payload"]["prompt"], project="shop")["items"]
+    call_command("winni_project", "recall", "shop", "on")
+    assert "psycopg 3" in api.post("/api/v1/capture/events", prompt, format="json").json()["additional_context"]
+    with pytest.raises(CommandError, match="project"):
+        call_command("winni_project", "recall", "nope", "off")
+
+
+def test_install_claude_hooks_http(tmp_path, monkeypatch, db):
+    import json
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    call_command("install_claude_hooks", "--hook-type", "http", "--token", "winni_secret", "--url", "http://h:1")
+    written = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    hook = written["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert hook == {"type": "http", "url": "http://h:1/api/v1/capture/hook", "timeout": 10,
+                    "headers": {"Authorization": "Bearer winni_secret"}}
+    assert written["hooks"]["PostToolUse"][0]["matcher"] == "*"
+    # Back to command hooks: the http entries are replaced, not kept beside them.
+    call_command("install_claude_hooks", "--token", "winni_secret", "--url", "http://h:1")
+    again = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert [h["type"] for e in again["hooks"]["UserPromptSubmit"] for h in e["hooks"]] == ["command"]
+    project = tmp_path / "repo"
+    project.mkdir()
+    call_command("install_claude_hooks", "--hook-type", "http", "--project", str(project), "--token", "winni_secret")
+    shared = json.loads((project / ".claude" / "settings.json").read_text())
+    hook = shared["hooks"]["Stop"][0]["hooks"][0]
+    assert hook["headers"] == {"Authorization": "Bearer $WINNI_TOKEN"} and hook["allowedEnvVars"] == ["WINNI_TOKEN"]
+    assert "winni_secret" not in (project / ".claude" / "settings.json").read_text()
+
+
+def test_a_prompt_over_the_size_limit_injects_nothing(shop, api, settings):
+    settings.WINNI_MAX_CONTENT_BYTES = 50
+    answer = api.post("/api/v1/capture/events", {"payload": hook_event("UserPromptSubmit", prompt="psycopg " * 20),
+                                                 "project": "shop", "recall": True}, format="json")
+    assert answer.status_code == 413 and not Injection.objects.exists()
+
+
+def test_the_http_hook_endpoint(shop, api):
+    """What a Claude Code hook of type http posts (the hook input itself) and reads back."""
+    from contexts import services as contexts
+
+    contexts.context_set(name="rules", content="SHOP RULES", actor="t")
+    start = api.post("/api/v1/capture/hook", hook_event("SessionStart", source="startup"), format="json")
+    assert start.status_code == 200
+    assert "SHOP RULES" in start.json()["hookSpecificOutput"]["additionalContext"]
+    prompt = hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?")
+    answer = api.post("/api/v1/capture/hook", prompt, format="json").json()
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "psycopg 3" in answer["hookSpecificOutput"]["additionalContext"]
+    assert api.post("/api/v1/capture/hook", hook_event("UserPromptSubmit", prompt="thanks"), format="json").json() == {}
+    assert api.post("/api/v1/capture/hook", hook_event("Stop", last_assistant_message="ok"), format="json").json() == {}
+    compact = api.post("/api/v1/capture/hook", hook_event("SessionStart", source="compact"), format="json")
+    assert compact.status_code == 200
+    assert Injection.objects.filter(session_id="session-two", reset_at__isnull=False).count() == 1
+    bad = api.post("/api/v1/capture/hook", {"hook_event_name": "UserPromptSubmit"}, format="json")
+    assert bad.status_code == 400 and "session_id" in bad.content.decode()
+
+
+# --- the hook program ---------------------------------------------------------------------------
+
+
+def run_hook(payload: dict[str, Any], env: dict[str, str]) -> Any:
+    import json
+    import subprocess
+    import sys
+
+    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+
+    return subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload),
+                          capture_output=True, text=True, env=env, timeout=30)
+
+
+@pytest.fixture
+def hook_env(tmp_path: Any) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WINNI_HOOK_SPOOL": str(tmp_path / "spool.jsonl"),
+            "WINNI_HOOK_LOG": str(tmp_path / "hook.log"), "WINNI_HOOK_TIMEOUT": "2"}
+
+
+@pytest.mark.live
+def test_the_hook_program_prints_the_block_for_claude_code(live_shop, winni_server, live_token, hook_env):
+    import json
+
+    env = {**hook_env, "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token}
+    # cwd /work/shop is not on this machine: its folder name finds the project "shop".
+    prompt = hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?")
+    result = run_hook(prompt, env)
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "UserPromptSubmit" and "psycopg 3" in output["additionalContext"]
+    quiet = run_hook(hook_event("UserPromptSubmit", prompt="run the tests"), env)
+    assert (quiet.returncode, quiet.stdout) == (0, "")
+
+
+def test_a_silent_winni_never_holds_the_prompt(hook_env, tmp_path):
+    """Winni accepts the connection and never answers: past WINNI_HOOK_TIMEOUT the hook goes on
+    without a block and spools the prompt, as when Winni is down."""
+    import json
+    import socket
+    import time
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(5)
+        env = {**hook_env, "WINNI_URL": f"http://127.0.0.1:{server.getsockname()[1]}", "WINNI_HOOK_TIMEOUT": "0.5"}
+        began = time.monotonic()
+        result = run_hook(hook_event("UserPromptSubmit", prompt="Which database driver do we use?"), env)
+        took = time.monotonic() - began
+    assert (result.returncode, result.stdout) == (0, "")
+    assert took < 3, took
+    spooled = [json.loads(line) for line in open(hook_env["WINNI_HOOK_SPOOL"])]
+    assert spooled[0]["payload"]["prompt"] == "Which database driver do we use?"

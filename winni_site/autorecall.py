@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -359,6 +359,23 @@ class Gate:
 
 
 GATE = Gate()
+
+
+def project_recall_set(*, project: Any, enabled: bool) -> Project:
+    """Turn automatic recall on or off for one project's sessions (Project.settings["recall_inject"]);
+    the MCP tool and REST endpoint still answer when asked."""
+    with transaction.atomic():
+        found = projects.project_get(name=project, field="project")
+        found = Project.objects.select_for_update().get(pk=found.pk)
+        found.settings = {**(found.settings or {}), "recall_inject": bool(enabled)}
+        found.save(update_fields=["settings"])
+    with storage_op("autorecall.project_set", project=found.slug) as log:
+        log["enabled"] = bool(enabled)
+    return found
+
+
+def project_recall_enabled(project: Project | None) -> bool:
+    return project is None or (project.settings or {}).get("recall_inject", True) is not False
 
 
 def injected_keys(session_id: str) -> set[str]:

@@ -254,6 +254,56 @@ def capture_hook_event(
     return result
 
 
+# Hook events whose capture may bring back what Winni knows (winni_site.autorecall).
+RECALL_EVENTS = ("UserPromptSubmit",)
+
+
+def recall_enabled(project: Project | None) -> bool:
+    """Automatic recall is on (WINNI_RECALL_INJECT) and the project has not opted out."""
+    return settings.WINNI_RECALL_INJECT and autorecall.project_recall_enabled(project)
+
+
+def hook_recall(*, payload: Any, result: CaptureResult) -> str:
+    """What automatic recall adds to a captured hook event (Claude Code's `additionalContext`): for
+    UserPromptSubmit the block of what Winni knows about the prompt, linked to the prompt's message.
+    Empty when nothing is relevant, recall is off (globally or for the session's project), or the
+    event is not one that recalls. Never raises on the hook path: a refused prompt (too large)
+    injects nothing and is logged."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") not in RECALL_EVENTS:
+        return ""
+    conversation = (Conversation.objects.filter(id=result.conversation_id).select_related("project").first()
+                    if result.conversation_id else None)
+    project = conversation.project if conversation else None
+    if not recall_enabled(project):
+        return ""
+    try:
+        found = autorecall.context_for_prompt(
+            prompt=payload.get("prompt"), project=project, session_id=payload.get("session_id"),
+            trigger="prompt", message_id=result.message_id if result.stored else None)
+    except ApplicationError as exc:
+        with storage_op("capture.recall_refused", session_id=payload.get("session_id")) as log:
+            log["error"] = exc.message[:300]
+        return ""
+    return found["text"]
+
+
+def http_hook(*, payload: Any, actor: str = "") -> dict[str, Any]:
+    """One event of a Claude Code hook of type `http` (it posts the hook's input as it is): capture
+    it, and answer what Claude Code reads from a hook's JSON output: SessionStart's startup text and
+    UserPromptSubmit's recalled block as `hookSpecificOutput.additionalContext`, else nothing ({}).
+    The project comes from the payload's cwd (Winni reads the repository there when it runs on
+    the same machine)."""
+    result = capture_hook_event(payload=payload, actor=actor)
+    event = payload["hook_event_name"]
+    if event == "SessionStart":
+        source = payload.get("source") if payload.get("source") in SESSION_START_SOURCES else "startup"
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        text = session_start_text(source=source, cwd=cwd)
+    else:
+        text = hook_recall(payload=payload, result=result)
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
+
+
 def project_scope(project: Project) -> dict[str, list[str]]:
     """The medallion scope of a project (agreed with the medallions app: `repo:<slug>` links a
     medallion to its project)."""
@@ -261,16 +311,19 @@ def project_scope(project: Project) -> dict[str, list[str]]:
 
 
 def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None,
-                       repository: dict[str, Any] | None = None) -> str:
+                       repository: dict[str, Any] | None = None, session_id: str | None = None) -> str:
     """What the SessionStart hook prints (Claude Code adds it to the context): the active global
     startup context, the session's project's active context, then the project's latest medallions,
     within WINNI_CAPTURE_SESSION_START_CHARS characters (contexts first: they are what the user
     chose to load). Nothing of another project: the project is the session's own (see
-    session_project), found without creating one."""
+    session_project), found without creating one. A session (re)started after a compaction or
+    /clear may be given again what automatic recall gave it before (injections_reset)."""
     if source not in SESSION_START_SOURCES:
         raise InvalidInput(
             f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
         )
+    if session_id and source in RESET_SOURCES:
+        autorecall.injections_reset(session_id=session_id)
     parts: list[str] = []
     found = session_project(cwd=cwd, repository=repository, project=project, create=False)
     context = contexts.context_get()

@@ -33,6 +33,8 @@ BATCH_SIZE = 200
 # Well under Winni's request limit (WINNI_MAX_REQUEST_BYTES, 8 MiB by default).
 BATCH_MAX_BYTES = 4 * 1024 * 1024
 SPOOL_MAX_BYTES = 50 * 1024 * 1024
+# Events whose answer carries what Winni knows (automatic recall), printed for Claude Code.
+RECALL_EVENTS = ("UserPromptSubmit",)
 
 
 class Unreachable(Exception):
@@ -347,26 +349,28 @@ def take_batch(queue: list) -> list:
     return batch
 
 
-def deliver(config: dict, body: dict) -> None:
+def deliver(config: dict, body: dict) -> dict:
     """Send the spooled events and then this one (one batch request when there is a backlog);
-    whatever cannot be sent stays spooled, in order."""
+    whatever cannot be sent stays spooled, in order. Returns Winni's answer to this event when it
+    went alone (no backlog), else {}."""
     with Spool(config["spool"]) as spool:
         pending = spool.read()
         queue = pending + ([body] if body else [])
         batch = take_batch(queue)
         sent = 0
+        answer: dict = {}
         try:
             if len(batch) == 1:
                 try:
-                    request(config, "POST", "/api/v1/capture/events", batch[0])
+                    answer = request(config, "POST", "/api/v1/capture/events", batch[0])
                 except ValueError as exc:
                     log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(batch[0])[:300]}")
                 sent = 1
             elif batch:
                 # A backlog may take longer than one event; Claude Code's own hook timeout is 10 s.
-                answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
-                                 timeout=min(8.0, config["timeout"] * 4))
-                for result in answer.get("results") or []:
+                batch_answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
+                                       timeout=min(8.0, config["timeout"] * 4))
+                for result in batch_answer.get("results") or []:
                     if result.get("error"):
                         log(config, f"Winni refused a spooled event: {result['error']}")
                 sent = len(batch)
@@ -383,6 +387,7 @@ def deliver(config: dict, body: dict) -> None:
             if drop:
                 log(config, f"spool over 50 MB: dropped the {drop} oldest event(s)")
             spool.write(remaining[drop:])
+    return answer if not pending else {}
 
 
 def session_start(config: dict, payload: dict, repo: dict) -> str:
@@ -390,7 +395,7 @@ def session_start(config: dict, payload: dict, repo: dict) -> str:
 
     # A source a newer Claude Code invents still deserves the startup text.
     source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
-    params = {"source": source, "cwd": payload.get("cwd") or ""}
+    params = {"source": source, "cwd": payload.get("cwd") or "", "session_id": payload.get("session_id") or ""}
     params.update({key: repo[key] for key in ("git_root", "remote", "root_commit") if repo.get(key)})
     try:
         return str(request(config, "GET", f"/api/v1/capture/session-start?{urlencode(params)}").get("text") or "")
@@ -428,7 +433,12 @@ def main() -> None:
         if text:
             sys.stdout.write(text + "\n")
         return
-    deliver(config, body)
+    if event in RECALL_EVENTS:
+        body["recall"] = True  # Winni answers what it knows about the prompt in the same request
+    context = deliver(config, body).get("additional_context")
+    if event in RECALL_EVENTS and isinstance(context, str) and context:
+        # Claude Code adds additionalContext to what the model reads with the prompt.
+        sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from core.health import health_report
-from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureSessionStartApi
+from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureHookApi, CaptureSessionStartApi
 from winni_site.projects import ProjectDetailApi, ProjectListApi, ProjectMergeApi
 from winni_site.recall import RecallApi, RecallContextApi
 
@@ -35,6 +35,7 @@ urlpatterns = [
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("api/v1/capture/events", CaptureEventApi.as_view(), name="capture-events"),
     path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
+    path("api/v1/capture/hook", CaptureHookApi.as_view(), name="capture-hook"),
     path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
     path("api/v1/recall", RecallApi.as_view(), name="recall"),
     path("api/v1/recall/context", RecallContextApi.as_view(), name="recall-context"),

@@ -39,16 +39,33 @@ def hook_command(*, python: str, config: Path) -> str:
     return " ".join(shlex.quote(part) for part in (python, "-I", "-S", str(HOOK_SCRIPT), "--config", str(config)))
 
 
+HTTP_HOOK_PATH = "/api/v1/capture/hook"
+
+
+def http_hook(*, url: str, secret: str | None) -> dict[str, Any]:
+    """A hook of type http: Claude Code posts the event to Winni itself. With no secret the token
+    comes from the WINNI_TOKEN environment variable (a project's settings file may be committed)."""
+    hook: dict[str, Any] = {"type": "http", "url": url + HTTP_HOOK_PATH, "timeout": HOOK_TIMEOUT_SECONDS}
+    if secret:
+        hook["headers"] = {"Authorization": f"Bearer {secret}"}
+    else:
+        hook.update(headers={"Authorization": "Bearer $WINNI_TOKEN"}, allowedEnvVars=["WINNI_TOKEN"])
+    return hook
+
+
 def is_winni_entry(entry: Any) -> bool:
     hooks = entry.get("hooks") if isinstance(entry, dict) else None
     return isinstance(hooks, list) and any(
-        isinstance(h, dict) and HOOK_SCRIPT.name in str(h.get("command", "")) for h in hooks
+        isinstance(h, dict) and (HOOK_SCRIPT.name in str(h.get("command", ""))
+                                 or str(h.get("url", "")).endswith(HTTP_HOOK_PATH))
+        for h in hooks
     )
 
 
-def merge_hooks(existing: dict[str, Any], command: str) -> dict[str, Any]:
-    """Settings with Winni's hook entries added; other keys and other hooks are kept as they are,
-    earlier Winni entries are replaced (so re-running the command is idempotent)."""
+def merge_hooks(existing: dict[str, Any], command: str | dict[str, Any]) -> dict[str, Any]:
+    """Settings with Winni's hook entries added (`command`: the command line of a command hook,
+    or a whole hook object); other keys and other hooks are kept as they are, earlier Winni
+    entries are replaced (so re-running the command is idempotent)."""
     merged = dict(existing)
     hooks = merged.get("hooks") or {}
     if not isinstance(hooks, dict):
@@ -56,7 +73,9 @@ def merge_hooks(existing: dict[str, Any], command: str) -> dict[str, Any]:
     hooks = dict(hooks)
     for event, matcher in EVENTS.items():
         entries = [e for e in hooks.get(event) or [] if not is_winni_entry(e)]
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}
+        hook = command if isinstance(command, dict) else {"type": "command", "command": command,
+                                                            "timeout": HOOK_TIMEOUT_SECONDS}
+        entry: dict[str, Any] = {"hooks": [hook]}
         if matcher is not None:
             entry = {"matcher": matcher, **entry}
         hooks[event] = [*entries, entry]
@@ -86,6 +105,9 @@ class Command(BaseCommand):
         parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="where the hook's config file goes")
         parser.add_argument("--python", default=os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
                             help="Python 3 interpreter that runs the hook")
+        parser.add_argument("--hook-type", choices=("command", "http"), default="command",
+                            help="command: run claude_hook.py (spools events while Winni is down; the default); "
+                                 "http: Claude Code posts each event to Winni itself (docs/capture.md)")
         parser.add_argument("--dry-run", action="store_true", help="print the settings instead of writing")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -108,9 +130,11 @@ class Command(BaseCommand):
                 raise CommandError(f"{settings_path} is not valid JSON ({exc}); nothing was changed") from exc
             if not isinstance(existing, dict):
                 raise CommandError(f"{settings_path} does not hold a JSON object; nothing was changed")
-        merged = merge_hooks(existing, hook_command(python=options["python"], config=config_path))
+        http = options["hook_type"] == "http"
         if options["dry_run"]:
-            self.stdout.write(json.dumps(merged, indent=2))
+            hook = http_hook(url=url, secret=None) if http else hook_command(python=options["python"],
+                                                                              config=config_path)
+            self.stdout.write(json.dumps(merge_hooks(existing, hook), indent=2))
             return
 
         secret = options["token"]
@@ -119,9 +143,20 @@ class Command(BaseCommand):
                 _, secret = auth.token_create(name=options["token_name"])
             except ApplicationError as exc:
                 raise CommandError(f"{exc.message}; pass --token SECRET or another --token-name") from exc
-        write_json(config_path, {"url": url, "token": secret, "timeout": 2}, mode=0o600)
-        write_json(settings_path, merged)
-        self.stderr.write(f"hooks written to {settings_path}; hook config in {config_path}")
+        if http:
+            # The user's settings are private: the token goes in the header. A project's settings may
+            # be committed: the header names $WINNI_TOKEN, which the user exports.
+            merged = merge_hooks(existing, http_hook(url=url, secret=None if options["project"] else secret))
+        else:
+            merged = merge_hooks(existing, hook_command(python=options["python"], config=config_path))
+            write_json(config_path, {"url": url, "token": secret, "timeout": 2}, mode=0o600)
+        write_json(settings_path, merged, mode=0o600 if http and not options["project"] else None)
+        if http:
+            self.stderr.write(f"http hooks written to {settings_path}"
+                              + ("; export WINNI_TOKEN=<the token below> before starting claude" if options["project"]
+                                 else ""))
+        else:
+            self.stderr.write(f"hooks written to {settings_path}; hook config in {config_path}")
         self.stdout.write(
             f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"'
         )
