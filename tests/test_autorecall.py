@@ -26,7 +26,8 @@ def seed(*, other_project: bool = True) -> dict[str, Any]:
     for role, text in (("user", "Which PostgreSQL driver should the shop use, psycopg or asyncpg?"),
                        ("assistant", DRIVER),
                        ("user", "run the tests"),
-                       ("assistant", "All 212 tests passed.")):
+                       ("assistant", "All 212 tests passed."),
+                       ("assistant", "The PDF layout lives in shop/billing/invoices.py; keep WeasyPrint there.")):
         conversations.message_store(conversation_id=first.id, role=role, content=text)
     memory = memories.memory_store(content="The shop's invoices are rendered with WeasyPrint to PDF.",
                                    project="shop")[0]
@@ -337,3 +338,25 @@ def test_a_silent_winni_never_holds_the_prompt(hook_env, tmp_path):
     assert took < 3, took
     spooled = [json.loads(line) for line in open(hook_env["WINNI_HOOK_SPOOL"])]
     assert spooled[0]["payload"]["prompt"] == "Which database driver do we use?"
+
+
+def test_touching_a_file_brings_back_what_names_it_once_per_session(shop, api):
+    def read(session_id: str, path: str = "/work/shop/shop/billing/invoices.py") -> Any:
+        payload = hook_event("PostToolUse", session_id=session_id, tool_name="Read",
+                             tool_input={"file_path": path}, tool_response={"file": {"content": "x = 1"}})
+        return api.post("/api/v1/capture/events", {"payload": payload, "project": "shop", "recall": True},
+                        format="json").json()
+
+    first = read("session-three")["additional_context"]
+    assert first.startswith("# Winni recalled about shop/billing/invoices.py")
+    assert "keep WeasyPrint there" in first and "session session-one · turn 5 (assistant)" in first
+    injection = Injection.objects.get(session_id="session-three")
+    assert injection.trigger == "file" and injection.file_path == "shop/billing/invoices.py"
+    assert read("session-three")["additional_context"] == ""  # once per file per session
+    assert read("session-three", "/work/shop/README.md")["additional_context"] == ""  # nothing names it
+    bash = hook_event("PostToolUse", session_id="session-four", tool_name="Bash",
+                      tool_input={"command": "cat shop/billing/invoices.py"}, tool_response={"stdout": ""})
+    assert api.post("/api/v1/capture/events", {"payload": bash, "project": "shop", "recall": True},
+                    format="json").json()["additional_context"] == ""
+    capture.capture_hook_event(payload=hook_event("SessionStart", session_id="session-three", source="clear"))
+    assert "keep WeasyPrint there" in read("session-three")["additional_context"]

@@ -62,6 +62,7 @@ MEDALLIONS = 3
 SNIPPET_CHARS = 700
 HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
           "dewey_get_conversation, medallion_get or winni_recall)")
+FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
 
 # The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
 # An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight and is at
@@ -233,11 +234,15 @@ def _date(value: Any) -> str | None:
 
 
 def _recalled(query: str, project: Project | None, session_id: str | None,
-              query_vector: list[float] | None) -> list[Candidate]:
+              query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False) -> list[Candidate]:
+    """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
+    tool calls) for `query`."""
     scopes = _scopes(project, session_id)
-    filtered = {"message": project is not None or bool(session_id), "memory": project is not None}
+    if spoken_only:
+        scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
+    filtered = {"message": project is not None or bool(session_id) or spoken_only, "memory": project is not None}
     try:
-        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="hybrid",
+        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode=mode,  # type: ignore[arg-type]
                     query_vector=query_vector)
     except EmbeddingUnavailable:
         hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="fts")
@@ -501,6 +506,73 @@ def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
     return ([found.answer] if found.answer else []) + medallion_items + recalled
 
 
+# --- file recall ---------------------------------------------------------------------------------
+
+# Claude Code tools whose PostToolUse names the file they touch (tool_input.file_path).
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+def file_named(tool_input: Any, cwd: Any = None) -> str:
+    """The file a Read/Edit/Write call touches, relative to `cwd` when inside it; "" when none."""
+    if not isinstance(tool_input, dict):
+        return ""
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not isinstance(path, str) or not path.strip() or len(path) > 1000:
+        return ""
+    path = path.strip()
+    if isinstance(cwd, str) and cwd and path.startswith(cwd.rstrip("/") + "/"):
+        path = path[len(cwd.rstrip("/")) + 1:]
+    return path
+
+
+def context_for_file(*, file_path: str, project: Any = None, session_id: str | None = None,
+                     max_chars: Any = None, message_id: Any = None) -> ContextDict:
+    """What Winni knows about a file the session touches (PostToolUse on Read, Edit, Write): the
+    project's decisions, invariants and open questions, memories and past turns (said by the user
+    or the agent, not tool output) that name it. Given once per file per session (until a
+    compaction or /clear), recorded like a prompt's block."""
+    max_chars = validate_max_chars(max_chars)
+    name = file_path.rsplit("/", 1)[-1]
+    if not name or "." not in name.strip("."):
+        return _empty("no file name to look for")
+    found_project = _project_of(project)
+    with storage_op("autorecall.file", session_id=session_id, file=file_path[:200]) as log:
+        if session_id and Injection.objects.filter(session_id=session_id, file_path=file_path,
+                                                   reset_at__isnull=True).exists():
+            return _empty("this file's recall was given to this session already")
+        result = _file_context(file_path, name, found_project, session_id, max_chars)
+        log.update(injected=bool(result["text"]), items=len(result["items"]))
+        if result["text"] and session_id:
+            Injection.objects.create(
+                session_id=session_id, trigger=Injection.Trigger.FILE, project=found_project, message_id=message_id,
+                file_path=file_path, text=result["text"], items=result["items"],
+                item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+    return result
+
+
+def _file_context(file_path: str, name: str, project: Project | None, session_id: str | None,
+                  max_chars: int) -> ContextDict:
+    (lexemes,) = _lexemes_of([file_path])
+    weights = {lexeme: 1.0 for lexeme in lexemes}
+    everything = _medallion_items(project) + _recalled(file_path, project, session_id, None, mode="fts",
+                                                       spoken_only=True)
+    for candidate, found in zip(everything, _lexemes_of([c.text for c in everything])):
+        candidate.lexemes = found
+    # Names the file: its path or its name as written (a word boundary before it).
+    pattern = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*" + re.escape(name) + r"\b")
+    naming = [c for c in everything if pattern.search(c.text)]
+    gate: dict[str, Any] = {"file": file_path, "candidates": len(everything), "naming": len(naming)}
+    if not naming:
+        return _empty("nothing names this file", **gate)
+    already = injected_keys(session_id) if session_id else set()
+    fresh = [c for c in naming if c.key not in already]
+    gate["repeated"] = len(naming) - len(fresh)
+    if not fresh:
+        return _empty("everything naming this file was injected into this session already", **gate)
+    result = _block(fresh, weights, max_chars, gate, header=FILE_HEADER.format(file=file_path))
+    return result
+
+
 def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int) -> ContextDict:
     found = candidates_for(prompt, project, session_id)
     everything = found.everything
@@ -522,12 +594,13 @@ def _context(prompt: str, project: Project | None, session_id: str | None, max_c
     return _block(fresh, found.weights, max_chars, gate)
 
 
-def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any]) -> ContextDict:
+def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
+           header: str = HEADER) -> ContextDict:
     words = {word.lower() for c in fresh for word in _WORD.findall(" ".join(c.text.split())[:20_000])}
     stems = _stems(words)
     lines: list[str] = []
     items: list[Item] = []
-    used = len(HEADER) + 1
+    used = len(header) + 1
     for candidate in fresh:
         room = max_chars - used - 160  # the source line's own length, roughly
         if room < 60:
@@ -543,7 +616,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
                       "source": candidate.source})
     if not items:
         return _empty("max_chars leaves no room", **gate)
-    return {"text": HEADER + "\n" + "\n".join(lines), "items": items,
+    return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}}
 
 

@@ -255,7 +255,7 @@ def capture_hook_event(
 
 
 # Hook events whose capture may bring back what Winni knows (winni_site.autorecall).
-RECALL_EVENTS = ("UserPromptSubmit",)
+RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
 def recall_enabled(project: Project | None) -> bool:
@@ -265,8 +265,9 @@ def recall_enabled(project: Project | None) -> bool:
 
 def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     """What automatic recall adds to a captured hook event (Claude Code's `additionalContext`): for
-    UserPromptSubmit the block of what Winni knows about the prompt, linked to the prompt's message.
-    Empty when nothing is relevant, recall is off (globally or for the session's project), or the
+    UserPromptSubmit the block of what Winni knows about the prompt, linked to the prompt's message;
+    for PostToolUse of Read, Edit or Write what Winni knows about that file (once per file per
+    session). Empty when nothing is relevant, recall is off (globally or for the session's project), or the
     event is not one that recalls. Never raises on the hook path: a refused prompt (too large)
     injects nothing and is logged."""
     if not isinstance(payload, dict) or payload.get("hook_event_name") not in RECALL_EVENTS:
@@ -276,10 +277,18 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     project = conversation.project if conversation else None
     if not recall_enabled(project):
         return ""
+    message_id = result.message_id if result.stored else None
     try:
-        found = autorecall.context_for_prompt(
-            prompt=payload.get("prompt"), project=project, session_id=payload.get("session_id"),
-            trigger="prompt", message_id=result.message_id if result.stored else None)
+        if payload["hook_event_name"] == "PostToolUse":
+            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"))
+            if payload.get("tool_name") not in autorecall.FILE_TOOLS or not file_path:
+                return ""
+            found = autorecall.context_for_file(file_path=file_path, project=project,
+                                                session_id=payload.get("session_id"), message_id=message_id)
+        else:
+            found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=project,
+                                                  session_id=payload.get("session_id"), trigger="prompt",
+                                                  message_id=message_id)
     except ApplicationError as exc:
         with storage_op("capture.recall_refused", session_id=payload.get("session_id")) as log:
             log["error"] = exc.message[:300]

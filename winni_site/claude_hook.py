@@ -4,7 +4,9 @@
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
 PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
 SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
-Claude Code adds to the session's context. With each it sends what identifies the project (the
+Claude Code adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that
+touches a file) the same request answers what Winni knows about the prompt (the file), printed as
+hookSpecificOutput.additionalContext (automatic recall). With each it sends what identifies the project (the
 git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
 
 It never fails or blocks the session: every error is logged to a file and the exit code is 0.
@@ -33,8 +35,9 @@ BATCH_SIZE = 200
 # Well under Winni's request limit (WINNI_MAX_REQUEST_BYTES, 8 MiB by default).
 BATCH_MAX_BYTES = 4 * 1024 * 1024
 SPOOL_MAX_BYTES = 50 * 1024 * 1024
-# Events whose answer carries what Winni knows (automatic recall), printed for Claude Code.
-RECALL_EVENTS = ("UserPromptSubmit",)
+# Automatic recall answers UserPromptSubmit, and PostToolUse of the tools that touch a file
+# (winni_site.autorecall.FILE_TOOLS); the hook prints the answer for Claude Code.
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
 
 
 class Unreachable(Exception):
@@ -433,10 +436,11 @@ def main() -> None:
         if text:
             sys.stdout.write(text + "\n")
         return
-    if event in RECALL_EVENTS:
+    recall = event == "UserPromptSubmit" or (event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS)
+    if recall:
         body["recall"] = True  # Winni answers what it knows about the prompt in the same request
     context = deliver(config, body).get("additional_context")
-    if event in RECALL_EVENTS and isinstance(context, str) and context:
+    if recall and isinstance(context, str) and context:
         # Claude Code adds additionalContext to what the model reads with the prompt.
         sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}))
 
