@@ -1,7 +1,7 @@
 """Admin lists for conversations and orchestration results, and a conversation's transcript page.
 Deletions go through the services (the same code path as the API)."""
 import html
-from typing import Any
+from typing import Any, Callable
 
 from django.contrib import admin
 from django.contrib.postgres.search import SearchQuery
@@ -21,6 +21,10 @@ from core.errors import InvalidInput
 from core.validation import parse_uuid
 
 TRANSCRIPT_PAGE_SIZE = 200
+# Notes other parts of Winni attach to a transcript's messages, filled from outside this app (the
+# site registers what automatic recall added to each prompt): each function gets a page's messages
+# and returns {message id: [{"title": str, "text": str}]}, shown folded under the message.
+TRANSCRIPT_NOTES: list[Callable[[list[Message]], dict[Any, list[dict[str, str]]]]] = []
 
 
 def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
@@ -39,6 +43,13 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
     else:
         page_number = request.GET.get("page", 1)
     page = paginator.get_page(page_number)
+    shown = list(page.object_list)
+    for notes_of in TRANSCRIPT_NOTES:
+        for message_id, notes in notes_of(shown).items():
+            for message in shown:
+                if message.pk == message_id:
+                    message.winni_notes = [*getattr(message, "winni_notes", []), *notes]
+    page.object_list = shown
     metadata = conversation.metadata or {}
     context = {
         **model_admin.admin_site.each_context(request),

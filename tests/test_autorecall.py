@@ -360,3 +360,31 @@ def test_touching_a_file_brings_back_what_names_it_once_per_session(shop, api):
                     format="json").json()["additional_context"] == ""
     capture.capture_hook_event(payload=hook_event("SessionStart", session_id="session-three", source="clear"))
     assert "keep WeasyPrint there" in read("session-three")["additional_context"]
+
+
+# --- visible in the admin -------------------------------------------------------------------------
+
+
+def test_the_transcript_folds_what_winni_added_and_the_dashboard_counts_it(shop, api, admin_client):
+    from conversations.admin import transcript_url
+    from conversations.models import Conversation
+
+    prompt = hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?")
+    body = api.post("/api/v1/capture/events", {"payload": prompt, "project": "shop", "recall": True},
+                    format="json").json()
+    api.post("/api/v1/capture/events", {"payload": hook_event("UserPromptSubmit", prompt="thanks"), "project": "shop",
+                                        "recall": True}, format="json")
+    conversation = Conversation.objects.get(session_id="session-two")
+    html = admin_client.get(transcript_url(conversation.pk)).content.decode()
+    assert html.count('class="winni-added"') == 1
+    assert "Winni added" in html and "psycopg 3" in html
+    turn = html.index('id="turn-1"')
+    assert turn < html.index('class="winni-added"') < html.index('id="turn-2"')
+    assert body["message_id"] == str(Injection.objects.get().message_id)
+    dashboard = admin_client.get("/admin/").content.decode()
+    assert "Automatic recall: blocks added per day" in dashboard
+    assert "Share of captured prompts that received a block" in dashboard
+    from winni_site import dashboard as board
+
+    today = board.recall_per_day(1)[-1]
+    assert today[1] == 1 and today[2] == 0.5  # one block; one of two prompts received one

@@ -60,6 +60,13 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         panels["sources"] = charts.hbar_chart(
             [(source_title(source), n) for source, n in dashboard.conversations_per_source()],
             title="Conversations per session source")
+        recall = dashboard.recall_per_day(30)
+        panels["injections_per_day"] = charts.bar_chart(
+            [(day.strftime("%b %d"), n) for day, n, _ in recall],
+            title="Automatic recall: blocks added per day (prompts and files)", width=1100, label_every=5)
+        panels["recall_share"] = charts.line_chart(
+            [(day.strftime("%b %d"), share) for day, _, share in recall],
+            title="Share of captured prompts that received a block", width=1100, label_every=5, fmt=charts.percent)
     if request.user.is_superuser:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(

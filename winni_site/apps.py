@@ -11,6 +11,11 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        from conversations.admin import TRANSCRIPT_NOTES
+        from winni_site.autorecall import transcript_notes
+
+        if transcript_notes not in TRANSCRIPT_NOTES:
+            TRANSCRIPT_NOTES.append(transcript_notes)
 
 
 def _backup_before_migrate(sender: AppConfig, plan: Any = None, using: str = "default", stdout: Any = None,

@@ -383,6 +383,19 @@ def project_recall_enabled(project: Project | None) -> bool:
     return project is None or (project.settings or {}).get("recall_inject", True) is not False
 
 
+def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
+    """The admin transcript's "Winni added" notes: what automatic recall added to each message
+    (a prompt, a tool call that touched a file)."""
+    notes: dict[Any, list[dict[str, str]]] = {}
+    rows = Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at")
+    for injection in rows:
+        count = len(injection.item_keys)
+        about = f" about {injection.file_path}" if injection.file_path else ""
+        title = f"Winni added {count} item{'s' if count != 1 else ''}{about} ({len(injection.text)} characters)"
+        notes.setdefault(injection.message_id, []).append({"title": title, "text": injection.text})
+    return notes
+
+
 def injected_keys(session_id: str) -> set[str]:
     """The items already injected into a session since its last reset."""
     keys: set[str] = set()

@@ -102,6 +102,31 @@ def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date,
     return [(first + dt.timedelta(days=i), per_day.get(first + dt.timedelta(days=i), 0)) for i in range(days)]
 
 
+def recall_per_day(days: int = 30) -> list[tuple[dt.date, int, float | None]]:
+    """(day, injections, share of the day's captured prompts that received a block) for each of the
+    last `days` days (UTC), oldest first; the share is None on a day without prompts."""
+    from conversations.models import Message
+    from winni_site.models import Injection
+
+    today = timezone.now().date()
+    first = today - dt.timedelta(days=days - 1)
+    start = dt.datetime.combine(first, dt.time.min, tzinfo=dt.timezone.utc)
+
+    def per_day(rows: Any) -> dict[dt.date, int]:
+        counted = (rows.filter(created_at__gte=start).annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
+                   .values("day").annotate(n=Count("*")).order_by())
+        return {row["day"]: row["n"] for row in counted}
+
+    injections = per_day(Injection.objects.all())
+    prompts = per_day(Message.objects.filter(role="user", metadata__hook_event="UserPromptSubmit"))
+    given = per_day(Injection.objects.filter(trigger=Injection.Trigger.PROMPT, message__isnull=False))
+    out = []
+    for i in range(days):
+        day = first + dt.timedelta(days=i)
+        out.append((day, injections.get(day, 0), given.get(day, 0) / prompts[day] if prompts.get(day) else None))
+    return out
+
+
 def conversations_per_source() -> list[tuple[str, int]]:
     """Claude Code, API and proxy first (zero when none), then any other source, largest first.
     The source is metadata.source, lower-cased; conversations without one came in through the API.
