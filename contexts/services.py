@@ -20,6 +20,7 @@ from core import projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import Project
+from core.redaction import plain, redact
 from core.searchable import announce_changed
 from core.validation import validate_text
 
@@ -40,7 +41,8 @@ def validate_name(value: Any, *, field: str = "name") -> str:
 
 
 def validate_context_content(value: Any, *, field: str = "content") -> str:
-    return validate_text(value, field=field, empty_message=CONTENT_EMPTY)
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    return plain(validate_text(redact(value, field=field), field=field, empty_message=CONTENT_EMPTY))
 
 
 def content_sha256(content: str | None) -> str:

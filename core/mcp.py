@@ -17,20 +17,23 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict
 
 from core.errors import ApplicationError, from_database_error
+from core.redaction import add_counts, counting
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def service_tool(fn: F) -> F:
     """Wrap a sync tool handler (the SDK runs it in a worker thread, where Django's request
-    cleanup never runs): close stale connections around the call, and turn an ApplicationError
-    into a ToolError, which the SDK reports as `isError: true` with our message."""
+    cleanup never runs): close stale connections around the call, turn an ApplicationError
+    into a ToolError, which the SDK reports as `isError: true` with our message, and add the
+    call's redaction counts to a JSON object answer (core.redaction)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
         try:
-            return fn(*args, **kwargs)
+            with counting() as tally:
+                return add_counts(fn(*args, **kwargs), tally)
         except ApplicationError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from exc
         except DataError as exc:

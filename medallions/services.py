@@ -27,6 +27,7 @@ from core import projects
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.models import Project
+from core.redaction import redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
@@ -118,8 +119,9 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object", field="meta")
     now = timezone.now()
+    # Secrets and `<private>` spans in the content go before anything is stored (core.redaction).
     full = {
-        **document,
+        **{key: redact_json(value, field=key) if key in SECTIONS else value for key, value in document.items()},
         "meta": {
             "id": str(existing.id) if existing else str(meta.get("id") or uuid.uuid4()),
             "schema_version": schema.SCHEMA_VERSION,
@@ -347,7 +349,9 @@ def validate_evidence(value: Any) -> dict[str, Any]:
         # Read now so an unknown id is refused at once; the worker reads it again, fresh.
         _conversation_transcript(conversation_id)
         clean["conversation_id"] = str(conversation_id)
-    return clean
+    # The evidence is stored on the job: secrets and `<private>` spans go first (core.redaction).
+    return {**clean, **redact_json({key: clean[key] for key in ("session_summary", "transcripts", "artefacts")},
+                                   field="evidence")}
 
 
 def _conversation_transcript(conversation_id: Any) -> str:

@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
+from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit, validate_metadata, validate_query, validate_storable
 from memory import embeddings, retrieval, vectors
@@ -54,9 +55,11 @@ def content_hash(content: str) -> str:
 
 
 def validate_content(value: Any, *, field: str = "content") -> str:
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    value = redact(value, field=field)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return validate_storable(value, field=field).strip()
+    return str(validate_storable(value, field=field)).strip()
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
@@ -214,7 +217,7 @@ def memory_store(
     the memory came from, else none (global)."""
     content = validate_content(content)
     tags = validate_tags(tags)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
     in_project = projects.project_for_write(project)

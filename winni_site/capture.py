@@ -23,6 +23,7 @@ from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
+from core.redaction import redact
 from medallions import services as medallions
 from winni_site import claude_hook
 
@@ -153,7 +154,8 @@ def store_in_session(
     """Store one message into the session's conversation, in one transaction; a repeated
     `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
-    content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
+    if isinstance(content, str) and "\x00" in content:
+        content = content.replace("\x00", "\ufffd")
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -174,13 +176,20 @@ def store_in_session(
 # --- Claude Code hooks -----------------------------------------------------------------------
 
 
+def capped_tool_text(body: Any) -> str:
+    """A tool call or result as stored: JSON, secrets and `<private>` spans redacted while it is
+    whole (a secret cut in half by the limit may no longer be recognised), then cut to
+    WINNI_CAPTURE_TOOL_MAX_CHARS."""
+    text = redact(json.dumps(body, ensure_ascii=False, default=str), field="content")
+    return cap_text(text, settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+
+
 def _tool_content(payload: dict[str, Any]) -> str:
-    body = {
+    return capped_tool_text({
         "tool_name": payload.get("tool_name"),
         "tool_input": payload.get("tool_input"),
         "tool_response": payload.get("tool_response"),
-    }
-    return cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    })
 
 
 def capture_hook_event(
@@ -342,16 +351,15 @@ def _block_message(block: Any, role: str) -> tuple[str, str, str] | None:
     if not isinstance(block, dict):
         return None
     kind = block.get("type")
-    limit = settings.WINNI_CAPTURE_TOOL_MAX_CHARS
     if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
         return role, block["text"], "text"
     if kind == "tool_use":
         body = {"tool_use": block.get("name"), "id": block.get("id"), "input": block.get("input")}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_use"
+        return "tool", capped_tool_text(body), "tool_use"
     if kind == "tool_result":
         body = {"tool_result": block.get("content"), "tool_use_id": block.get("tool_use_id"),
                 "is_error": bool(block.get("is_error"))}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_result"
+        return "tool", capped_tool_text(body), "tool_result"
     return None
 
 
@@ -453,7 +461,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd"),
+                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
@@ -483,7 +491,7 @@ def capture_proxy_message(
     --project, checked when it starts) or global."""
     if direction not in ("call", "result"):
         raise InvalidInput("direction must be call or result", field="direction")
-    content = cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    content = capped_tool_text(body)
     with storage_op("capture.proxy_message", upstream=upstream, direction=direction) as log:
         result = store_in_session(
             source=MCP_PROXY,

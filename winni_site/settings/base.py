@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "core.redaction.RedactionCountMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -173,7 +174,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.errors.rest_exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["core.redaction.RedactionCountRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -251,6 +252,11 @@ LOGGING = {
 # Admin lists and store counts use PostgreSQL's row estimate (pg_class.reltuples) for tables at
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
+
+# --- Privacy (docs/privacy.md) ---------------------------------------------------------------
+# Secrets in free text become [REDACTED:<type>] before anything is stored (core.redaction);
+# `<private>` spans become [private] whatever this says.
+WINNI_SCRUB = env_bool("WINNI_SCRUB", True)
 
 # --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
 # Characters the SessionStart hook may print (startup context, then medallions).

@@ -28,7 +28,7 @@ from core import llm, projects
 from core.logs import storage_op
 from core.models import Project
 from core.recall import recall
-from core.validation import validate_query
+from core.redaction import redact
 from memory.librarian.models import QueryMemory, Tier
 from memory.librarian.services.entries import librarian_evict_over_limit
 from memory.librarian.services.policy import (
@@ -38,6 +38,7 @@ from memory.librarian.services.policy import (
     schedule_embedding,
     should_cache,
     unexpired,
+    validate_cached_query,
     vectors_fit,
 )
 from memory.librarian.services.queries import embed_queries, query_hash, query_vector_tag, semantic_guard_allows
@@ -242,7 +243,7 @@ def _record_miss(
                 entry.answer_version += 1
                 entry.confidence = None
                 entry.feedback_positive = entry.feedback_negative = 0
-            entry.answer = knowledge.answer
+            entry.answer = str(redact(knowledge.answer, field="answer"))
             entry.sources = knowledge.sources
             entry.expires_at = expiry(now, pinned=entry.pinned)
             if rating is not None:
@@ -263,7 +264,7 @@ def _record_miss(
 def librarian_ask(*, query: str, project: Any = None) -> AskResult:
     """Answer `query` (see the module docstring); `project` is an existing project's name (the
     ask records an entry, so an unknown name is refused like any write)."""
-    text = validate_query(query)
+    text = validate_cached_query(query)
     scope = projects.project_for_write(project)
     if not settings.LIBRARIAN_MEMORY_ENABLED:
         knowledge, compute_time_ms = _compute(text, scope)
