@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import string
+import subprocess
+import sys
 
 import pytest
 from django.db import connection
@@ -16,6 +19,8 @@ from django.db import connection
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, FiedlerResult, Message
+from core import projects
+from core.env import env_globs
 from core.redaction import counting, redact
 from medallions import services as medallions
 from medallions.models import Medallion, MedallionJob
@@ -24,7 +29,7 @@ from memory.librarian import services as librarian
 from memory.librarian.models import QueryMemory
 from memory.models import Memory
 from tests.medallion_support import document
-from tests.support import structured
+from tests.support import ROOT, structured
 from winni_site import capture
 
 RNG = random.Random(2121_21)
@@ -259,3 +264,62 @@ class TestMcp:
         assert "redacted" not in got
         assert_clean(got)
         nothing_stored_anywhere()
+
+
+@pytest.mark.django_db
+class TestCaptureExclude:
+    def event(self, name, cwd="/home/me/client-acme/app", **fields):
+        return {"session_id": "s-x", "cwd": cwd, "hook_event_name": name, **fields}
+
+    def test_events_of_an_excluded_cwd_are_acknowledged_and_dropped(self, api, settings):
+        settings.WINNI_CAPTURE_EXCLUDE = ["/home/me/client-*"]
+        for payload in (self.event("UserPromptSubmit", prompt="hello"),
+                        self.event("PostToolUse", tool_name="Bash", tool_response="x"),
+                        self.event("SessionEnd")):
+            answer = api.post("/api/v1/capture/events", {"payload": payload}, format="json")
+            assert answer.status_code == 200, answer.content
+            assert answer.json()["stored"] is False and answer.json()["reason"] == capture.EXCLUDED
+        assert not Conversation.objects.exists() and not Message.objects.exists()
+        api.post("/api/v1/capture/events", {"payload": self.event("UserPromptSubmit", cwd="/home/me/mine",
+                                                                  prompt="kept")}, format="json")
+        assert list(Message.objects.values_list("content", flat=True)) == ["kept"]
+
+    def test_an_excluded_project_by_name_gets_no_startup_text(self, settings):
+        project = projects.project_create(name="Client Secret Work")
+        contexts.context_set(name="ctx", content="project context", actor="t", project=project)
+        contexts.context_set(name="global", content="global context", actor="t")
+        assert "project context" in capture.session_start_text(project=project.slug)
+        settings.WINNI_CAPTURE_EXCLUDE = ["client-*"]  # the slug
+        assert capture.session_start_text(project=project.slug) == ""
+        capture.capture_hook_event(payload=self.event("UserPromptSubmit", cwd="/w", prompt="x"), project=project.slug)
+        assert not Message.objects.exists()
+
+    def test_transcripts_of_excluded_folders_are_not_imported(self, settings):
+        settings.WINNI_CAPTURE_EXCLUDE = ["*/secret/*"]
+        line = {"type": "user", "uuid": "u1", "sessionId": "t-9", "cwd": "/w/secret/x",
+                "message": {"role": "user", "content": "hi"}}
+        stats = capture.transcript_import_lines([json.dumps(line)])
+        assert (stats.added, stats.excluded) == (0, 1) and not Message.objects.exists()
+
+
+@pytest.mark.parametrize("value, named", [
+    ("ok-*,[abc", "'[abc'"),
+    ("a,,b", "empty glob"),
+])
+def test_an_invalid_exclude_glob_stops_start_up_naming_it(tmp_path, value, named):
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev", "WINNI_DATA_DIR": str(tmp_path),
+           "DATABASE_URL": "postgresql://x@/y?host=/nonexistent", "REDIS_URL": "redis://127.0.0.1:1/0",
+           "WINNI_CAPTURE_EXCLUDE": value}
+    result = subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    last = result.stderr.splitlines()[-1]
+    assert "ImproperlyConfigured" in last and "WINNI_CAPTURE_EXCLUDE" in last and named in last
+
+
+def test_valid_globs_are_read_in_order():
+    os.environ["PRIVACY_TEST_GLOBS"] = " client-*, /home/*/private/* ,[]x],[!a]b "
+    try:
+        assert env_globs("PRIVACY_TEST_GLOBS") == ["client-*", "/home/*/private/*", "[]x]", "[!a]b"]
+    finally:
+        del os.environ["PRIVACY_TEST_GLOBS"]

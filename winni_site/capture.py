@@ -7,6 +7,7 @@ This module spans apps, so it lives at the top (STYLE "Which way the imports run
 through the conversations services (`conversation_begin`, `message_store`)."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -173,6 +174,28 @@ def store_in_session(
     )
 
 
+# --- Excluded projects (WINNI_CAPTURE_EXCLUDE) -----------------------------------------------
+
+EXCLUDED = "excluded by WINNI_CAPTURE_EXCLUDE"
+
+
+def capture_excluded(*, cwd: Any = None, project: Any = None, repository: Any = None) -> bool:
+    """Whether a session is not to be captured: a WINNI_CAPTURE_EXCLUDE glob matches its working
+    directory, the project it names, or the name or slug of the project it belongs to (found
+    without creating one). Costs nothing when no glob is set."""
+    globs = settings.WINNI_CAPTURE_EXCLUDE
+    if not globs:
+        return False
+    candidates = [value for value in (cwd, project) if isinstance(value, str) and value.strip()]
+    try:
+        found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    except InvalidInput:
+        found = None
+    if found is not None:
+        candidates += [found.name, found.slug]
+    return any(fnmatch.fnmatchcase(candidate, glob) for candidate in candidates for glob in globs)
+
+
 # --- Claude Code hooks -----------------------------------------------------------------------
 
 
@@ -211,6 +234,10 @@ def capture_hook_event(
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
+    if capture_excluded(cwd=payload.get("cwd"), project=project, repository=repository):
+        # Acknowledged (the hook does not spool and retry it) and dropped: nothing is stored.
+        with storage_op("capture.hook_event", hook_event=event, stored=False, excluded=True):
+            return CaptureResult(stored=False, reason=EXCLUDED)
     if event == "UserPromptSubmit":
         role, content, extra = "user", _require_str(payload, "prompt"), {}
     elif event == "Stop":
@@ -276,6 +303,8 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
             f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
         )
     parts: list[str] = []
+    if capture_excluded(cwd=cwd, project=project, repository=repository):
+        return ""
     found = session_project(cwd=cwd, repository=repository, project=project, create=False)
     context = contexts.context_get()
     if context is not None:
@@ -326,10 +355,11 @@ class ImportStats:
     malformed: int = 0
     other: int = 0
     rejected: int = 0
+    excluded: int = 0  # messages of sessions WINNI_CAPTURE_EXCLUDE leaves out
     sessions: set[str] | None = None
 
     def merge(self, other: "ImportStats") -> None:
-        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected"):
+        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected", "excluded"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.sessions = (self.sessions or set()) | (other.sessions or set())
 
@@ -444,6 +474,9 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
     cwd = items[0].session_metadata.get("cwd")
+    if capture_excluded(cwd=cwd):
+        stats.excluded += len(items)
+        return
     with transaction.atomic():
         conversation = session_conversation(
             source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,

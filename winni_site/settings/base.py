@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_float, env_int, env_list, env_str
+from core.env import env_bool, env_float, env_globs, env_int, env_list, env_str
 from winni_site import embedded, envfile
 
 WINNI_SETTINGS_FILE = envfile.load()  # first: it may set any variable below
@@ -263,6 +263,10 @@ WINNI_SCRUB = env_bool("WINNI_SCRUB", True)
 WINNI_CAPTURE_SESSION_START_CHARS = env_int("WINNI_CAPTURE_SESSION_START_CHARS", 20000, minimum=200, maximum=500000)
 # A stored tool call + result (PostToolUse, transcript tool blocks, proxied tools/call) is cut here.
 WINNI_CAPTURE_TOOL_MAX_CHARS = env_int("WINNI_CAPTURE_TOOL_MAX_CHARS", 20000, minimum=200, maximum=1000000)
+# Projects whose sessions are not captured: comma-separated globs over the project's name or slug
+# and the session's working directory ("client-*,/home/me/private/*"). Their hook events are
+# acknowledged and dropped, and SessionStart injects nothing.
+WINNI_CAPTURE_EXCLUDE = env_globs("WINNI_CAPTURE_EXCLUDE")
 # Latest medallions of the project printed at SessionStart (0: none).
 WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_MEDALLIONS", 3, minimum=0, maximum=20)
 # PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.
