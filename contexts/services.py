@@ -94,7 +94,7 @@ def context_get(*, name: str | None = None, project: Any = None) -> StartupConte
     wanted = projects.project_filter(project)
     with storage_op("context.get", name=name, project=str(project) if project else None) as log:
         rows = StartupContext.objects.filter(project=wanted.project).defer("search_vector")
-        if wanted.matches_nothing:
+        if wanted.matches_nothing or not projects.project_visible(wanted.project):
             rows = rows.none()
         if name is None:
             context = rows.filter(is_active=True).first()
@@ -122,7 +122,7 @@ def context_audit(*, name: str, project: Any = None, limit: int = 200) -> list[S
     name = validate_name(name)
     wanted = projects.project_filter(project)
     rows = list(StartupContextAudit.objects.select_related("project").filter(context_name=name, project=wanted.project)
-                .order_by("-at", "-id")[:limit]) if not wanted.matches_nothing else []
+                .order_by("-at", "-id")[:limit]) if not wanted.matches_nothing and projects.project_visible(wanted.project) else []
     if not rows and not StartupContext.objects.filter(name=name, project=wanted.project).exists():
         raise NotFound(f"no startup context named {_where(name, wanted.project)}", field="name")
     return rows

@@ -10,8 +10,8 @@ the result) is not scanned a second time. Services store `str(value)`.
 
 The tally: `counting()` (the MCP tool wrapper and the REST middleware open one per call) collects
 the counts of every `redact` made during the call; the interface adds them to a JSON object
-answer as `redacted` (secrets replaced), `redacted_types` (per type) and `private_spans`, only
-when the call redacted anything at all (reads and writes of non-text fields say nothing). One log
+answer as `redacted` (secrets replaced), `redacted_types` (per type) and `private_spans` when
+the call redacted anything (an answer without them had nothing redacted). One log
 line per text that had something redacted: counts and the field, never the text."""
 from __future__ import annotations
 
@@ -86,8 +86,9 @@ def counting() -> Iterator[Tally]:
 
 
 def add_counts(answer: Any, tally: Tally) -> Any:
-    """`answer` with the tally's fields when it is a JSON object and anything was scanned."""
-    if tally.texts and isinstance(answer, dict) and "redacted" not in answer:
+    """`answer` with the tally's fields when it is a JSON object and the call redacted anything
+    (an answer without them had nothing redacted)."""
+    if (tally.redacted or tally.private) and isinstance(answer, dict) and "redacted" not in answer:
         return {**answer, **tally.fields()}
     return answer
 

@@ -179,6 +179,7 @@ def _apply(medallion: Medallion, parsed: schema.Medallion) -> None:
     medallion.graph_nodes = data["scope"]["graph_nodes"]
     medallion.tags = data["scope"]["tags"]
     medallion.project = scope_project(data["scope"])
+    projects.require_visible(medallion.project, field="scope")  # a token limited to projects
     for section in SECTIONS:
         setattr(medallion, section, data[section])
     medallion.updated_at = parsed.meta.updated_at
@@ -205,7 +206,7 @@ def medallion_create(*, document: dict[str, Any], actor: str = "") -> Medallion:
 def _lock(medallion_id: Any) -> Medallion:
     """Fetch and lock the row; must run inside a transaction."""
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
-    medallion = Medallion.objects.select_for_update().filter(pk=pk).first()
+    medallion = projects.scope_queryset(Medallion.objects.select_for_update(), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -244,7 +245,7 @@ def medallion_archive(*, medallion_id: Any, actor: str = "") -> Medallion:
 def medallion_get(*, medallion_id: Any) -> Medallion:
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
     with storage_op("medallion.get", medallion_id=str(pk)):
-        medallion = Medallion.objects.defer("search_vector").filter(pk=pk).first()
+        medallion = projects.scope_queryset(Medallion.objects.defer("search_vector"), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -424,6 +425,7 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
     from medallions.tasks import medallion_job_run as run_task
 
     scope = validate_scope(scope, required=True)
+    projects.require_visible(scope_project(scope), field="scope")  # a token limited to projects
     clean = validate_evidence(evidence)
     with storage_op("medallion.job_create", actor=actor) as log, transaction.atomic():
         job = MedallionJob.objects.create(graph_nodes=scope["graph_nodes"], tags=scope["tags"],
@@ -438,6 +440,8 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
 def medallion_job_get(*, job_id: Any) -> MedallionJob:
     pk = parse_id(job_id, field="job_id", what="job")
     job = MedallionJob.objects.select_related("medallion").filter(pk=pk).first()
+    if job is not None and not projects.project_visible(scope_project({"tags": job.tags, "graph_nodes": job.graph_nodes})):
+        job = None  # another project's, for a token limited to projects
     if job is None:
         raise NotFound(f"job {pk} not found", field="job_id")
     return job

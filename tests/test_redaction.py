@@ -213,7 +213,7 @@ class TestCapture:
 class TestRest:
     def test_a_stored_message_says_how_many_secrets_were_redacted(self, api):
         conversation = api.post("/api/v1/conversations/", {}, format="json").json()
-        assert "redacted" not in conversation or conversation["redacted"] == 0
+        assert "redacted" not in conversation  # nothing to redact: nothing said
         answer = api.post(f"/api/v1/conversations/{conversation['conversation_id']}/messages/",
                           {"role": "tool", "content": f"{TEXT} {AWS_ID}"}, format="json")
         assert answer.status_code == 201, answer.content

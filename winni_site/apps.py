@@ -11,6 +11,25 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        from core.projects import ProjectStore, register_store
+        from winni_site.models import ApiToken
+
+        # A token limited to a project that is merged away is limited to the target instead.
+        register_store(ProjectStore(label="api_tokens", model=ApiToken.projects.through, counted=False,
+                                    merge=_tokens_merge))
+
+
+def _tokens_merge(source: Any, target: Any) -> int:
+    from winni_site.models import ApiToken
+
+    links = ApiToken.projects.through.objects
+    moved = 0
+    for link in links.filter(project=source):
+        if not links.filter(apitoken_id=link.apitoken_id, project=target).exists():
+            links.create(apitoken_id=link.apitoken_id, project=target)
+            moved += 1
+        link.delete()
+    return moved
 
 
 def _backup_before_migrate(sender: AppConfig, plan: Any = None, using: str = "default", stdout: Any = None,

@@ -100,7 +100,9 @@ def _fiedler_row(item: dict[str, Any], *, prefix: str = "") -> FiedlerResult:
 
 def _check_conversations_exist(rows: list[FiedlerResult], prefix: str) -> None:
     wanted = {row.conversation_id for row in rows if row.conversation_id is not None}
-    found = set(Conversation.objects.filter(pk__in=wanted).values_list("pk", flat=True))
+    if len(wanted) < len(rows):
+        projects.require_visible(None, field="conversation_id")  # a token limited to projects: no global results
+    found = set(projects.scope_queryset(Conversation.objects.filter(pk__in=wanted), None).values_list("pk", flat=True))
     for index, row in enumerate(rows):
         if row.conversation_id is not None and row.conversation_id not in found:
             field = f"{prefix.format(index=index)}conversation_id"
@@ -142,7 +144,9 @@ def fiedler_results_for_correlation(*, correlation_id: Any) -> list[FiedlerResul
     """Every result of one orchestration run, oldest first; an unknown id is NotFound."""
     correlation_id = _required_text(correlation_id, field="correlation_id", max_length=255)
     with storage_op("fiedler.get", correlation_id=correlation_id) as log:
-        rows = list(FiedlerResult.objects.filter(correlation_id=correlation_id).defer("search_vector").order_by("created_at", "model"))
+        rows = projects.scope_queryset(FiedlerResult.objects.filter(correlation_id=correlation_id), None,
+                                       lookup="conversation__project")
+        rows = list(rows.defer("search_vector").order_by("created_at", "model"))
         log["results"] = len(rows)
     if not rows:
         raise NotFound(f"no Fiedler results for correlation_id {correlation_id!r}", field="correlation_id")

@@ -72,7 +72,7 @@ def validate_session_id(value: Any, *, field: str = "session_id") -> str | None:
 def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
     """Fetch and lock a conversation row; must run inside a transaction."""
     pk = parse_uuid(conversation_id, field="conversation_id")
-    conversation = Conversation.objects.select_for_update().filter(pk=pk).first()
+    conversation = projects.scope_queryset(Conversation.objects.select_for_update(), None).filter(pk=pk).first()
     if conversation is None:
         raise NotFound(f"conversation {pk} not found", field="conversation_id")
     return conversation
@@ -82,7 +82,7 @@ def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Messag
     """A conversation with its messages in turn order."""
     pk = parse_uuid(conversation_id, field="conversation_id")
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
-        conversation = Conversation.objects.select_related("project").filter(pk=pk).first()
+        conversation = projects.scope_queryset(Conversation.objects.select_related("project"), None).filter(pk=pk).first()
         if conversation is None:
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
         messages = list(conversation.messages.order_by("turn_number").defer("search_vector"))
@@ -160,7 +160,7 @@ def message_store(
             cursor.execute("UPDATE conversations_conversation SET updated_at = %s WHERE id = %s RETURNING project_id",
                            [now, pk])
             found = cursor.fetchone()
-        if found is None:
+        if found is None or not projects.project_visible(found[0]):  # (another project's: rolled back)
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
         projects.project_touch(found[0])
         if turn_number is None:

@@ -199,6 +199,8 @@ def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: 
 def semantic_candidates(vector: list[float], now: dt.datetime, project: Project | None = None) -> list[QueryMemory]:
     """The nearest cached questions: the global entries, and `project`'s when given."""
     visible = Q(project__isnull=True) | Q(project=project) if project else Q(project__isnull=True)
+    if not projects.project_visible(None):  # a token limited to projects: no global entries
+        visible = Q(project=project) if project else Q(pk__in=[])
     return list(
         QueryMemory.objects.filter(
             answer__isnull=False, tier__in=[Tier.WARM, Tier.HOT, Tier.CORE], embedding_model=query_vector_tag()
@@ -273,7 +275,7 @@ def librarian_ask(*, query: str, project: Any = None) -> AskResult:
     key = query_hash(text)
     now = timezone.now()
     with storage_op("librarian.ask", project=scope.slug if scope else None) as log:
-        for owner in ([scope, None] if scope else [None]):
+        for owner in [owner for owner in ([scope, None] if scope else [None]) if projects.project_visible(owner)]:
             if (entry := _serve(EXACT, now, key=key, project=owner)) is not None:
                 log.update(match=EXACT, entry_id=entry.pk)
                 return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,
