@@ -11,12 +11,21 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        from core import health
         from core.projects import ProjectStore, register_store
         from winni_site.models import ApiToken
+
+        health.register_check("capture", _capture_health)
 
         # A token limited to a project that is merged away is limited to the target instead.
         register_store(ProjectStore(label="api_tokens", model=ApiToken.projects.through, counted=False,
                                     merge=_tokens_merge))
+
+
+def _capture_health() -> dict[str, Any]:
+    from winni_site.capture import capture_health
+
+    return capture_health()
 
 
 def _tokens_merge(source: Any, target: Any) -> int:

@@ -539,3 +539,41 @@ def capture_proxy_message(
         )
         log.update(conversation_id=result.conversation_id)
     return result
+
+
+# --- capture activity (the dashboard, /healthz) ------------------------------------------------
+
+CAPTURE_SOURCES = (CLAUDE_CODE, CLAUDE_TRANSCRIPT, MCP_PROXY)
+
+
+def capture_activity() -> dict[int | None, dict[str, Any]]:
+    """Per project (None: sessions without one): the last captured event (hook, transcript or
+    proxy message) and how many arrived today (UTC). Two grouped queries over the messages of
+    captured conversations; today's count reads the created_at index."""
+    from django.db.models import Count, Max
+    from django.utils import timezone
+
+    captured = Message.objects.filter(conversation__metadata__source__in=CAPTURE_SOURCES).order_by()
+    midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    activity: dict[int | None, dict[str, Any]] = {}
+    for row in captured.values("conversation__project").annotate(last=Max("created_at")):
+        activity[row["conversation__project"]] = {"last_event_at": row["last"], "events_today": 0}
+    for row in captured.filter(created_at__gte=midnight).values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    return activity
+
+
+def capture_health() -> dict[str, Any]:
+    """The /healthz line: events captured today and the last one (never a failure: a quiet day is
+    not an outage; the hook itself warns when it cannot send)."""
+    from django.utils import timezone
+
+    activity = capture_activity()
+    last = max((row["last_event_at"] for row in activity.values() if row["last_event_at"]), default=None)
+    return {
+        "status": "ok",
+        "events_today": sum(row["events_today"] for row in activity.values()),
+        "projects_today": sum(1 for key, row in activity.items() if key is not None and row["events_today"]),
+        "last_event_at": last.isoformat() if last else None,
+        "last_event_seconds_ago": round((timezone.now() - last).total_seconds(), 1) if last else None,
+    }
