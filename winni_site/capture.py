@@ -24,7 +24,7 @@ from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
-from core.redaction import redact
+from core.redaction import Redacted, redact
 from medallions import services as medallions
 from winni_site import claude_hook
 
@@ -56,10 +56,13 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
 
 
 def cap_text(text: str, limit: int) -> str:
-    """Cut text to `limit` characters, saying how much was dropped."""
+    """Cut text to `limit` characters, saying how much was dropped. A cut of redacted text stays
+    marked as redacted (a prefix of text without secrets holds none), so the store does not scan
+    it again."""
     if len(text) <= limit:
         return text
-    return text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    cut = text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    return Redacted(cut) if isinstance(text, Redacted) else cut
 
 
 def _advisory_lock(key: str) -> None:
