@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, TypedDict
 from django.conf import settings
 from rest_framework.renderers import JSONRenderer
 
-from core.scrub import scrub
+from core.scrub import redaction, scrub, secret_named_value
 
 log = logging.getLogger("winni.redaction")
 
@@ -112,14 +112,28 @@ def redact_optional(text: Any, *, field: str = "text") -> Any:
     return None if text is None else redact(text, field=field)
 
 
-def redact_json(value: Any, *, field: str = "metadata") -> Any:
-    """Every string inside a JSON value (dict keys are left as they are: names, not values)."""
+def redact_json(value: Any, *, field: str = "metadata", named: bool = False, key: str | None = None) -> Any:
+    """Every string inside a JSON value, each in its own raw form (with real line breaks: what
+    the detector reads best, where the JSON text would have `\\n` run lines together). With
+    `named` (a tool's input and output), also the string under a secret-named key that looks like
+    a secret ({"password": "…"}: the context a string alone lacks); not for Winni's own metadata,
+    whose keys (`capture_key`) are ours. Keys are names: scrubbed, not judged."""
     if isinstance(value, str):
-        return str(redact(value, field=field))
+        text = str(redact(value, field=field))
+        if named and key is not None and text == value and secret_named_value(key, value):
+            tally = _tally.get()
+            if tally is not None:
+                tally.counts["named-secret"] = tally.counts.get("named-secret", 0) + 1
+            log.info("redacted", extra={"fields": {"field": field, "redacted": 1, "types": {"named-secret": 1},
+                                                  "private_spans": 0}})
+            return redaction("named-secret")
+        return text
     if isinstance(value, dict):
-        return {key: redact_json(item, field=field) for key, item in value.items()}
+        return {str(redact(name, field=field)) if isinstance(name, str) else name:
+                redact_json(item, field=field, named=named, key=name if isinstance(name, str) else None)
+                for name, item in value.items()}
     if isinstance(value, list):
-        return [redact_json(item, field=field) for item in value]
+        return [redact_json(item, field=field, named=named, key=key) for item in value]
     return value
 
 

@@ -1,6 +1,7 @@
 """Security walk: every URL pattern (from the resolver) and every MCP tool (from tools/list) is
 tried without a token and with a revoked one, so endpoints added later are covered without
-editing this file. Plus: foreign Origin on /mcp, SQL-looking and oversized input, admin login,
+editing this file; and per token scope: a read token on every write, a token limited to one
+project on every read with another project's rows planted. Plus: foreign Origin on /mcp, SQL-looking and oversized input, admin login,
 and secrets never written to a log."""
 from __future__ import annotations
 
@@ -19,9 +20,16 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.urls.resolvers import RegexPattern
 from rest_framework.test import APIClient
 
+from contexts import services as contexts_services
 from conversations import services as conv
 from conversations.models import Conversation, Message
+from core import projects as core_projects
 from core.logs import JsonFormatter
+from medallions import services as medallion_services
+from memory import services as memory_services
+from memory.librarian import services as librarian_services
+from tests.medallion_support import document
+from tests.support import McpClient, result_text
 from winni_site import auth
 
 PLANTED = "planted-secret-content-7f3a"
@@ -270,13 +278,6 @@ def test_numbers_beyond_the_database_range_are_a_tool_error(mcp_legacy):
 
 # --- scoped tokens: every URL and every tool, for each scope ------------------------------------
 
-from contexts import services as contexts_services  # noqa: E402
-from core import projects as core_projects  # noqa: E402
-from medallions import services as medallion_services  # noqa: E402
-from memory import services as memory_services  # noqa: E402
-from memory.librarian import services as librarian_services  # noqa: E402
-from tests.medallion_support import document  # noqa: E402
-from tests.support import McpClient, result_text  # noqa: E402
 
 OTHER = "planted-other-project-4b1d"  # in project beta only; a token limited to alpha must never see it
 MINE = "planted-own-project-9c2e"

@@ -323,3 +323,16 @@ def test_valid_globs_are_read_in_order():
         assert env_globs("PRIVACY_TEST_GLOBS") == ["client-*", "/home/*/private/*", "[]x]", "[!a]b"]
     finally:
         del os.environ["PRIVACY_TEST_GLOBS"]
+
+
+@pytest.mark.django_db
+def test_a_tool_input_under_a_secret_named_key_is_redacted_and_lines_stay_apart():
+    password = "Zq8" + "".join(RNG.choice(B62) for _ in range(13))
+    capture.capture_hook_event(payload={
+        "session_id": "s-k", "cwd": "/w", "hook_event_name": "PostToolUse", "tool_name": "Login",
+        "tool_input": {"username": "me", "password": password},
+        # In the JSON text these lines join with \n: scanned raw, a reference stays a reference.
+        "tool_response": {"stdout": "secret_key = settings.SECRET_KEY\nnext line"}})
+    content = Message.objects.get().content
+    assert password not in content and "[REDACTED:named-secret]" in content
+    assert "settings.SECRET_KEY" in content

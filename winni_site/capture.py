@@ -24,7 +24,7 @@ from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
-from core.redaction import Redacted, redact
+from core.redaction import Redacted, redact_json
 from medallions import services as medallions
 from winni_site import claude_hook
 
@@ -203,11 +203,12 @@ def capture_excluded(*, cwd: Any = None, project: Any = None, repository: Any = 
 
 
 def capped_tool_text(body: Any) -> str:
-    """A tool call or result as stored: JSON, secrets and `<private>` spans redacted while it is
-    whole (a secret cut in half by the limit may no longer be recognised), then cut to
+    """A tool call or result as stored: JSON of its parts with secrets and `<private>` spans
+    redacted in each string (raw, before JSON escapes its line breaks; core.redaction.redact_json),
+    while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
     WINNI_CAPTURE_TOOL_MAX_CHARS."""
-    text = redact(json.dumps(body, ensure_ascii=False, default=str), field="content")
-    return cap_text(text, settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
+    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
 
 
 def _tool_content(payload: dict[str, Any]) -> str:
