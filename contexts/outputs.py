@@ -3,6 +3,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these on 
 
 from contexts.models import StartupContext, StartupContextAudit
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 
 
 class ContextDict(TypedDict):
@@ -15,7 +16,7 @@ class ContextDict(TypedDict):
     updated_at: str
 
 
-class ContextSetDict(TypedDict):
+class ContextSetDict(RedactionCounts):
     id: str
     name: str
     project: str | None

@@ -6,6 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import access
 from memory import outputs, services
 
 PAGE_SIZE_MAX = 100
@@ -60,6 +61,7 @@ class MemoryDetailApi(APIView):
 
 
 class MemorySearchApi(APIView):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(serializers.Serializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         limit = serializers.IntegerField(required=False, default=5)

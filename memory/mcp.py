@@ -4,7 +4,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
-from core.mcp import McpRegistry, Prompt, service_tool
+from core.mcp import McpRegistry, Prompt, read_tool, service_tool
 from memory import outputs, personas, services
 
 
@@ -26,7 +26,7 @@ def store_memory(
     return outputs.stored_memory_dict(memory, created)
 
 
-@service_tool
+@read_tool
 def search_memory(
     query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None
 ) -> outputs.SearchMemoryDict:

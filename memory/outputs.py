@@ -2,6 +2,7 @@
 from typing import Any, TypedDict
 
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 from memory.models import Memory
 from memory.services import MemoryHit
 
@@ -17,7 +18,7 @@ class MemoryDict(TypedDict):
     message_id: str | None
 
 
-class StoredMemoryDict(TypedDict):
+class StoredMemoryDict(RedactionCounts):
     memory_id: str
     timestamp: str
     project: str | None

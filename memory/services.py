@@ -13,6 +13,7 @@ from django.db.models.expressions import RawSQL
 from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
+from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit, validate_metadata, validate_query, validate_storable
 from memory import embeddings, retrieval, vectors
@@ -54,9 +55,11 @@ def content_hash(content: str) -> str:
 
 
 def validate_content(value: Any, *, field: str = "content") -> str:
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    value = redact(value, field=field)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return validate_storable(value, field=field).strip()
+    return str(validate_storable(value, field=field)).strip()
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
@@ -82,7 +85,8 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
 
 def memory_get(*, memory_id: Any) -> Memory:
     pk = parse_uuid(memory_id, field="memory_id", optional=True)
-    memory = Memory.objects.select_related("project").filter(pk=pk).first() if pk else None
+    rows = projects.scope_queryset(Memory.objects.select_related("project"), None)
+    memory = rows.filter(pk=pk).first() if pk else None
     if memory is None:
         raise NotFound(f"memory {memory_id} not found", field="memory_id")
     return memory
@@ -114,7 +118,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     query = validate_query(query)
     limit = validate_limit(limit, maximum=20)
     scope = memory_list(tags=tags, project=project)
-    filtered = bool(tags) or projects.project_filter(project).given
+    filtered = bool(tags) or projects.project_filter(project).narrows
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector (CPU only, no database) is computed in a helper thread while this one
         # reads which memories still wait for theirs.
@@ -214,11 +218,12 @@ def memory_store(
     the memory came from, else none (global)."""
     content = validate_content(content)
     tags = validate_tags(tags)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
     in_project = projects.project_for_write(project)
     project_id = in_project.pk if in_project else _source_project(conversation, message)
+    projects.require_visible(project_id)  # a token limited to projects: the source's project is one of them
     digest = content_hash(content)
     same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)
     with storage_op("memory.store") as log:

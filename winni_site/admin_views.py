@@ -39,6 +39,19 @@ def changelist_url(model: type[Model]) -> str | None:
 # --- dashboard ------------------------------------------------------------------------------
 
 
+def capture_by_project() -> list[dict[str, Any]]:
+    """The dashboard's capture table: per project, the last captured event and today's count,
+    most recent first (sessions without a project last)."""
+    from core.models import Project
+    from winni_site.capture import capture_activity
+
+    activity = capture_activity()
+    names = dict(Project.objects.filter(pk__in=[key for key in activity if key]).values_list("pk", "slug"))
+    rows = [{"project": names.get(key, "—") if key else "(no project)", **row} for key, row in activity.items()]
+    return sorted(rows, key=lambda row: (row["project"] == "(no project)",
+                                         -(row["last_event_at"].timestamp() if row["last_event_at"] else 0)))
+
+
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     from conversations.models import Conversation, Message, source_title
 
@@ -74,6 +87,10 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
             width=520, fmt=charts.human_bytes)
         panels["database_size"] = charts.human_bytes(dashboard.database_size())
 
+    capture_rows: list[dict[str, Any]] = []
+    if can_view(request, Conversation) and can_view(request, Message):
+        capture_rows = capture_by_project()
+
     cache_model = dashboard.find_model("librarian.QueryMemory")
     if cache_model is not None and can_view(request, cache_model):
         panels["hit_rate"] = charts.line_chart(
@@ -84,6 +101,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     return {
         "stores": stores,
         "panels": panels,
+        "capture": capture_rows,
         "cache_installed": cache_model is not None,
         "status": dashboard.system_status(),
         "search_url": reverse("admin:winni_search"),

@@ -7,6 +7,7 @@ This module spans apps, so it lives at the top (STYLE "Which way the imports run
 through the conversations services (`conversation_begin`, `message_store`)."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
+from core.redaction import Redacted, redact_json
 from medallions import services as medallions
 from winni_site import autorecall, claude_hook
 
@@ -56,10 +58,13 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
 
 
 def cap_text(text: str, limit: int) -> str:
-    """Cut text to `limit` characters, saying how much was dropped."""
+    """Cut text to `limit` characters, saying how much was dropped. A cut of redacted text stays
+    marked as redacted (a prefix of text without secrets holds none), so the store does not scan
+    it again."""
     if len(text) <= limit:
         return text
-    return text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    cut = text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    return Redacted(cut) if isinstance(text, Redacted) else cut
 
 
 def _advisory_lock(key: str) -> None:
@@ -155,7 +160,8 @@ def store_in_session(
     """Store one message into the session's conversation, in one transaction; a repeated
     `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
-    content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
+    if isinstance(content, str) and "\x00" in content:
+        content = content.replace("\x00", "\ufffd")
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -173,16 +179,46 @@ def store_in_session(
     )
 
 
+# --- Excluded projects (WINNI_CAPTURE_EXCLUDE) -----------------------------------------------
+
+EXCLUDED = "excluded by WINNI_CAPTURE_EXCLUDE"
+
+
+def capture_excluded(*, cwd: Any = None, project: Any = None, repository: Any = None) -> bool:
+    """Whether a session is not to be captured: a WINNI_CAPTURE_EXCLUDE glob matches its working
+    directory, the project it names, or the name or slug of the project it belongs to (found
+    without creating one). Costs nothing when no glob is set."""
+    globs = settings.WINNI_CAPTURE_EXCLUDE
+    if not globs:
+        return False
+    candidates = [value for value in (cwd, project) if isinstance(value, str) and value.strip()]
+    try:
+        found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    except InvalidInput:
+        found = None
+    if found is not None:
+        candidates += [found.name, found.slug]
+    return any(fnmatch.fnmatchcase(candidate, glob) for candidate in candidates for glob in globs)
+
+
 # --- Claude Code hooks -----------------------------------------------------------------------
 
 
+def capped_tool_text(body: Any) -> str:
+    """A tool call or result as stored: JSON of its parts with secrets and `<private>` spans
+    redacted in each string (raw, before JSON escapes its line breaks; core.redaction.redact_json),
+    while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
+    WINNI_CAPTURE_TOOL_MAX_CHARS."""
+    clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
+    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+
+
 def _tool_content(payload: dict[str, Any]) -> str:
-    body = {
+    return capped_tool_text({
         "tool_name": payload.get("tool_name"),
         "tool_input": payload.get("tool_input"),
         "tool_response": payload.get("tool_response"),
-    }
-    return cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    })
 
 
 def capture_hook_event(
@@ -204,6 +240,10 @@ def capture_hook_event(
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
+    if capture_excluded(cwd=payload.get("cwd"), project=project, repository=repository):
+        # Acknowledged (the hook does not spool and retry it) and dropped: nothing is stored.
+        with storage_op("capture.hook_event", hook_event=event, stored=False, excluded=True):
+            return CaptureResult(stored=False, reason=EXCLUDED)
     if event == "UserPromptSubmit":
         role, content, extra = "user", _require_str(payload, "prompt"), {}
     elif event == "Stop":
@@ -334,6 +374,8 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
     if session_id and source in RESET_SOURCES:
         autorecall.injections_reset(session_id=session_id)
     parts: list[str] = []
+    if capture_excluded(cwd=cwd, project=project, repository=repository):
+        return ""
     found = session_project(cwd=cwd, repository=repository, project=project, create=False)
     context = contexts.context_get()
     if context is not None:
@@ -384,10 +426,11 @@ class ImportStats:
     malformed: int = 0
     other: int = 0
     rejected: int = 0
+    excluded: int = 0  # messages of sessions WINNI_CAPTURE_EXCLUDE leaves out
     sessions: set[str] | None = None
 
     def merge(self, other: "ImportStats") -> None:
-        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected"):
+        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected", "excluded"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.sessions = (self.sessions or set()) | (other.sessions or set())
 
@@ -409,16 +452,15 @@ def _block_message(block: Any, role: str) -> tuple[str, str, str] | None:
     if not isinstance(block, dict):
         return None
     kind = block.get("type")
-    limit = settings.WINNI_CAPTURE_TOOL_MAX_CHARS
     if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
         return role, block["text"], "text"
     if kind == "tool_use":
         body = {"tool_use": block.get("name"), "id": block.get("id"), "input": block.get("input")}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_use"
+        return "tool", capped_tool_text(body), "tool_use"
     if kind == "tool_result":
         body = {"tool_result": block.get("content"), "tool_use_id": block.get("tool_use_id"),
                 "is_error": bool(block.get("is_error"))}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_result"
+        return "tool", capped_tool_text(body), "tool_result"
     return None
 
 
@@ -503,6 +545,9 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
     cwd = items[0].session_metadata.get("cwd")
+    if capture_excluded(cwd=cwd):
+        stats.excluded += len(items)
+        return
     with transaction.atomic():
         conversation = session_conversation(
             source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,
@@ -520,7 +565,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd"),
+                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
@@ -550,7 +595,7 @@ def capture_proxy_message(
     --project, checked when it starts) or global."""
     if direction not in ("call", "result"):
         raise InvalidInput("direction must be call or result", field="direction")
-    content = cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    content = capped_tool_text(body)
     with storage_op("capture.proxy_message", upstream=upstream, direction=direction) as log:
         result = store_in_session(
             source=MCP_PROXY,
@@ -565,3 +610,41 @@ def capture_proxy_message(
         )
         log.update(conversation_id=result.conversation_id)
     return result
+
+
+# --- capture activity (the dashboard, /healthz) ------------------------------------------------
+
+CAPTURE_SOURCES = (CLAUDE_CODE, CLAUDE_TRANSCRIPT, MCP_PROXY)
+
+
+def capture_activity() -> dict[int | None, dict[str, Any]]:
+    """Per project (None: sessions without one): the last captured event (hook, transcript or
+    proxy message) and how many arrived today (UTC). Two grouped queries over the messages of
+    captured conversations; today's count reads the created_at index."""
+    from django.db.models import Count, Max
+    from django.utils import timezone
+
+    captured = Message.objects.filter(conversation__metadata__source__in=CAPTURE_SOURCES).order_by()
+    midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    activity: dict[int | None, dict[str, Any]] = {}
+    for row in captured.values("conversation__project").annotate(last=Max("created_at")):
+        activity[row["conversation__project"]] = {"last_event_at": row["last"], "events_today": 0}
+    for row in captured.filter(created_at__gte=midnight).values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    return activity
+
+
+def capture_health() -> dict[str, Any]:
+    """The /healthz line: events captured today and the last one (never a failure: a quiet day is
+    not an outage; the hook itself warns when it cannot send)."""
+    from django.utils import timezone
+
+    activity = capture_activity()
+    last = max((row["last_event_at"] for row in activity.values() if row["last_event_at"]), default=None)
+    return {
+        "status": "ok",
+        "events_today": sum(row["events_today"] for row in activity.values()),
+        "projects_today": sum(1 for key, row in activity.items() if key is not None and row["events_today"]),
+        "last_event_at": last.isoformat() if last else None,
+        "last_event_seconds_ago": round((timezone.now() - last).total_seconds(), 1) if last else None,
+    }

@@ -13,6 +13,11 @@ It never fails or blocks the session: every error is logged to a file and the ex
 When Winni cannot be reached the event goes to a local spool file, and the next call sends the
 spooled events first (in order) before its own.
 
+Failures show: a status file beside the spool keeps the last error; while events wait in the
+spool or the last send failed, the SessionStart text begins with one warning line ("Winni: 37
+events waiting since 10:42, server unreachable"), and a prompt (UserPromptSubmit) prints the same
+line at most once an hour.
+
 Configuration (environment variables win over the config file that `manage.py
 install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
   WINNI_URL, WINNI_TOKEN, WINNI_HOOK_TIMEOUT (seconds per request, default 2),
@@ -38,10 +43,17 @@ SPOOL_MAX_BYTES = 50 * 1024 * 1024
 # Automatic recall answers UserPromptSubmit, and PostToolUse of the tools that touch a file
 # (winni_site.autorecall.FILE_TOOLS); the hook prints the answer for Claude Code.
 FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
+# A prompt repeats the warning about a failing capture at most this often (SessionStart: always).
+WARN_EVERY_SECONDS = 3600
 
 
 class Unreachable(Exception):
-    """Winni did not answer (down, timeout, 5xx): keep the event for later."""
+    """Winni did not answer (down, timeout, 5xx): keep the event for later. `reason` is what the
+    warning line says."""
+
+    def __init__(self, message: str, reason: str = "server unreachable") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def config_path() -> str:
@@ -161,7 +173,9 @@ def request(config: dict, method: str, path: str, body: object = None, timeout: 
         raise Unreachable(f"{type(exc).__name__}: {exc}") from None
     if status >= 500 or status in (401, 403, 408, 429):
         # 401/403: a token problem the user will fix; keep the events until then.
-        raise Unreachable(f"HTTP {status}: {raw[:300]!r}")
+        reason = ("token refused (HTTP %d)" % status if status in (401, 403)
+                  else "server busy (HTTP %d)" % status if status in (408, 429) else "server error (HTTP %d)" % status)
+        raise Unreachable(f"HTTP {status}: {raw[:300]!r}", reason)
     if status >= 400:
         raise ValueError(f"HTTP {status}: {raw[:300]!r}")
     try:
@@ -352,11 +366,65 @@ def take_batch(queue: list) -> list:
     return batch
 
 
-def deliver(config: dict, body: dict) -> dict:
+def status_path(config: dict) -> str:
+    """Next to the spool: the last error and when the warning was last shown."""
+    return os.path.join(os.path.dirname(os.path.expanduser(config["spool"])), "claude-hook-status.json")
+
+
+def read_status(config: dict) -> dict:
+    try:
+        with open(status_path(config), encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        return loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_status(config: dict, status: dict) -> None:
+    try:
+        path = status_path(config)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(status, handle)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def _clock(timestamp: object) -> str:
+    """HH:MM local time of an ISO UTC timestamp or epoch seconds ("" when unreadable)."""
+    try:
+        if isinstance(timestamp, (int, float)):
+            seconds = float(timestamp)
+        else:
+            import calendar
+
+            seconds = calendar.timegm(time.strptime(str(timestamp)[:19], "%Y-%m-%dT%H:%M:%S"))
+        return time.strftime("%H:%M", time.localtime(seconds))
+    except (TypeError, ValueError, OverflowError):
+        return ""
+
+
+def warning(status: dict, waiting: int, oldest: object) -> str:
+    """The one warning line, or "" when capture is fine."""
+    reason = status.get("last_error") or ""
+    if waiting:
+        since = _clock(oldest)
+        line = f"Winni: {waiting} event{'s' if waiting != 1 else ''} waiting" + (f" since {since}" if since else "")
+        return line + (f", {reason}" if reason else "") + " (they are sent when Winni answers again)"
+    if reason:
+        return f"Winni: the last send failed at {_clock(status.get('failed_at'))}, {reason}"
+    return ""
+
+
+def deliver(config: dict, body: dict) -> tuple:
     """Send the spooled events and then this one (one batch request when there is a backlog);
-    whatever cannot be sent stays spooled, in order. Returns Winni's answer to this event when it
-    went alone (no backlog), else {}."""
+    whatever cannot be sent stays spooled, in order. Returns (Winni's answer to this event when it
+    went alone, else {}; events still waiting; the oldest one's captured_at) and records the outcome
+    in the status file."""
     with Spool(config["spool"]) as spool:
+        status = read_status(config)
         pending = spool.read()
         queue = pending + ([body] if body else [])
         batch = take_batch(queue)
@@ -377,10 +445,16 @@ def deliver(config: dict, body: dict) -> dict:
                     if result.get("error"):
                         log(config, f"Winni refused a spooled event: {result['error']}")
                 sent = len(batch)
+            if batch:
+                status.pop("last_error", None)
+                status["last_ok_at"] = time.time()
         except ValueError as exc:
             log(config, f"Winni refused the spooled batch ({exc}); kept for later")
+            status.update(last_error="the server refused the spooled events (see the hook log)", failed_at=time.time())
         except Unreachable as exc:
             log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
+            status.update(last_error=exc.reason, failed_at=time.time())
+        write_status(config, status)
         remaining = queue[sent:]
         if remaining or pending:
             sizes = [len(json.dumps(e)) for e in remaining]
@@ -390,7 +464,21 @@ def deliver(config: dict, body: dict) -> dict:
             if drop:
                 log(config, f"spool over 50 MB: dropped the {drop} oldest event(s)")
             spool.write(remaining[drop:])
-    return answer if not pending else {}
+            remaining = remaining[drop:]
+        oldest = remaining[0].get("captured_at") if remaining and isinstance(remaining[0], dict) else None
+        return (answer if not pending else {}), len(remaining), oldest
+
+
+def warn_once_an_hour(config: dict, line: str) -> str:
+    """`line` unless a prompt already showed a warning within WARN_EVERY_SECONDS."""
+    if not line:
+        return ""
+    status = read_status(config)
+    if time.time() - float(status.get("warned_at") or 0) < WARN_EVERY_SECONDS:
+        return ""
+    status["warned_at"] = time.time()
+    write_status(config, status)
+    return line
 
 
 def session_start(config: dict, payload: dict, repo: dict) -> str:
@@ -430,17 +518,26 @@ def main() -> None:
         "repository": {key: repo[key] for key in ("git_root", "remote", "root_commit")},
     }
     if event == "SessionStart":
-        # Send what is spooled, then print the startup text (stdout goes into Claude's context).
-        deliver(config, {})
+        # Send what is spooled, then print the startup text (stdout goes into Claude's context),
+        # after a warning line when capture is failing.
+        waiting, oldest = deliver(config, {})
         text = session_start(config, payload, repo)
+        line = warning(read_status(config), waiting, oldest)
+        text = "\n\n".join(part for part in (line, text) if part)
         if text:
             sys.stdout.write(text + "\n")
         return
     recall = event == "UserPromptSubmit" or (event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS)
     if recall:
         body["recall"] = True  # Winni answers what it knows about the prompt in the same request
-    context = deliver(config, body).get("additional_context")
-    if recall and isinstance(context, str) and context:
+    answer, waiting, oldest = deliver(config, body)
+    context = answer.get("additional_context") if recall else None
+    if event == "UserPromptSubmit":
+        # What a UserPromptSubmit hook prints is added to the prompt's context.
+        line = warn_once_an_hour(config, warning(read_status(config), waiting, oldest))
+        if line:
+            context = f"{line}\n\n{context}" if isinstance(context, str) and context else line
+    if isinstance(context, str) and context:
         # Claude Code adds additionalContext to what the model reads with the prompt.
         sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}))
 

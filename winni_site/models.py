@@ -6,8 +6,16 @@ from django.utils import timezone
 class ApiToken(models.Model):
     """A bearer token for /mcp and /api/. Only the SHA-256 of the secret is stored."""
 
+    class Scope(models.TextChoices):
+        READ = "read"  # nothing that changes stored data
+        WRITE = "write"  # what clients do: capture, store, search (the default)
+        ADMIN = "admin"  # write, and manage tokens, export and import over the API
+
     name = models.CharField(max_length=100, unique=True)
     secret_sha256 = models.CharField(max_length=64, unique=True)
+    scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.WRITE)
+    # Limited to these projects' rows everywhere (core.access); none: every project and the global rows.
+    projects = models.ManyToManyField("core.Project", blank=True, related_name="api_tokens")
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

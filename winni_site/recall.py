@@ -11,12 +11,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.mcp import McpRegistry, service_tool
+from core import access
+from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
 from winni_site.autorecall import ContextDict, context_for_prompt
 
 
-@service_tool
+@read_tool
 def winni_recall(
     query: str,
     kinds: list[str] | None = None,
@@ -62,6 +63,7 @@ MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 
 class RecallApi(APIView):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(serializers.Serializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)

@@ -10,6 +10,7 @@ from core.health import health_report
 from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureHookApi, CaptureSessionStartApi
 from winni_site.projects import ProjectDetailApi, ProjectListApi, ProjectMergeApi
 from winni_site.recall import RecallApi, RecallContextApi
+from winni_site.tokens import TokenListCreateApi, TokenRevokeApi
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -42,5 +43,7 @@ urlpatterns = [
     path("api/v1/projects/", ProjectListApi.as_view(), name="project-list"),
     path("api/v1/projects/<str:slug>/", ProjectDetailApi.as_view(), name="project-detail"),
     path("api/v1/projects/<str:slug>/merge/", ProjectMergeApi.as_view(), name="project-merge"),
+    path("api/v1/tokens/", TokenListCreateApi.as_view(), name="token-list"),
+    path("api/v1/tokens/<str:name>/", TokenRevokeApi.as_view(), name="token-revoke"),
     *_app_api_urls(),
 ]

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_float, env_int, env_list, env_str
+from core.env import env_bool, env_float, env_globs, env_int, env_list, env_str
 from winni_site import embedded, envfile
 
 WINNI_SETTINGS_FILE = envfile.load()  # first: it may set any variable below
@@ -89,6 +89,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "core.redaction.RedactionCountMiddleware",
+    "winni_site.auth.AccessMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -170,10 +172,11 @@ LOGIN_URL = "/admin/login/"
 # --- REST ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["winni_site.auth.ApiTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "winni_site.auth.TokenScopePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.errors.rest_exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["core.redaction.RedactionCountRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -252,11 +255,20 @@ LOGGING = {
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
 
+# --- Privacy (docs/privacy.md) ---------------------------------------------------------------
+# Secrets in free text become [REDACTED:<type>] before anything is stored (core.redaction);
+# `<private>` spans become [private] whatever this says.
+WINNI_SCRUB = env_bool("WINNI_SCRUB", True)
+
 # --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
 # Characters the SessionStart hook may print (startup context, then medallions).
 WINNI_CAPTURE_SESSION_START_CHARS = env_int("WINNI_CAPTURE_SESSION_START_CHARS", 20000, minimum=200, maximum=500000)
 # A stored tool call + result (PostToolUse, transcript tool blocks, proxied tools/call) is cut here.
 WINNI_CAPTURE_TOOL_MAX_CHARS = env_int("WINNI_CAPTURE_TOOL_MAX_CHARS", 20000, minimum=200, maximum=1000000)
+# Projects whose sessions are not captured: comma-separated globs over the project's name or slug
+# and the session's working directory ("client-*,/home/me/private/*"). Their hook events are
+# acknowledged and dropped, and SessionStart injects nothing.
+WINNI_CAPTURE_EXCLUDE = env_globs("WINNI_CAPTURE_EXCLUDE")
 # Latest medallions of the project printed at SessionStart (0: none).
 WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_MEDALLIONS", 3, minimum=0, maximum=20)
 # PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.

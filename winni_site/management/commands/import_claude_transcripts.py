@@ -53,4 +53,5 @@ class Command(BaseCommand):
             f"{len(files)} file(s), {len(total.sessions or ())} session(s), {total.lines} line(s): "
             f"{total.added} message(s) added, {total.duplicates} already present, "
             f"{total.malformed} malformed line(s) skipped, {total.other} other line(s), {total.rejected} refused"
+            + (f", {total.excluded} of excluded projects (WINNI_CAPTURE_EXCLUDE)" if total.excluded else "")
         )
