@@ -107,7 +107,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out.
     `project` (a kind's registered lookup to its project) is a project's name: every kind scopes
     it the same way (core.projects.ProjectFilter), and a name matching no project matches nothing."""
-    start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"), whole_day_end=False)
+    start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"))
     given = {name: value for name in searchable.filter_names()
              if (value := filters.get(name)) not in (None, "", [])}
     project = projects.project_filter(given.pop("project", None))

@@ -66,6 +66,8 @@ class MemorySearchApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
                                      required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True)
+        start_date = serializers.CharField(required=False, allow_null=True)
+        end_date = serializers.CharField(required=False, allow_null=True)
 
     def _search(self, data: dict) -> Response:
         hits = services.memory_search(**data)

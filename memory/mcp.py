@@ -28,12 +28,15 @@ def store_memory(
 
 @service_tool
 def search_memory(
-    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None
+    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
+    start_date: str | None = None, end_date: str | None = None,
 ) -> outputs.SearchMemoryDict:
     """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-    them; project: only that project's. Each result has a relevance_score 0-100; results under 30
-    are left out."""
-    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project)
+    them; project: only that project's; start_date/end_date (ISO 8601; a date alone is the whole
+    day): only memories stored in that range. Each result has a relevance_score 0-100; results
+    under 30 are left out."""
+    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
+                                  end_date=end_date)
     return outputs.search_memory_dict(query, hits)
 
 

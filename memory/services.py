@@ -14,7 +14,14 @@ from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
-from core.validation import parse_uuid, validate_limit, validate_metadata, validate_query, validate_storable
+from core.validation import (
+    parse_date_range,
+    parse_uuid,
+    validate_limit,
+    validate_metadata,
+    validate_query,
+    validate_storable,
+)
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Memory
@@ -105,16 +112,23 @@ def memory_embedding_model(memory: Memory) -> str | None:
     return active.name if has else None
 
 
-def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None) -> list[MemoryHit]:
+def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
+                  start_date: Any = None, end_date: Any = None) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
+    start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
     down, the search answers from full text alone (match = "fulltext", relevance from BM25)."""
     query = validate_query(query)
     limit = validate_limit(limit, maximum=20)
+    start, end = parse_date_range(start_date, end_date)
     scope = memory_list(tags=tags, project=project)
-    filtered = bool(tags) or projects.project_filter(project).given
+    if start:
+        scope = scope.filter(created_at__gte=start)
+    if end:
+        scope = scope.filter(created_at__lt=end)
+    filtered = bool(tags) or projects.project_filter(project).given or bool(start or end)
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector (CPU only, no database) is computed in a helper thread while this one
         # reads which memories still wait for theirs.

@@ -32,7 +32,7 @@ def winni_recall(
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
     some of message, memory, … (default all). limit 1-100 (default 10). session_id,
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601) and project (a project's slug or
+    such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
     name: only its rows) to every kind."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
