@@ -6,6 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.actors import actor_name_from_rest
 from memory import outputs, services
 
 PAGE_SIZE_MAX = 100
@@ -48,6 +49,25 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
+    class UpdateSerializer(serializers.Serializer):
+        content = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
+        tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+                                     required=False, allow_null=True)
+        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
+
+    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_update")
+    def put(self, request: Request, memory_id: str) -> Response:
+        """New content and/or tags; the previous text becomes a version (GET …/history/)."""
+        data = self.UpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        memory, changed = services.memory_update(memory_id=memory_id, actor=actor_name_from_rest(request),
+                                                 **data.validated_data)
+        return Response(outputs.updated_memory_dict(memory, changed))
+
+    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_partial_update")
+    def patch(self, request: Request, memory_id: str) -> Response:
+        return self.put(request, memory_id)
+
     @extend_schema(responses={200: dict}, operation_id="memories_retrieve")
     def get(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_get(memory_id=memory_id)
@@ -57,6 +77,13 @@ class MemoryDetailApi(APIView):
     def delete(self, request: Request, memory_id: str) -> Response:
         services.memory_delete(memory_id=memory_id)
         return Response(status=204)
+
+
+class MemoryHistoryApi(APIView):
+    @extend_schema(responses={200: dict}, operation_id="memories_history")
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory, versions = services.memory_history(memory_id=memory_id)
+        return Response(outputs.memory_history_dict(memory, versions))
 
 
 class MemorySearchApi(APIView):

@@ -4,6 +4,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
+from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Prompt, service_tool
 from memory import outputs, personas, services
 
@@ -40,6 +41,28 @@ def search_memory(
     return outputs.search_memory_dict(query, hits)
 
 
+@service_tool
+def update_memory(
+    memory_id: str, content: str | None = None, tags: list[str] | None = None, reason: str | None = None,
+) -> outputs.UpdatedMemoryDict:
+    """Correct or change a memory in place (memories are never deleted): new content and/or tags
+    (tags replace the old list). The memory keeps its id; its previous text becomes a version
+    (memory_history) with who changed it, when and why (reason). The same content and tags change
+    nothing (changed: false). For a new fact that replaces an old one, store it with
+    store_memory(supersedes=[old id]) instead."""
+    memory, changed = services.memory_update(memory_id=memory_id, content=content, tags=tags, reason=reason,
+                                             actor=actor_name_from_mcp())
+    return outputs.updated_memory_dict(memory, changed)
+
+
+@service_tool
+def memory_history(memory_id: str) -> outputs.MemoryHistoryDict:
+    """Every version of a memory, the current one first: content, tags, when and by whom each was
+    written and why, and when it was replaced."""
+    memory, versions = services.memory_history(memory_id=memory_id)
+    return outputs.memory_history_dict(memory, versions)
+
+
 def persona(name: str = "") -> str:
     return personas.persona_text(name or None)[1]
 
@@ -60,4 +83,4 @@ def prompts() -> list[Prompt]:
                            description="A persona by name; unknown names fall back to the default persona")]
 
 
-MCP = McpRegistry(tools=[store_memory, search_memory], prompts=prompts)
+MCP = McpRegistry(tools=[store_memory, search_memory, update_memory, memory_history], prompts=prompts)

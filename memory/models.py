@@ -29,6 +29,13 @@ class Memory(models.Model):
     # Where the memory came from (optional, not enforced: conversations may be deleted).
     conversation_id = models.UUIDField(null=True, blank=True)
     message_id = models.UUIDField(null=True, blank=True)
+    # Versions (update_memory): the current text is version `version`; earlier ones are
+    # MemoryVersion rows. updated_*: when, by whom and why the current version was written
+    # (empty until the first update: version 1 is the stored memory itself).
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.CharField(max_length=200, blank=True, default="")
+    update_reason = models.TextField(blank=True, default="")
     search_vector = models.GeneratedField(
         expression=tsvector_of("content"),
         output_field=SearchVectorField(),
@@ -53,6 +60,30 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return self.content[:80]
+
+
+class MemoryVersion(models.Model):
+    """An earlier text of a memory, kept by every update that changed it: what it said, when, by
+    whom and why it was written, and when and by whom it was replaced."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    written_at = models.DateTimeField()
+    written_by = models.CharField(max_length=200, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    replaced_at = models.DateTimeField(default=timezone.now)
+    replaced_by = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["memory", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "version"], name="memory_version_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version}"
 
 
 class Embedding(models.Model):

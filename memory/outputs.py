@@ -2,7 +2,7 @@
 from typing import Any, TypedDict
 
 from core.projects import slug_of
-from memory.models import Memory
+from memory.models import Memory, MemoryVersion
 from memory.services import MemoryHit
 
 
@@ -15,6 +15,38 @@ class MemoryDict(TypedDict):
     metadata: dict[str, Any] | None
     conversation_id: str | None
     message_id: str | None
+    version: int
+    updated_at: str | None
+
+
+class UpdatedMemoryDict(TypedDict):
+    memory_id: str
+    content: str
+    tags: list[str]
+    project: str | None
+    version: int
+    updated_at: str | None
+    changed: bool
+    message: str
+
+
+class VersionDict(TypedDict):
+    version: int
+    current: bool
+    content: str
+    tags: list[str]
+    written_at: str
+    written_by: str
+    reason: str
+    replaced_at: str | None
+    replaced_by: str | None
+
+
+class MemoryHistoryDict(TypedDict):
+    memory_id: str
+    project: str | None
+    current_version: int
+    versions: list[VersionDict]
 
 
 class StoredMemoryDict(TypedDict):
@@ -52,7 +84,38 @@ def memory_dict(memory: Memory) -> MemoryDict:
         "metadata": memory.metadata,
         "conversation_id": str(memory.conversation_id) if memory.conversation_id else None,
         "message_id": str(memory.message_id) if memory.message_id else None,
+        "version": memory.version,
+        "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
     }
+
+
+def updated_memory_dict(memory: Memory, changed: bool) -> UpdatedMemoryDict:
+    return {
+        "memory_id": str(memory.id),
+        "content": memory.content,
+        "tags": list(memory.tags),
+        "project": slug_of(memory),
+        "version": memory.version,
+        "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
+        "changed": changed,
+        "message": f"updated: now version {memory.version}" if changed else "unchanged: same content and tags",
+    }
+
+
+def memory_history_dict(memory: Memory, versions: list[MemoryVersion]) -> MemoryHistoryDict:
+    """Every version, newest (the current text) first."""
+    current: VersionDict = {
+        "version": memory.version, "current": True, "content": memory.content, "tags": list(memory.tags),
+        "written_at": (memory.updated_at or memory.created_at).isoformat(), "written_by": memory.updated_by,
+        "reason": memory.update_reason, "replaced_at": None, "replaced_by": None,
+    }
+    earlier: list[VersionDict] = [{
+        "version": row.version, "current": False, "content": row.content, "tags": list(row.tags),
+        "written_at": row.written_at.isoformat(), "written_by": row.written_by, "reason": row.reason,
+        "replaced_at": row.replaced_at.isoformat(), "replaced_by": row.replaced_by,
+    } for row in versions]
+    return {"memory_id": str(memory.id), "project": slug_of(memory), "current_version": memory.version,
+            "versions": [current, *earlier]}
 
 
 def stored_memory_dict(memory: Memory, created: bool) -> StoredMemoryDict:

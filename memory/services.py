@@ -9,9 +9,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.db.models.expressions import RawSQL
+from django.utils import timezone
 
 from core import projects
-from core.errors import InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
 from core.validation import (
@@ -24,7 +25,7 @@ from core.validation import (
 )
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from memory.models import Memory
+from memory.models import Memory, MemoryVersion
 
 KIND = "memory"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -91,7 +92,7 @@ def memory_get(*, memory_id: Any) -> Memory:
     pk = parse_uuid(memory_id, field="memory_id", optional=True)
     memory = Memory.objects.select_related("project").filter(pk=pk).first() if pk else None
     if memory is None:
-        raise NotFound(f"memory {memory_id} not found", field="memory_id")
+        raise NotFound(f"memory_id: no memory {memory_id}", field="memory_id")
     return memory
 
 
@@ -266,6 +267,81 @@ def _source_project(conversation_id: Any, message_id: Any) -> int | None:
     if message_id is not None:
         return projects.project_id_of("messages", message_id)
     return None
+
+
+UPDATE_NOTHING = "give content or tags (or both) to update"
+REASON_MAX_CHARS = 2000
+
+
+def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reason: Any = None,
+                  actor: str = "") -> tuple[Memory, bool]:
+    """Change a memory's text and/or tags; returns (memory, changed). The memory keeps its id; the
+    text and tags it had become a MemoryVersion (when, by whom and why they were written, and who
+    replaced them), and the new text is re-indexed (search_vector is generated) and re-embedded
+    (its vectors are dropped in the same transaction, so until the worker has embedded the new text
+    search embeds it itself). Content equal to the current text (normalised) and the same tags
+    change nothing and write no version. Content equal to another memory's in the same project
+    (or among the global ones) is a conflict naming that memory."""
+    if content is None and tags is None:
+        raise InvalidInput(f"content: {UPDATE_NOTHING}", field="content")
+    pk = parse_uuid(memory_id, field="memory_id")
+    new_content = validate_content(content) if content is not None else None
+    new_tags = validate_tags(tags) if tags is not None else None
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput("reason must be a string", field="reason")
+    reason = (reason or "").strip()
+    if len(reason) > REASON_MAX_CHARS:
+        raise InvalidInput(f"reason must be at most {REASON_MAX_CHARS} characters", field="reason")
+    validate_storable(reason, field="reason")
+    with storage_op("memory.update", memory_id=str(pk)) as log, transaction.atomic():
+        memory = Memory.objects.select_for_update(of=("self",)).select_related("project").defer("search_vector") \
+            .filter(pk=pk).first()
+        if memory is None:
+            raise NotFound(f"memory_id: no memory {memory_id}", field="memory_id")
+        digest = content_hash(new_content) if new_content is not None else memory.content_hash
+        content_changed = new_content is not None and (digest != memory.content_hash or new_content != memory.content)
+        tags_changed = new_tags is not None and new_tags != list(memory.tags)
+        if not content_changed and not tags_changed:
+            log.update(changed=False, version=memory.version)
+            return memory, False
+        if digest != memory.content_hash:
+            twin = Memory.objects.filter(content_hash=digest, project_id=memory.project_id).exclude(pk=pk) \
+                .values_list("pk", flat=True).first()
+            if twin is not None:
+                raise Conflict(f"content: memory {twin} already says this (in the same project); update or "
+                               f"supersede that one instead", field="content", extra={"memory_id": str(twin)})
+        now = timezone.now()
+        MemoryVersion.objects.create(
+            memory=memory, version=memory.version, content=memory.content, tags=list(memory.tags),
+            written_at=memory.updated_at or memory.created_at, written_by=memory.updated_by,
+            reason=memory.update_reason, replaced_at=now, replaced_by=actor,
+        )
+        if content_changed:
+            memory.content, memory.content_hash = new_content, digest
+        if tags_changed:
+            memory.tags = new_tags
+        memory.version += 1
+        memory.updated_at, memory.updated_by, memory.update_reason = now, actor, reason
+        try:
+            with transaction.atomic():
+                memory.save(update_fields=["content", "content_hash", "tags", "version", "updated_at",
+                                           "updated_by", "update_reason"])
+        except IntegrityError:
+            # A concurrent writer stored the same content in this project a moment ago.
+            raise Conflict("content: another memory in the same project already says this; update or supersede "
+                           "that one instead", field="content") from None
+        if content_changed:
+            vectors.embeddings_forget(kind=KIND, ids=[memory.pk])
+            announce_changed(KIND, [memory.pk])
+        projects.project_touch(memory.project_id)
+        log.update(changed=True, version=memory.version, content_changed=content_changed)
+    return memory, True
+
+
+def memory_history(*, memory_id: Any) -> tuple[Memory, list[MemoryVersion]]:
+    """The memory (its current version) and its earlier versions, newest first."""
+    memory = memory_get(memory_id=memory_id)
+    return memory, list(memory.versions.order_by("-version"))
 
 
 def memories_merge(source: Any, target: Any) -> int:
