@@ -25,6 +25,19 @@ class TagFilter(admin.SimpleListFilter):
         return queryset.filter(tags__contains=[self.value()]) if self.value() else queryset
 
 
+class SupersededFilter(admin.SimpleListFilter):
+    title = "superseded"
+    parameter_name = "superseded"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("no", "current"), ("yes", "superseded")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() in ("yes", "no"):
+            return queryset.filter(superseded_by__isnull=self.value() == "no")
+        return queryset
+
+
 class MemoryForm(forms.ModelForm):
     reason = forms.CharField(required=False, widget=forms.TextInput(attrs={"size": 80}),
                              help_text="Why the content or tags changed (kept with the previous version).")
@@ -73,7 +86,7 @@ class MemoryAdmin(admin.ModelAdmin):
     form = MemoryForm
     inlines = [MemoryVersionInline]
     list_display = ("short_content", "project", "tag_list", "version", "created_at")
-    list_filter = ("project", TagFilter, "created_at")
+    list_filter = ("project", TagFilter, SupersededFilter, "created_at")
     list_select_related = ("project",)
     search_fields = ("content",)
     ordering = ("-created_at",)
@@ -85,7 +98,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> tuple[str, ...]:
         # Content and tags change through memory_update (a new version); the rest is fixed.
         return ("project", "metadata", "created_at", "version", "updated_at", "updated_by", "update_reason",
-                "conversation_id", "message_id") if obj else ()
+                "superseded_by", "superseded_at", "conversation_id", "message_id") if obj else ()
 
     def get_inline_instances(self, request: HttpRequest, obj: Memory | None = None) -> list[Any]:
         return super().get_inline_instances(request, obj) if obj is not None else []
@@ -94,7 +107,7 @@ class MemoryAdmin(admin.ModelAdmin):
         if obj is None:
             return ["content", "project", "tags", "metadata"]
         return ["content", "tags", "reason", "project", "metadata", "created_at", "version", "updated_at",
-                "updated_by", "update_reason", "conversation_id", "message_id"]
+                "updated_by", "update_reason", "superseded_by", "superseded_at", "conversation_id", "message_id"]
 
     def get_actions(self, request: HttpRequest) -> dict:
         actions = super().get_actions(request)

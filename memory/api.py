@@ -21,6 +21,7 @@ class MemoryCreateListApi(APIView):
         conversation_id = serializers.CharField(required=False, allow_null=True)
         message_id = serializers.CharField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        supersedes = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
 
     class ListSerializer(serializers.Serializer):
         tag = serializers.ListField(child=serializers.CharField(), required=False)
@@ -95,6 +96,7 @@ class MemorySearchApi(APIView):
         project = serializers.CharField(required=False, allow_null=True)
         start_date = serializers.CharField(required=False, allow_null=True)
         end_date = serializers.CharField(required=False, allow_null=True)
+        include_superseded = serializers.BooleanField(required=False, default=False)
 
     def _search(self, data: dict) -> Response:
         hits = services.memory_search(**data)

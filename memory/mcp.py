@@ -17,27 +17,32 @@ def store_memory(
     conversation_id: str | None = None,
     message_id: str | None = None,
     project: str | None = None,
+    supersedes: list[str] | None = None,
 ) -> outputs.StoredMemoryDict:
     """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
     characters (e.g. preference, decision). project: an existing project's slug or name; omitted,
     the project of conversation_id (or message_id), else a global memory. The same content stored
-    twice in one project returns the existing memory (duplicate: true)."""
+    twice in one project returns the existing memory (duplicate: true). supersedes: ids of older
+    memories this one replaces ("we moved from Fabric to Ansible"): they are kept but leave
+    search_memory and winni_recall (unless include_superseded)."""
     memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
-                                            conversation_id=conversation_id, message_id=message_id, project=project)
+                                            conversation_id=conversation_id, message_id=message_id, project=project,
+                                            supersedes=supersedes)
     return outputs.stored_memory_dict(memory, created)
 
 
 @service_tool
 def search_memory(
     query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
-    start_date: str | None = None, end_date: str | None = None,
+    start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
 ) -> outputs.SearchMemoryDict:
     """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
     them; project: only that project's; start_date/end_date (ISO 8601; a date alone is the whole
     day): only memories stored in that range. Each result has a relevance_score 0-100; results
-    under 30 are left out."""
+    under 30 are left out. Superseded memories are left out unless include_superseded (each then
+    names its successor in superseded_by)."""
     hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
-                                  end_date=end_date)
+                                  end_date=end_date, include_superseded=include_superseded)
     return outputs.search_memory_dict(query, hits)
 
 

@@ -12,6 +12,12 @@ from pgvector.django import VectorField
 from core.searchable import tsvector_of
 
 
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def current(self) -> "MemoryQuerySet":
+        """The memories no other memory supersedes: what search and recall show by default."""
+        return self.filter(superseded_by__isnull=True)
+
+
 class Memory(models.Model):
     """A fact the agent chose to remember (seed 003). Never deleted by an MCP tool."""
 
@@ -36,11 +42,18 @@ class Memory(models.Model):
     updated_at = models.DateTimeField(null=True, blank=True)
     updated_by = models.CharField(max_length=200, blank=True, default="")
     update_reason = models.TextField(blank=True, default="")
+    # Supersession (store_memory(supersedes=[...])): a newer memory replaced this fact. Kept, never
+    # deleted, but left out of search and recall unless include_superseded.
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes")
+    superseded_at = models.DateTimeField(null=True, blank=True)
     search_vector = models.GeneratedField(
         expression=tsvector_of("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
+
+    objects = MemoryQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]

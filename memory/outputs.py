@@ -17,6 +17,8 @@ class MemoryDict(TypedDict):
     message_id: str | None
     version: int
     updated_at: str | None
+    superseded_by: str | None
+    superseded_at: str | None
 
 
 class UpdatedMemoryDict(TypedDict):
@@ -56,6 +58,8 @@ class StoredMemoryDict(TypedDict):
     tags: list[str]
     duplicate: bool
     message: str
+    supersedes: list[str]
+    superseded_by: str | None
 
 
 class SearchResultDict(TypedDict):
@@ -66,6 +70,7 @@ class SearchResultDict(TypedDict):
     project: str | None
     tags: list[str]
     match: str
+    superseded_by: str | None
 
 
 class SearchMemoryDict(TypedDict):
@@ -86,7 +91,13 @@ def memory_dict(memory: Memory) -> MemoryDict:
         "message_id": str(memory.message_id) if memory.message_id else None,
         "version": memory.version,
         "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
+        "superseded_by": _id(memory.superseded_by_id),
+        "superseded_at": memory.superseded_at.isoformat() if memory.superseded_at else None,
     }
+
+
+def _id(pk: Any) -> str | None:
+    return str(pk) if pk else None
 
 
 def updated_memory_dict(memory: Memory, changed: bool) -> UpdatedMemoryDict:
@@ -126,6 +137,9 @@ def stored_memory_dict(memory: Memory, created: bool) -> StoredMemoryDict:
         "tags": list(memory.tags),
         "duplicate": not created,
         "message": "stored" if created else "already remembered: returning the existing memory",
+        # Every memory this one supersedes (those named now and any named before).
+        "supersedes": [str(pk) for pk in memory.supersedes.order_by("created_at", "pk").values_list("pk", flat=True)],
+        "superseded_by": _id(memory.superseded_by_id),
     }
 
 
@@ -138,6 +152,7 @@ def search_result_dict(hit: MemoryHit) -> SearchResultDict:
         "project": slug_of(hit.memory),
         "tags": list(hit.memory.tags),
         "match": hit.match,
+        "superseded_by": _id(hit.memory.superseded_by_id),
     }
 
 

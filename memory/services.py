@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,9 +115,10 @@ def memory_embedding_model(memory: Memory) -> str | None:
 
 
 def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
-                  start_date: Any = None, end_date: Any = None) -> list[MemoryHit]:
+                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
     start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
+    Superseded memories are left out unless include_superseded (then each names its successor).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
@@ -124,7 +126,12 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     query = validate_query(query)
     limit = validate_limit(limit, maximum=20)
     start, end = parse_date_range(start_date, end_date)
+    if not isinstance(include_superseded, bool):
+        raise InvalidInput("include_superseded must be true or false", field="include_superseded")
+    current = not include_superseded
     scope = memory_list(tags=tags, project=project)
+    if current:
+        scope = scope.current()
     if start:
         scope = scope.filter(created_at__gte=start)
     if end:
@@ -142,21 +149,34 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         except EmbeddingUnavailable:
             query_vector = None
         if query_vector is None:
-            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered)
+            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered, current=current)
         else:
             hits = _semantic(query_vector=query_vector, scope=scope, limit=limit, filtered=filtered, model=model,
-                             waiting=waiting)
+                             waiting=waiting, current=current)
         log["results"] = len(hits)
     return hits
 
 
+# An unfiltered vector search that must skip superseded memories asks for more than `limit`, and
+# for more again (×4) while too many of those it got were superseded, up to this depth.
+STALE_DEPTH_MAX = 400
+
+
 def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
-              waiting: list[Memory]) -> list[MemoryHit]:
-    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
-                                 scope=scope if filtered else None))
-    found.update(_similarities(rows=waiting, query_vector=query_vector))
-    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=list(found))
-                .defer("search_vector")}
+              waiting: list[Memory], current: bool) -> list[MemoryHit]:
+    """`current`: superseded memories are left out (a filtered scope already holds none; an
+    unfiltered search drops them after the index walk)."""
+    fresh = _similarities(rows=waiting, query_vector=query_vector)
+    depth = limit if filtered or not current else 2 * limit + 10
+    while True:
+        nearest = vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=depth,
+                                  scope=scope if filtered else None)
+        found = {**dict(nearest), **fresh}
+        rows = Memory.objects.select_related("project").filter(pk__in=list(found)).defer("search_vector")
+        memories = {str(m.pk): m for m in (rows.current() if current else rows)}
+        if filtered or not current or len(memories) >= limit or len(nearest) < depth or depth >= STALE_DEPTH_MAX:
+            break
+        depth = min(depth * 4, STALE_DEPTH_MAX)
     hits = [
         MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
         for key, sim in found.items() if key in memories
@@ -196,19 +216,20 @@ def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str,
     return {str(row.pk): sum(a * b for a, b in zip(vector, query_vector)) for row, vector in zip(rows, fresh)}
 
 
-def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool) -> list[MemoryHit]:
-    ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope, limit=limit,
-                            filtered=filtered)
+def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool, current: bool) -> list[MemoryHit]:
+    deeper = current and not filtered  # superseded ones are dropped below: ask for more
+    ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope,
+                            limit=3 * limit + 10 if deeper else limit, filtered=filtered)
     if not ranked:
         return []
     best = ranked[0][1]
-    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=[k for k, _ in ranked])
-                .defer("search_vector")}
+    rows = Memory.objects.select_related("project").filter(pk__in=[k for k, _ in ranked]).defer("search_vector")
+    memories = {str(m.pk): m for m in (rows.current() if current else rows)}
     # Lexical scores are not similarities: scale the best match to 100 and keep the cut-off's meaning
     # ("clearly weaker than the best") by dropping anything under 30% of it.
     hits = [MemoryHit(memory=memories[key], relevance=round(100 * score / best, 1), match="fulltext")
             for key, score in ranked if key in memories]
-    return [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
+    return [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF][:limit]
 
 
 # --- writes ----------------------------------------------------------------------------------
@@ -222,31 +243,35 @@ def memory_store(
     conversation_id: Any = None,
     message_id: Any = None,
     project: Any = None,
+    supersedes: Any = None,
 ) -> tuple[Memory, bool]:
     """Store a memory; returns (memory, created). The same normalised content in the same project
     (or among the global memories) returns the existing memory (created = False) instead of a copy.
     `project`: an existing project's name; omitted, the project of the conversation (or message)
-    the memory came from, else none (global)."""
+    the memory came from, else none (global). `supersedes`: ids of memories this one replaces
+    (they are kept, marked superseded by it, and leave search and recall); an unknown id, the
+    memory itself or a cycle is refused naming the field, and then nothing is written."""
     content = validate_content(content)
     tags = validate_tags(tags)
     metadata = validate_metadata(metadata)
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
+    replaced = validate_supersedes(supersedes)
     in_project = projects.project_for_write(project)
     project_id = in_project.pk if in_project else _source_project(conversation, message)
     digest = content_hash(content)
     same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)
-    with storage_op("memory.store") as log:
+    with storage_op("memory.store", supersedes=len(replaced)) as log:
         existing = same.first()
         if existing is not None:
-            log.update(memory_id=str(existing.pk), duplicate=True)
-            return existing, False
+            return _duplicate(existing, replaced, log), False
         try:
             with transaction.atomic():
                 memory = Memory.objects.create(
                     content=content, content_hash=digest, tags=tags, metadata=metadata,
                     conversation_id=conversation, message_id=message, project_id=project_id,
                 )
+                _supersede(memory, replaced)
                 projects.project_touch(project_id)
                 announce_changed(KIND, [memory.pk])
         except IntegrityError:
@@ -254,10 +279,57 @@ def memory_store(
             existing = same.first()
             if existing is None:
                 raise
-            log.update(memory_id=str(existing.pk), duplicate=True)
-            return existing, False
+            return _duplicate(existing, replaced, log), False
         log.update(memory_id=str(memory.pk), duplicate=False)
     return memory, True
+
+
+def _duplicate(existing: Memory, replaced: list[uuid.UUID], log: dict[str, Any]) -> Memory:
+    """The memory that already says this; what it was asked to supersede, it supersedes."""
+    if replaced:
+        with transaction.atomic():
+            _supersede(existing, replaced)
+        existing.refresh_from_db(fields=["superseded_by", "superseded_at"])
+    log.update(memory_id=str(existing.pk), duplicate=True)
+    return existing
+
+
+MAX_SUPERSEDES = 20
+
+
+def validate_supersedes(value: Any, *, field: str = "supersedes") -> list[uuid.UUID]:
+    """A list of at most MAX_SUPERSEDES memory ids (repeats dropped)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(f"{field} must be a list of memory ids", field=field)
+    if len(value) > MAX_SUPERSEDES:
+        raise InvalidInput(f"{field}: at most {MAX_SUPERSEDES} memory ids, got {len(value)}", field=field)
+    ids = [parse_uuid(item, field=field) for item in value]
+    return list(dict.fromkeys(ids))  # type: ignore[arg-type]
+
+
+def _supersede(memory: Memory, replaced: list[uuid.UUID]) -> None:
+    """Mark `replaced` superseded by `memory` (inside the caller's transaction). Refuses the memory
+    itself, an unknown id and a cycle (a memory that `memory` is itself superseded by, directly or
+    through others), naming the field."""
+    if not replaced:
+        return
+    if memory.pk in replaced:
+        raise InvalidInput(f"supersedes: memory {memory.pk} cannot supersede itself", field="supersedes")
+    found = set(Memory.objects.select_for_update(of=("self",)).filter(pk__in=replaced).values_list("pk", flat=True))
+    missing = [pk for pk in replaced if pk not in found]
+    if missing:
+        raise NotFound(f"supersedes: no memory {missing[0]}", field="supersedes")
+    seen: set[Any] = set()
+    successor = Memory.objects.filter(pk=memory.pk).values_list("superseded_by_id", flat=True).first()
+    while successor is not None and successor not in seen:
+        if successor in found:
+            raise InvalidInput(f"supersedes: memory {successor} already supersedes memory {memory.pk} (directly or "
+                               f"through others); superseding it would make a cycle", field="supersedes")
+        seen.add(successor)
+        successor = Memory.objects.filter(pk=successor).values_list("superseded_by_id", flat=True).first()
+    Memory.objects.filter(pk__in=replaced).update(superseded_by=memory, superseded_at=timezone.now())
 
 
 def _source_project(conversation_id: Any, message_id: Any) -> int | None:
