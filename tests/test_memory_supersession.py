@@ -115,6 +115,15 @@ def test_medallions_that_are_not_active_leave_recall(django_capture_on_commit_ca
         medallion = medallions.medallion_create(document=document)
     assert [hit["id"] for hit in recall.recall(query="invoice queue", kinds=["medallion"])["results"]] == [
         str(medallion.pk)]
+    # A superseded decision is kept in the document but no longer found.
+    document["decisions"] = [
+        {"id": "d1", "statement": "invoices go through the kafka topic", "confidence": 0.9, "status": "superseded"},
+        {"id": "d2", "statement": "invoices go through the rabbit queue", "confidence": 0.9, "status": "active"}]
+    with django_capture_on_commit_callbacks(execute=True):
+        medallions.medallion_update(medallion_id=medallion.pk, document=document)
+    assert recall.recall(query="kafka topic", kinds=["medallion"], mode="fts")["results"] == []
+    assert recall.recall(query="rabbit queue", kinds=["medallion"])["count"] == 1
+    assert "kafka" in str(Medallion.objects.get(pk=medallion.pk).decisions)
     Medallion.objects.filter(pk=medallion.pk).update(status="superseded")
     assert recall.recall(query="invoice queue", kinds=["medallion"])["results"] == []
     assert recall.recall(query="invoice queue", kinds=["medallion"], include_superseded=True)["count"] == 1
