@@ -33,8 +33,8 @@ class MemoryCreateListApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        memory, created = services.memory_store(**data.validated_data)
-        return Response(outputs.stored_memory_dict(memory, created), status=201 if created else 200)
+        memory, created, similar = services.memory_remember(**data.validated_data)
+        return Response(outputs.stored_memory_dict(memory, created, similar), status=201 if created else 200)
 
     @extend_schema(parameters=[ListSerializer], responses={200: dict}, operation_id="memories_list")
     def get(self, request: Request) -> Response:

@@ -24,11 +24,13 @@ def store_memory(
     the project of conversation_id (or message_id), else a global memory. The same content stored
     twice in one project returns the existing memory (duplicate: true). supersedes: ids of older
     memories this one replaces ("we moved from Fabric to Ansible"): they are kept but leave
-    search_memory and winni_recall (unless include_superseded)."""
-    memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
-                                            conversation_id=conversation_id, message_id=message_id, project=project,
-                                            supersedes=supersedes)
-    return outputs.stored_memory_dict(memory, created)
+    search_memory and winni_recall (unless include_superseded). The answer lists `similar`
+    memories that may already say this (or an older version of it): update_memory one of them or
+    supersede it instead of keeping near-copies."""
+    memory, created, similar = services.memory_remember(
+        content=content, tags=tags, metadata=metadata, conversation_id=conversation_id, message_id=message_id,
+        project=project, supersedes=supersedes)
+    return outputs.stored_memory_dict(memory, created, similar)
 
 
 @service_tool

@@ -3,7 +3,7 @@ from typing import Any, TypedDict
 
 from core.projects import slug_of
 from memory.models import Memory, MemoryVersion
-from memory.services import MemoryHit
+from memory.services import MemoryHit, SimilarMemory
 
 
 class MemoryDict(TypedDict):
@@ -51,6 +51,14 @@ class MemoryHistoryDict(TypedDict):
     versions: list[VersionDict]
 
 
+class SimilarDict(TypedDict):
+    memory_id: str
+    content: str
+    similarity: float
+    timestamp: str
+    tags: list[str]
+
+
 class StoredMemoryDict(TypedDict):
     memory_id: str
     timestamp: str
@@ -60,6 +68,7 @@ class StoredMemoryDict(TypedDict):
     message: str
     supersedes: list[str]
     superseded_by: str | None
+    similar: list[SimilarDict]
 
 
 class SearchResultDict(TypedDict):
@@ -129,17 +138,25 @@ def memory_history_dict(memory: Memory, versions: list[MemoryVersion]) -> Memory
             "versions": [current, *earlier]}
 
 
-def stored_memory_dict(memory: Memory, created: bool) -> StoredMemoryDict:
+def stored_memory_dict(memory: Memory, created: bool, similar: list[SimilarMemory] | None = None) -> StoredMemoryDict:
+    similar = similar or []
+    message = "stored" if created else "already remembered: returning the existing memory"
+    if similar:
+        message += (f"; {len(similar)} similar memor{'y' if len(similar) == 1 else 'ies'} already exist: if this "
+                    "replaces one, update_memory it or store with supersedes")
     return {
         "memory_id": str(memory.id),
         "timestamp": memory.created_at.isoformat(),
         "project": slug_of(memory),
         "tags": list(memory.tags),
         "duplicate": not created,
-        "message": "stored" if created else "already remembered: returning the existing memory",
+        "message": message,
         # Every memory this one supersedes (those named now and any named before).
         "supersedes": [str(pk) for pk in memory.supersedes.order_by("created_at", "pk").values_list("pk", flat=True)],
         "superseded_by": _id(memory.superseded_by_id),
+        "similar": [{"memory_id": str(item.memory.pk), "content": item.memory.content, "similarity": item.similarity,
+                     "timestamp": item.memory.created_at.isoformat(), "tags": list(item.memory.tags)}
+                    for item in similar],
     }
 
 

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.db.models.expressions import RawSQL
@@ -42,6 +43,12 @@ RELEVANCE_CUTOFF = 30.0
 # (embeddings.ONNX_MAX_BATCH).
 FRESH_CANDIDATES = 8
 _SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class SimilarMemory:
+    memory: Memory
+    similarity: float
 
 
 @dataclass
@@ -282,6 +289,50 @@ def memory_store(
             return _duplicate(existing, replaced, log), False
         log.update(memory_id=str(memory.pk), duplicate=False)
     return memory, True
+
+
+SIMILAR_MAX = 5
+
+
+def memory_remember(**kwargs: Any) -> tuple[Memory, bool, list[SimilarMemory]]:
+    """store_memory as the agent sees it: memory_store, then, for a new memory, the existing ones
+    that may say the same (memory_similar), so it can update or supersede instead of adding a copy."""
+    memory, created = memory_store(**kwargs)
+    similar = memory_similar(memory) if created else []
+    return memory, created, similar
+
+
+def memory_similar(memory: Memory) -> list[SimilarMemory]:
+    """Current memories of the same project (or the global ones, for a global memory) that may say
+    the same as `memory` or an earlier version of it: cosine similarity under the active model at
+    least WINNI_MEMORY_SIMILAR_THRESHOLD and at least one word in common (full-text lexemes), most
+    similar first, SIMILAR_MAX at most. Empty when the check is off, the provider is down, or the
+    configured model is not the one search uses yet (a re-embedding is under way)."""
+    threshold = settings.WINNI_MEMORY_SIMILAR_THRESHOLD
+    if threshold <= 0:
+        return []
+    model = vectors.model_active()
+    if model.name != embeddings.model_name():
+        return []
+    try:
+        query_vector = embeddings.embed_query(memory.content)
+    except EmbeddingError:
+        return []
+    lexemes = retrieval.query_lexemes(memory.content)
+    if not lexemes:
+        return []
+    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk) \
+        .filter(RawSQL('"memory_memory"."search_vector" @@ %s::tsquery', [retrieval.tsquery(lexemes)],
+                       output_field=BooleanField()))
+    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=SIMILAR_MAX * 2,
+                                 scope=scope))
+    found.update(_similarities(rows=_waiting_for_a_vector(query=memory.content, scope=scope, model=model.name),
+                               query_vector=query_vector))
+    close = {key: sim for key, sim in found.items() if sim >= threshold}
+    rows = {str(m.pk): m for m in scope.filter(pk__in=list(close)).select_related("project").defer("search_vector")}
+    similar = [SimilarMemory(memory=rows[key], similarity=round(sim, 4)) for key, sim in close.items() if key in rows]
+    similar.sort(key=lambda item: -item.similarity)
+    return similar[:SIMILAR_MAX]
 
 
 def _duplicate(existing: Memory, replaced: list[uuid.UUID], log: dict[str, Any]) -> Memory:

@@ -307,6 +307,10 @@ WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minim
 # Share of a message's score passed to the turns before and after it (0 = off).
 WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# store_memory's `similar`: existing current memories at least this similar (cosine, active model)
+# that share a subject word; 0 turns the check off. Measured with all-MiniLM-L6-v2 by
+# bench/near_duplicates.py (docs/benchmarks.md); another model needs its own measurement.
+WINNI_MEMORY_SIMILAR_THRESHOLD = env_float("WINNI_MEMORY_SIMILAR_THRESHOLD", 0.6, minimum=0.0, maximum=1.0)
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
 # --- Conversations: search and orchestration results ---------------------------------------
