@@ -80,6 +80,7 @@ class SearchResultDict(TypedDict):
     tags: list[str]
     match: str
     superseded_by: str | None
+    matched_superseded: str | None  # the superseded memory whose match this one took over
 
 
 class SearchMemoryDict(TypedDict):
@@ -170,6 +171,7 @@ def search_result_dict(hit: MemoryHit) -> SearchResultDict:
         "tags": list(hit.memory.tags),
         "match": hit.match,
         "superseded_by": _id(hit.memory.superseded_by_id),
+        "matched_superseded": _id(hit.via.pk) if hit.via else None,
     }
 
 

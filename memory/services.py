@@ -56,6 +56,9 @@ class MemoryHit:
     memory: Memory
     relevance: float
     match: str  # "semantic" (cosine similarity) or "fulltext" (provider down: lexical only)
+    # The superseded memory whose match this hit took over (its relevance), when that was higher
+    # than the hit's own: the query matched the old fact, and this memory replaced it.
+    via: Memory | None = None
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -126,6 +129,10 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
     start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
     Superseded memories are left out unless include_superseded (then each names its successor).
+    A superseded memory that matches hands its relevance to the memory that replaced it (the last
+    of the chain, when that one is in the search's scope) if that is higher than the successor's
+    own: the query asked about the fact, and the successor is what holds now (`via` names the old
+    memory).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
@@ -137,8 +144,6 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     current = not include_superseded
     scope = memory_list(tags=tags, project=project)
-    if current:
-        scope = scope.current()
     if start:
         scope = scope.filter(created_at__gte=start)
     if end:
@@ -171,26 +176,58 @@ STALE_DEPTH_MAX = 400
 
 def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
               waiting: list[Memory], current: bool) -> list[MemoryHit]:
-    """`current`: superseded memories are left out (a filtered scope already holds none; an
-    unfiltered search drops them after the index walk)."""
+    """`current`: superseded memories hand their match to their successors (_successors_take_over)
+    and are left out; the index walk goes deeper while too many of those it found were superseded."""
     fresh = _similarities(rows=waiting, query_vector=query_vector)
-    depth = limit if filtered or not current else 2 * limit + 10
+    depth = limit if not current else 2 * limit + 10
+    via: dict[str, str] = {}
     while True:
         nearest = vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=depth,
                                   scope=scope if filtered else None)
         found = {**dict(nearest), **fresh}
-        rows = Memory.objects.select_related("project").filter(pk__in=list(found)).defer("search_vector")
-        memories = {str(m.pk): m for m in (rows.current() if current else rows)}
-        if filtered or not current or len(memories) >= limit or len(nearest) < depth or depth >= STALE_DEPTH_MAX:
+        if current:
+            found, via = _successors_take_over(found)
+        rows = (scope.current() if current else scope).select_related("project").filter(pk__in=list(found))
+        memories = {str(m.pk): m for m in rows}
+        if not current or len(memories) >= limit or len(nearest) < depth or depth >= STALE_DEPTH_MAX:
             break
         depth = min(depth * 4, STALE_DEPTH_MAX)
+    replaced = {str(m.pk): m for m in Memory.objects.filter(pk__in=list(via.values())).defer("search_vector")}
     hits = [
-        MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
+        MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic",
+                  via=replaced.get(via.get(key, "")))
         for key, sim in found.items() if key in memories
     ]
     hits = [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
     hits.sort(key=lambda hit: (-hit.relevance, hit.memory.created_at))
     return hits[:limit]
+
+
+SUCCESSION_MAX_HOPS = 50
+
+
+def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
+    last memory of its chain of successors when higher than that one's own; returns the scores and,
+    per successor that took a score over, the key of the superseded memory it came from."""
+    successor = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
+        pk__in=list(found), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
+    if not successor:
+        return found, {}
+    final = dict(successor)
+    for _ in range(SUCCESSION_MAX_HOPS):
+        onward = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
+            pk__in=set(final.values()), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
+        if not onward:
+            break
+        final = {old: onward.get(last, last) for old, last in final.items()}
+    scores = {key: score for key, score in found.items() if key not in successor}
+    via: dict[str, str] = {}
+    for old, last in final.items():
+        if found[old] > scores.get(last, float("-inf")):
+            scores[last] = found[old]
+            via[last] = old
+    return scores, via
 
 
 def _waiting_for_a_vector(*, query: str, scope: Any, model: str) -> list[Memory]:
@@ -224,14 +261,16 @@ def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str,
 
 
 def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool, current: bool) -> list[MemoryHit]:
-    deeper = current and not filtered  # superseded ones are dropped below: ask for more
     ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope,
-                            limit=3 * limit + 10 if deeper else limit, filtered=filtered)
+                            limit=3 * limit + 10 if current else limit, filtered=filtered)
     if not ranked:
         return []
+    if current:  # superseded ones hand their score on (see _semantic) and are dropped below
+        scores, _ = _successors_take_over(dict(ranked))
+        ranked = sorted(scores.items(), key=lambda item: -item[1])
     best = ranked[0][1]
-    rows = Memory.objects.select_related("project").filter(pk__in=[k for k, _ in ranked]).defer("search_vector")
-    memories = {str(m.pk): m for m in (rows.current() if current else rows)}
+    rows = (scope.current() if current else scope).select_related("project").filter(pk__in=[k for k, _ in ranked])
+    memories = {str(m.pk): m for m in rows}
     # Lexical scores are not similarities: scale the best match to 100 and keep the cut-off's meaning
     # ("clearly weaker than the best") by dropping anything under 30% of it.
     hits = [MemoryHit(memory=memories[key], relevance=round(100 * score / best, 1), match="fulltext")

@@ -40,6 +40,8 @@ def test_a_superseded_memory_is_kept_but_leaves_search_and_recall(deploy):
         assert str(old.pk) not in [hit["id"] for hit in hits], mode
     found = services.memory_search(query="We deploy the web app with Fabric scripts")
     assert [hit.memory.pk for hit in found][:1] == [new.pk] and old.pk not in [hit.memory.pk for hit in found]
+    # The query matched the old fact best: its successor took that match over, and says so.
+    assert found[0].via.pk == old.pk and found[0].relevance == 100.0
     # Asked for explicitly: there, and it names its successor.
     wide = services.memory_search(query="We deploy the web app with Fabric scripts", include_superseded=True)
     assert wide[0].memory.pk == old.pk and wide[0].memory.superseded_by_id == new.pk
@@ -139,6 +141,8 @@ def test_rest_store_supersedes_search_and_recall(api):
     assert got["superseded_by"] == new.json()["memory_id"] and got["superseded_at"]
     found = api.post("/api/v1/memories/search", {"query": "CI runs on Jenkins"}, format="json").json()
     assert old["memory_id"] not in [r["memory_id"] for r in found["results"]]
+    assert found["results"][0]["memory_id"] == new.json()["memory_id"]
+    assert found["results"][0]["matched_superseded"] == old["memory_id"]
     wide = api.post("/api/v1/memories/search", {"query": "CI runs on Jenkins", "include_superseded": True},
                     format="json").json()
     assert wide["results"][0]["superseded_by"] == new.json()["memory_id"]
@@ -170,3 +174,17 @@ def test_mcp_supersedes_and_include_superseded(mcp_legacy):
     unknown = str(uuid.uuid4())
     assert unknown in mcp_legacy.call_error("store_memory", {"content": "y", "supersedes": [unknown]})
     assert Memory.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_chain_hands_the_match_to_its_last_memory_within_the_scope(django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        first = store("the metrics go to graphite on port 2003", tags=["metrics"])
+        second = store("metrics moved to influxdb", tags=["metrics"], supersedes=[str(first.pk)])
+        third = store("we now use prometheus", tags=["monitoring"], supersedes=[str(second.pk)])
+    hits = services.memory_search(query="the metrics go to graphite on port 2003")
+    assert hits[0].memory.pk == third.pk and hits[0].via.pk == first.pk
+    assert {first.pk, second.pk}.isdisjoint(hit.memory.pk for hit in hits)
+    # The last of the chain is outside a tag filter: the old facts stay out all the same.
+    tagged = services.memory_search(query="the metrics go to graphite on port 2003", tags=["metrics"])
+    assert tagged == []
