@@ -195,7 +195,7 @@ def dewey_query_fiedler_results(
     offset: int = Offset,
     project: str | None = None,
 ) -> outputs.FiedlerQueryDict:
-    """Orchestration results filtered by model, status, date range (ISO 8601), words in the
+    """Orchestration results filtered by model, status, date range (ISO 8601; a date alone covers the whole day), words in the
     prompt or output (web-search syntax) and project (of the linked conversation), newest first,
     with the total."""
     results, total, estimate = services.fiedler_results_query(

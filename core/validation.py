@@ -90,7 +90,7 @@ def parse_timestamp(value: Any, *, field: str) -> dt.datetime | None:
     return parsed
 
 
-def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.datetime | None:
+def _date_bound(value: Any, *, field: str, end: bool) -> dt.datetime | None:
     """One bound as an instant; an end bound comes back exclusive (just past what it includes)."""
     if value is None or value == "":
         return None
@@ -100,9 +100,8 @@ def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.dat
         except ValueError:
             raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {value[:60]!r}", field=field) from None
         midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
-        if end and whole_day:
-            return midnight + dt.timedelta(days=1)
-        return midnight + dt.timedelta(microseconds=1) if end else midnight
+        # A date alone means the whole day: an end date includes all of it.
+        return midnight + dt.timedelta(days=1) if end else midnight
     try:
         parsed = parse_timestamp(value, field=field)
     except InvalidInput:
@@ -111,19 +110,17 @@ def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.dat
     return parsed + dt.timedelta(microseconds=1) if end and parsed else parsed
 
 
-def parse_date_range(start_date: Any, end_date: Any, *, whole_day_end: bool = True
-                     ) -> tuple[dt.datetime | None, dt.datetime | None]:
-    """(start inclusive, end exclusive) from ISO 8601 dates or date-times; a date alone starts at
-    its midnight (UTC).
-
-    The two searches still read a date-only end differently (issue #22 will settle one meaning):
-    with `whole_day_end` (dewey_search, Fiedler queries) it covers the whole day and a start after
-    the end is an error naming start_date; without it (winni_recall) it is that day's midnight,
-    inclusive, and the order is not checked."""
-    start = _date_bound(start_date, field="start_date", end=False, whole_day=whole_day_end)
-    end = _date_bound(end_date, field="end_date", end=True, whole_day=whole_day_end)
-    if whole_day_end and start and end and start >= end:
-        raise InvalidInput("start_date must not be after end_date", field="start_date")
+def parse_date_range(start_date: Any, end_date: Any) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(start inclusive, end exclusive) from ISO 8601 dates or date-times, the one date rule of
+    every tool and endpoint that filters by date (dewey_search, the Fiedler queries, winni_recall,
+    search_memory): a date alone means that whole day (UTC), so a start date is its midnight and an
+    end date includes the day; a date-time is the instant (a naive one is UTC), inclusive at both
+    ends. A start after the end is an error naming start_date."""
+    start = _date_bound(start_date, field="start_date", end=False)
+    end = _date_bound(end_date, field="end_date", end=True)
+    if start and end and start >= end:
+        raise InvalidInput(f"start_date must not be after end_date (start_date {str(start_date)[:40]!r}, "
+                           f"end_date {str(end_date)[:40]!r})", field="start_date")
     return start, end
 
 

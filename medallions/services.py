@@ -147,12 +147,19 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     return parsed
 
 
+# Decisions that still hold: a superseded or rejected one is kept in the document but is neither
+# searched nor shown to a new session (recall's rule for whatever no longer holds).
+CURRENT_DECISIONS = ("active", "proposed")
+
+
 def search_text(medallion: Medallion) -> str:
-    """Summary, decisions and questions as one text: indexed for full-text search and embedded."""
+    """Summary, current decisions and questions as one text: indexed for full-text search and
+    embedded."""
     summary = medallion.summary or {}
     parts = [*medallion.graph_nodes, *medallion.tags, summary.get("high_level", "")]
     parts += [f"{s.get('name', '')}: {s.get('notes', '')}" for s in summary.get("subsystems", [])]
-    parts += [f"{d.get('statement', '')} {d.get('rationale', '')}" for d in medallion.decisions or []]
+    parts += [f"{d.get('statement', '')} {d.get('rationale', '')}" for d in medallion.decisions or []
+              if d.get("status", "active") in CURRENT_DECISIONS]
     parts += [f"{q.get('question', '')} {q.get('blocked_on', '')}" for q in medallion.open_questions or []]
     return "\n".join(part.strip() for part in parts if part and part.strip())
 
@@ -287,7 +294,7 @@ def medallion_as_text(medallion: Medallion) -> str:
     """Compact markdown for a new session's context (Claude Code's SessionStart)."""
     summary = medallion.summary or {}
     title = ", ".join([*medallion.graph_nodes, *(f"#{t}" for t in medallion.tags)]) or str(medallion.id)
-    decisions = [d for d in medallion.decisions or [] if d.get("status", "active") in ("active", "proposed")]
+    decisions = [d for d in medallion.decisions or [] if d.get("status", "active") in CURRENT_DECISIONS]
     return render_to_string("medallions/as_text.md", {
         "title": title,
         "updated": medallion.updated_at.strftime("%Y-%m-%d %H:%M UTC"),

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import access
+from core.actors import actor_name_from_rest
 from memory import outputs, services
 
 PAGE_SIZE_MAX = 100
@@ -21,6 +22,7 @@ class MemoryCreateListApi(APIView):
         conversation_id = serializers.CharField(required=False, allow_null=True)
         message_id = serializers.CharField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        supersedes = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
 
     class ListSerializer(serializers.Serializer):
         tag = serializers.ListField(child=serializers.CharField(), required=False)
@@ -32,8 +34,8 @@ class MemoryCreateListApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        memory, created = services.memory_store(**data.validated_data)
-        return Response(outputs.stored_memory_dict(memory, created), status=201 if created else 200)
+        memory, created, similar = services.memory_remember(**data.validated_data)
+        return Response(outputs.stored_memory_dict(memory, created, similar), status=201 if created else 200)
 
     @extend_schema(parameters=[ListSerializer], responses={200: dict}, operation_id="memories_list")
     def get(self, request: Request) -> Response:
@@ -49,6 +51,25 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
+    class UpdateSerializer(serializers.Serializer):
+        content = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
+        tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
+                                     required=False, allow_null=True)
+        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
+
+    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_update")
+    def put(self, request: Request, memory_id: str) -> Response:
+        """New content and/or tags; the previous text becomes a version (GET …/history/)."""
+        data = self.UpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        memory, changed = services.memory_update(memory_id=memory_id, actor=actor_name_from_rest(request),
+                                                 **data.validated_data)
+        return Response(outputs.updated_memory_dict(memory, changed))
+
+    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_partial_update")
+    def patch(self, request: Request, memory_id: str) -> Response:
+        return self.put(request, memory_id)
+
     @extend_schema(responses={200: dict}, operation_id="memories_retrieve")
     def get(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_get(memory_id=memory_id)
@@ -60,6 +81,13 @@ class MemoryDetailApi(APIView):
         return Response(status=204)
 
 
+class MemoryHistoryApi(APIView):
+    @extend_schema(responses={200: dict}, operation_id="memories_history")
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory, versions = services.memory_history(memory_id=memory_id)
+        return Response(outputs.memory_history_dict(memory, versions))
+
+
 class MemorySearchApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(serializers.Serializer):
@@ -68,6 +96,9 @@ class MemorySearchApi(APIView):
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
                                      required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True)
+        start_date = serializers.CharField(required=False, allow_null=True)
+        end_date = serializers.CharField(required=False, allow_null=True)
+        include_superseded = serializers.BooleanField(required=False, default=False)
 
     def _search(self, data: dict) -> Response:
         hits = services.memory_search(**data)

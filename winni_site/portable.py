@@ -67,7 +67,7 @@ STORES: list[Portable] = [
     Portable("fiedler_results", "conversations.FiedlerResult"),
     Portable("contexts", "contexts.StartupContext"),
     Portable("context_audit", "contexts.StartupContextAudit"),
-    Portable("memories", "memory.Memory"),
+    Portable("memories", "memory.Memory", {"versions": "memory.MemoryVersion"}),
     Portable("embedding_models", "memory.EmbeddingModel"),
     Portable("embeddings", "memory.Embedding"),
     Portable("cache_entries", "librarian.QueryMemory"),

@@ -30,16 +30,19 @@ def winni_recall(
     start_date: str | None = None,
     end_date: str | None = None,
     project: str | None = None,
+    include_superseded: bool = False,
 ) -> RecallDict:
     """Search everything Winni keeps (past messages, memories, and any other registered store)
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
     some of message, memory, … (default all). limit 1-100 (default 10). session_id,
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601) and project (a project's slug or
-    name: only its rows) to every kind."""
+    such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
+    name: only its rows) to every kind. Superseded memories and medallions that are not active are
+    left out unless include_superseded (a superseded memory then names its successor)."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
-    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters)
+    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
+                  include_superseded=include_superseded)
 
 
 @service_tool
@@ -76,12 +79,13 @@ class RecallApi(APIView):
         start_date = serializers.CharField(required=False, allow_null=True)
         end_date = serializers.CharField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True)
+        include_superseded = serializers.BooleanField(required=False, default=False)
 
     def _answer(self, raw: dict[str, Any]) -> Response:
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        head = {name: values.pop(name) for name in ("query", "limit", "mode")}
+        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
 

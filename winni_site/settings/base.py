@@ -323,6 +323,10 @@ WINNI_RECALL_INJECT = env_bool("WINNI_RECALL_INJECT", True)
 # Characters of the block added to one prompt at most (≈ 1,000 tokens at the default).
 WINNI_RECALL_INJECT_MAX_CHARS = env_int("WINNI_RECALL_INJECT_MAX_CHARS", 4000, minimum=200, maximum=50000)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# store_memory's `similar`: existing current memories at least this similar (cosine, active model)
+# that share a subject word; 0 turns the check off. Measured with all-MiniLM-L6-v2 by
+# bench/near_duplicates.py (docs/benchmarks.md); another model needs its own measurement.
+WINNI_MEMORY_SIMILAR_THRESHOLD = env_float("WINNI_MEMORY_SIMILAR_THRESHOLD", 0.6, minimum=0.0, maximum=1.0)
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
 # --- Conversations: search and orchestration results ---------------------------------------
