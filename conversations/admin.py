@@ -126,6 +126,9 @@ class ConversationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only (messages come through capture and the API): no Save buttons
+
     def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
         services.conversation_delete(conversation_id=obj.pk, force=True)
 
@@ -174,6 +177,9 @@ class FiedlerResultAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only: no Save buttons
 
     def delete_model(self, request: HttpRequest, obj: FiedlerResult) -> None:
         services.fiedler_result_delete(result=obj)

@@ -1,0 +1,150 @@
+"""Issue #24's admin details, in headless Chromium against a live Winni (the fixtures are
+test_admin_browser's): names, links, the favicon, read-only records, the answer cache table, the
+empty search page, API tokens."""
+from __future__ import annotations
+
+import urllib.request
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from tests import test_admin_browser as base
+from tests.test_admin_browser import CHROMIUM, shot
+
+# The browser, a logged-in tab and the corpus: the same fixtures as the admin's other browser tests.
+browser, admin_page, corpus, page = base.browser, base.admin_page, base.corpus, base.page
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live,
+    pytest.mark.skipif(not __import__("pathlib").Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+
+
+def status_of(page: Any, url: str) -> int:
+    return page.request.get(url, max_redirects=5).status
+
+
+def test_header_links_work_and_the_site_has_a_favicon(admin_page: Any):
+    page = admin_page
+    assert page.locator("#user-tools a", has_text="View site").count() == 0
+    # Every link of the header answers (none leads to a 404).
+    hrefs = page.locator("#header a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert hrefs
+    for href in hrefs:
+        assert status_of(page, href) < 400, href
+    icon = page.locator('link[rel="icon"]').get_attribute("href")
+    response = page.request.get(icon)
+    assert response.status == 200 and "svg" in response.headers["content-type"]
+    assert page.request.get("/favicon.ico").status == 200
+    # The bare address opens the admin.
+    page.goto("/")
+    assert page.url.endswith(reverse("admin:index"))
+
+
+def test_model_names_are_plural_english(admin_page: Any):
+    names = admin_page.locator(".app-list th[scope=row] a, .module th[scope=row] a").all_inner_texts()
+    assert "Memories" in names
+    assert not [name for name in names if name.endswith("ys")], names
+
+
+def test_read_only_records_have_no_save_buttons(page: Any, corpus: Any):
+    from memory import services as memories
+
+    memory, _ = memories.memory_store(content="Timestamps are stored in UTC.", tags=["time"])
+    for url in (reverse("admin:conversations_conversation_change", args=[corpus.claude.pk]),
+                reverse("admin:memory_memory_change", args=[memory.pk])):
+        page.goto(url)
+        assert page.locator(".submit-row").count() == 1, url
+        assert page.locator(".submit-row input[type=submit]").count() == 0, url
+        assert page.locator(".submit-row a", has_text="Close").is_visible(), url
+    shot(page, "polish-01-read-only-memory")
+    # The add form of a memory still saves.
+    page.goto(reverse("admin:memory_memory_add"))
+    assert page.locator("input[name=_save]").is_visible()
+
+
+def test_answer_cache_table_fits_its_box(admin_page: Any):
+    from memory.librarian import services as librarian
+
+    librarian.librarian_remember(
+        query="How do we store money amounts in the billing service when several currencies are involved "
+              "and the reports need exact totals at the end of each month?",
+        answer="As integer minor units with an ISO 4217 currency code.")
+    librarian.librarian_remember(query="Which port does Winni use?", answer="9020.")
+    page = admin_page
+    page.goto(reverse("admin:librarian_querymemory_changelist"))
+    results = page.locator("#changelist .results")
+    widths = results.evaluate("n => [n.scrollWidth, n.clientWidth]")
+    assert widths[0] <= widths[1], widths  # nothing to scroll sideways: every column shows
+    expires = page.locator("#result_list th", has_text="expires").bounding_box()
+    content = page.locator("#content").bounding_box()
+    assert expires["x"] + expires["width"] <= content["x"] + content["width"]
+    shot(page, "polish-02-answer-cache")
+
+
+def test_the_empty_search_page_says_how_to_search(admin_page: Any):
+    from memory import services as memories
+
+    memories.memory_store(content="Deploys go through staging first.", tags=["deploy", "staging"])
+    page = admin_page
+    page.goto(reverse("admin:winni_search"))
+    hints = page.locator(".winni-search-hints")
+    assert hints.is_visible()
+    text = hints.inner_text()
+    assert '"connection pool"' in text and "messages" in text and "memories" in text
+    page.locator(".winni-search-hints a", has_text="deploy").click()
+    page.wait_for_url("**/admin/search/?q=deploy")
+    assert page.locator(".winni-hit").count() >= 1
+    shot(page, "polish-03-search-hints")
+
+
+def test_a_superuser_creates_a_token_sees_its_secret_once_and_revokes_it(admin_page: Any, winni_server: Any):
+    from winni_site import auth
+    from winni_site.models import ApiToken
+
+    page = admin_page
+    page.goto(reverse("admin:winni_site_apitoken_changelist"))
+    page.click(".object-tools a.addlink")
+    page.fill("#id_name", "bad name!")
+    page.click("input[name=_save]")
+    assert "letters, digits" in page.locator(".field-name .errorlist").inner_text()
+    page.fill("#id_name", "laptop-claude")
+    page.click("input[name=_save]")
+    secret = page.locator("#winni-token-secret").input_value()
+    assert secret.startswith(auth.TOKEN_PREFIX)
+    assert f'Bearer {secret}' in page.locator(".winni-connect").inner_text()
+    shot(page, "polish-04-token-created")
+    # The secret works, and it is never shown again.
+    request = urllib.request.Request(winni_server.url + "/api/v1/conversations/",
+                                     headers={"Authorization": f"Bearer {secret}"})
+    assert urllib.request.urlopen(request).status == 200
+    page.goto(reverse("admin:winni_site_apitoken_changelist"))
+    assert secret not in page.content()
+    page.click('a:text-is("laptop-claude")')
+    assert secret not in page.content()
+    assert page.locator(".submit-row input[type=submit]").count() == 0
+
+    page.goto(reverse("admin:winni_site_apitoken_changelist"))
+    page.locator("tr", has_text="laptop-claude").locator("input.action-select").check()
+    page.select_option("select[name=action]", "revoke_selected")
+    page.click("button[name=index]")
+    assert "Revoked 1 token(s): laptop-claude" in page.locator(".messagelist").inner_text()
+    assert page.locator("tr", has_text="laptop-claude").locator("td.field-state").inner_text() == "revoked"
+    assert ApiToken.objects.get(name="laptop-claude").revoked_at is not None
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 401
+
+
+def test_staff_without_superuser_cannot_create_tokens(client: Any, db: Any):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    staff = get_user_model().objects.create_user("bob", password="pw", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_apitoken", "add_apitoken"]))
+    client.force_login(staff)
+    assert client.get(reverse("admin:winni_site_apitoken_add")).status_code == 403
+    listing = client.get(reverse("admin:winni_site_apitoken_changelist"))
+    assert listing.status_code == 200 and b"revoke_selected" not in listing.content
