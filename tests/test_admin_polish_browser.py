@@ -148,3 +148,43 @@ def test_staff_without_superuser_cannot_create_tokens(client: Any, db: Any):
     assert client.get(reverse("admin:winni_site_apitoken_add")).status_code == 403
     listing = client.get(reverse("admin:winni_site_apitoken_changelist"))
     assert listing.status_code == 200 and b"revoke_selected" not in listing.content
+
+
+# --- the dashboard ------------------------------------------------------------------------------
+
+
+def test_dashboard_cached_answers_agree_with_the_cache_page(page: Any, corpus: Any):
+    from memory.librarian.models import QueryMemory
+
+    # The corpus asked one question nobody answered: an entry, but not a cached answer.
+    assert QueryMemory.objects.filter(answer__isnull=True).exists()
+    tile = page.locator('[data-store="Cached answers"]')
+    assert tile.locator(".winni-tile-count").inner_text() == "1"
+    tiers = base.chart_values(page, "Cached answers per tier")
+    assert sum(int(count) for count in tiers.values()) == 1
+    tile.locator("a").click()
+    assert "1 cached answers" in page.locator("#cache-stats").inner_text()
+    assert page.locator("#result_list tbody tr").count() == 1
+
+
+def test_dashboard_status_panel_and_charts_use_their_room(page: Any, corpus: Any):
+    from core import health
+
+    health.heartbeat_record()
+    page.reload()
+    panel = page.locator("#winni-status")
+    box = panel.bounding_box()
+    # Nothing sticks out of the panel, and a check's values are not squeezed into a narrow column.
+    for element in panel.locator("table, .winni-check dd").all():
+        inner = element.bounding_box()
+        assert inner["x"] + inner["width"] <= box["x"] + box["width"] + 1
+    model = panel.locator('.winni-check dd[data-key="model"]')
+    line = model.evaluate("n => parseFloat(getComputedStyle(n).lineHeight)")
+    assert model.bounding_box()["height"] < 1.6 * line, model.inner_text()
+    assert model.bounding_box()["width"] > 0.4 * box["width"]
+    shot(page, "polish-05-dashboard")
+    # Each chart is as wide as its card (less the card's padding).
+    for figure in page.locator(".winni-panel figure.winni-chart").all():
+        card = figure.locator("xpath=..").evaluate("n => n.clientWidth - 24")
+        svg = figure.locator("svg").bounding_box()["width"]
+        assert svg >= 0.97 * card, (figure.get_attribute("data-chart"), svg, card)

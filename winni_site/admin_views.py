@@ -47,9 +47,11 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         if model is None:
             stores.append({"title": title, "available": False})
         elif can_view(request, model):
-            count, exact = dashboard.row_count(model)
+            rows, query = dashboard.STORE_ROWS.get(title, (None, ""))
+            count, exact = dashboard.row_count(model, rows)
+            url = changelist_url(model)
             stores.append({"title": title, "available": True, "count": count, "exact": exact,
-                           "url": changelist_url(model)})
+                           "url": f"{url}?{query}" if url and query else url})
 
     panels: dict[str, Any] = {}
     if can_view(request, Conversation) and can_view(request, Message):
@@ -64,7 +66,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(
             [(row["table"], row["bytes"]) for row in sizes], title="Database size per table",
-            width=520, fmt=charts.human_bytes)
+            fmt=charts.human_bytes)
         panels["database_size"] = charts.human_bytes(dashboard.database_size())
 
     cache_model = dashboard.find_model("librarian.QueryMemory")
