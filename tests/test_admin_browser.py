@@ -236,7 +236,7 @@ def test_a_project_page_shows_its_activity_and_merges_another_into_it(admin_page
     page = admin_page
     page.goto(reverse("admin:core_project_changelist"))
     page.click('a:text-is("app-old")')
-    assert page.locator('[data-section="Conversations"]').inner_text().count("session") == 1
+    assert page.locator('[data-section="Conversations"]').inner_text().count("hello from") == 1  # one conversation
     page.select_option("#winni-merge select[name=into]", label="app (app)")
     page.click("#winni-merge button")
     page.wait_for_url(f"**{reverse('admin:core_project_change', args=[app.pk])}")

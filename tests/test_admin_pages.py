@@ -124,7 +124,8 @@ def test_transcript_shows_roles_anchors_folded_tools_and_metadata(admin_client: 
     roles = re.findall(r'id="turn-(\d+)" class="winni-turn role-(\w+)', html)
     assert roles == [("1", "system"), ("2", "user"), ("3", "tool"), ("4", "assistant")]
     # The tool output is folded under its tool name; metadata is behind a <details>.
-    assert re.search(r'<details class="winni-tool"><summary>Bash — \d+ characters</summary>', html)
+    assert re.search(r'<details class="winni-tool"><summary><span class="winni-tool-name">Bash</span> '
+                     r'<span class="winni-quiet">— \d+ characters</span></summary>', html)
     assert "Conversation metadata" in html and "/src/winni" in html
     assert "Claude Code" in html and "sess-claude-1" in html
 

@@ -188,3 +188,84 @@ def test_dashboard_status_panel_and_charts_use_their_room(page: Any, corpus: Any
         card = figure.locator("xpath=..").evaluate("n => n.clientWidth - 24")
         svg = figure.locator("svg").bounding_box()["width"]
         assert svg >= 0.97 * card, (figure.get_attribute("data-chart"), svg, card)
+
+
+# --- conversations list and transcripts --------------------------------------------------------
+
+
+def _backfilled_conversation() -> Any:
+    """A conversation imported in bulk with message times in the past, with tool turns of each
+    stored shape and a Markdown reply."""
+    import json
+
+    from conversations import services as conversations
+
+    week_ago = "2026-01-05T10:00:00Z"
+    tool_use = {"tool_use": "Bash", "id": "toolu_1", "input": {"command": "pytest -q tests/test_cache.py"}}
+    tool_result = {"tool_result": "3 passed in 0.4s", "tool_use_id": "toolu_1", "is_error": False}
+    hook = {"tool_name": "Edit", "tool_input": {"file_path": "/src/app/money.py", "old_string": "float",
+                                                "new_string": "Decimal"},
+            "tool_response": {"filePath": "/src/app/money.py"}}
+    conversation, _ = conversations.messages_store_bulk(
+        session_id="sess-backfill", metadata={"source": "claude-code"},
+        messages=[
+            {"role": "user", "content": "  How do we store   money amounts?\nWe keep losing cents.  ",
+             "created_at": week_ago},
+            {"role": "tool", "content": json.dumps(tool_use), "created_at": "2026-01-05T10:00:05Z"},
+            {"role": "tool", "content": json.dumps(tool_result), "created_at": "2026-01-05T10:00:09Z"},
+            {"role": "tool", "content": json.dumps(hook), "metadata": {"tool_name": "Edit"},
+             "created_at": "2026-01-05T10:01:00Z"},
+            {"role": "assistant", "created_at": "2026-01-05T10:02:00Z",
+             "content": "Use `Decimal`, never floats:\n\n```python\nfrom decimal import Decimal\n```\n\n"
+                        "<script>window.pwned = 1</script> and [a link](javascript:alert(1))"},
+        ])
+    return conversation
+
+
+def test_conversation_list_shows_first_prompts_ordered_by_last_activity(page: Any, corpus: Any):
+    from conversations.models import Conversation
+
+    backfilled = _backfilled_conversation()
+    # Imported now, but its activity is January's: the message times, not the import time.
+    stored = Conversation.objects.get(pk=backfilled.pk)
+    assert stored.first_message_at.isoformat().startswith("2026-01-05T10:00:00")
+    assert stored.last_message_at.isoformat().startswith("2026-01-05T10:02:00")
+    page.goto(reverse("admin:conversations_conversation_changelist"))
+    rows = page.locator("#result_list tbody tr")
+    titles = rows.locator("td.field-conversation").all_inner_texts()
+    assert titles[0] == "How do we deploy the kubernetes cluster for staging?"  # the latest activity
+    assert titles[-1] == "How do we store money amounts? We keep losing cents."  # January: last
+    assert "List the open pull requests about billing." in titles
+    headers = page.locator("#result_list thead th").all_inner_texts()
+    for column in ("CONVERSATION", "PROJECT", "SOURCE", "MESSAGES", "FIRST ACTIVITY", "LAST ACTIVITY"):
+        assert column in [h.strip().upper() for h in headers], headers
+    last = rows.last
+    assert last.locator("td.field-source").inner_text() == "Claude Code"
+    assert last.locator("td.field-message_count").inner_text() == "5"
+    assert "Jan. 5, 2026" in last.locator("td.field-first_activity").inner_text()
+    assert not any(str(c.pk) in title for c in Conversation.objects.all() for title in titles)
+    shot(page, "polish-06-conversations")
+    page.click("text=List the open pull requests about billing.")
+    page.wait_for_url(f"**{reverse('admin:conversations_conversation_transcript', args=[corpus.proxy.pk])}")
+
+
+def test_transcript_names_tools_and_renders_markdown_safely(page: Any, corpus: Any):
+    backfilled = _backfilled_conversation()
+    page.goto(reverse("admin:conversations_conversation_transcript", args=[backfilled.pk]))
+    assert page.locator("[data-started]").inner_text() == "2026-01-05 10:00:00 UTC"
+    assert page.locator("[data-last-activity]").inner_text() == "2026-01-05 10:02:00 UTC"
+    summaries = page.locator(".role-tool summary").all_inner_texts()
+    assert summaries[0].startswith("Bash pytest -q tests/test_cache.py")
+    assert summaries[1].startswith("Bash result")
+    assert summaries[2].startswith("Edit /src/app/money.py")
+    page.locator(".role-tool summary").nth(1).click()
+    assert "3 passed in 0.4s" in page.locator(".role-tool .winni-tool-output").first.inner_text()
+
+    reply = page.locator(".role-assistant .winni-markdown")
+    assert reply.locator("code").first.inner_text() == "Decimal"
+    assert reply.locator("pre code").inner_text().strip() == "from decimal import Decimal"
+    assert "<script>" in reply.inner_text()  # shown as text, not run
+    assert page.evaluate("window.pwned") is None
+    assert reply.locator("script").count() == 0
+    assert reply.locator("a[href^='javascript']").count() == 0
+    shot(page, "polish-07-transcript-tools-markdown")

@@ -3,7 +3,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -236,7 +236,7 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
     """What the project page shows below its form: activity, the latest rows of each store the
     user may view (each with a link to the whole filtered list), and the merge form."""
     from contexts.models import StartupContext
-    from conversations.admin import transcript_url
+    from conversations.admin import conversation_title, transcript_url
     from conversations.models import Conversation, Message
     from medallions.models import Medallion
     from memory.models import Memory
@@ -257,8 +257,11 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
             return None
 
     sections = [
-        listing("Conversations", Conversation, Conversation.objects.filter(project=project).order_by("-updated_at"),
-                lambda c: {"text": c.session_id or str(c.pk), "when": c.updated_at, "url": transcript_url(c.pk)}),
+        listing("Conversations", Conversation,
+                Conversation.objects.filter(project=project).order_by(F("last_message_at").desc(nulls_last=True)),
+                lambda c: {"text": conversation_title(c) + (f" — {c.session_id}" if c.title and c.session_id else ""),
+                           "when": c.last_message_at or c.updated_at,
+                           "url": transcript_url(c.pk)}),
         listing("Memories", Memory, Memory.objects.filter(project=project).defer("search_vector").order_by("-created_at"),
                 lambda m: {"text": m.content[:120], "when": m.created_at, "url": change_link(m)}),
         listing("Medallions", Medallion, Medallion.objects.filter(project=project).defer("search_vector").order_by("-updated_at"),
