@@ -60,9 +60,11 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         if model is None:
             stores.append({"title": title, "available": False})
         elif can_view(request, model):
-            count, exact = dashboard.row_count(model)
+            rows, query = dashboard.STORE_ROWS.get(title, (None, ""))
+            count, exact = dashboard.row_count(model, rows)
+            url = changelist_url(model)
             stores.append({"title": title, "available": True, "count": count, "exact": exact,
-                           "url": changelist_url(model)})
+                           "url": f"{url}?{query}" if url and query else url})
 
     panels: dict[str, Any] = {}
     if can_view(request, Conversation) and can_view(request, Message):
@@ -84,7 +86,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(
             [(row["table"], row["bytes"]) for row in sizes], title="Database size per table",
-            width=520, fmt=charts.human_bytes)
+            fmt=charts.human_bytes)
         panels["database_size"] = charts.human_bytes(dashboard.database_size())
 
     capture_rows: list[dict[str, Any]] = []
@@ -117,15 +119,32 @@ def search(request: HttpRequest) -> HttpResponse:
     groups: list[dict[str, Any]] = []
     if query:
         groups = search_groups(request, query, SEARCH_LIMIT)
+    kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
     context = {
         **admin.site.each_context(request),
         "title": "Search",
         "query": query,
         "groups": groups,
         "hit_total": sum(len(group["hits"]) for group in groups),
-        "kinds": [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)],
+        "kinds": kinds,
+        "kind_titles": [str(searchable.get(kind).model._meta.verbose_name_plural) for kind in kinds],
+        "examples": search_examples(request) if not groups else [],
     }
     return TemplateResponse(request, "winni_admin/search.html", context)
+
+
+def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
+    """Words worth trying on this install: the most used memory tags (the user may view memories)."""
+    from django.db import connection
+
+    memory_model = dashboard.find_model("memory.Memory")
+    if memory_model is None or not can_view(request, memory_model):
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT tag FROM (SELECT tags FROM {memory_model._meta.db_table} ORDER BY created_at DESC LIMIT 2000) m,"
+            " unnest(m.tags) AS tag GROUP BY tag ORDER BY count(*) DESC, tag LIMIT %s", [count])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str, Any]]:

@@ -27,8 +27,11 @@ def estimated_rows(model: type[models.Model]) -> int | None:
     return None if row is None or row[0] < 0 else int(row[0])
 
 
-def row_count(model: type[models.Model]) -> tuple[int, bool]:
-    """(count, exact): the estimate for big tables, an exact COUNT(*) for small ones."""
+def row_count(model: type[models.Model], rows: dict[str, Any] | None = None) -> tuple[int, bool]:
+    """(count, exact): the estimate for big tables, an exact COUNT(*) for small ones. `rows`: a
+    filter saying which rows the store counts (counted exactly)."""
+    if rows:
+        return model._default_manager.filter(**rows).count(), True
     estimate = large_table_estimate(model)
     if estimate is not None:
         return estimate, False
@@ -69,6 +72,14 @@ def find_model(label: str) -> type[models.Model] | None:
         return apps.get_model(label)
     except LookupError:
         return None
+
+
+# Stores whose tile counts only some rows, with the filter and the changelist query showing them:
+# the answer cache keeps every question asked, but a cached answer is a row with an answer (the
+# number the cache's own page shows; at most LIBRARIAN_MAX_CACHED plus the pinned ones).
+STORE_ROWS: dict[str, tuple[dict[str, Any], str]] = {
+    "Cached answers": ({"answer__isnull": False}, "answer__isempty=0"),
+}
 
 
 def store_models() -> list[tuple[str, type[models.Model] | None]]:
@@ -218,8 +229,10 @@ def cache_hit_rate_series(days: int = 30) -> list[tuple[dt.date, float | None]]:
 
 
 def cache_tier_counts() -> list[tuple[str, int]]:
-    """Entries per tier (cold, warm, hot, core)."""
+    """Cached answers per tier (cold, warm, hot, core); questions asked without an answer are not
+    counted, like the tile and the cache's own page."""
     from memory.librarian.models import QueryMemory, Tier
 
-    counts = dict(QueryMemory.objects.values_list("tier").annotate(n=Count("pk")).order_by())
+    counts = dict(QueryMemory.objects.filter(answer__isnull=False).values_list("tier")
+                  .annotate(n=Count("pk")).order_by())
     return [(tier, counts.pop(tier, 0)) for tier in Tier.values] + sorted(counts.items())

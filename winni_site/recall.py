@@ -45,7 +45,7 @@ def winni_recall(
                   include_superseded=include_superseded)
 
 
-@service_tool
+@read_tool
 def winni_context(
     prompt: str,
     project: str | None = None,

@@ -3,7 +3,9 @@ from importlib.util import find_spec
 from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from core.health import health_report
@@ -29,6 +31,9 @@ def _app_api_urls() -> list:
 
 
 urlpatterns = [
+    # The admin is the site's front page; browsers that ask for /favicon.ico get the admin's icon.
+    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
+    path("favicon.ico", RedirectView.as_view(url=static("winni_admin/favicon.svg"), permanent=True)),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

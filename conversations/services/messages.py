@@ -7,11 +7,11 @@ import uuid
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, DateTimeField, IntegerField, OuterRef, Subquery, TextField, Value
+from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, Role, prompt_title
 from core import projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
@@ -128,8 +128,17 @@ def _next_turn(conversation: Conversation | uuid.UUID) -> int:
     return (last or 0) + 1
 
 
-def _touch(conversation: Conversation) -> None:
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+def _touch(conversation: Conversation, rows: list[Message]) -> None:
+    """Move updated_at, and keep the title and first/last message times (see message_store)."""
+    times = [row.created_at for row in rows]
+    prompt = next((row.content for row in rows if row.role == Role.USER), None)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        updated_at=timezone.now(),
+        # PostgreSQL's LEAST and GREATEST skip NULLs: the first messages set both.
+        first_message_at=Least("first_message_at", Value(min(times), output_field=DateTimeField())),
+        last_message_at=Greatest("last_message_at", Value(max(times), output_field=DateTimeField())),
+        title=Coalesce("title", Value(None if prompt is None else prompt_title(prompt), output_field=TextField())),
+    )
 
 
 def _announce_stored(message_ids: list[uuid.UUID]) -> None:
@@ -153,12 +162,17 @@ def message_store(
     created = parse_timestamp(created_at, field="created_at")
     with storage_op("message.store") as log, transaction.atomic():
         # Moving updated_at takes the conversation's row lock (held until commit), so this one
-        # statement both serialises concurrent writers and proves the conversation exists.
+        # statement both serialises concurrent writers and proves the conversation exists. It also
+        # keeps the conversation's title (first user prompt) and first/last message times.
         pk = parse_uuid(conversation_id, field="conversation_id")
         now = timezone.now()
+        when = created or now
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE conversations_conversation SET updated_at = %s WHERE id = %s RETURNING project_id",
-                           [now, pk])
+            cursor.execute(
+                "UPDATE conversations_conversation SET updated_at = %s, first_message_at = LEAST(first_message_at, %s),"
+                " last_message_at = GREATEST(last_message_at, %s), title = COALESCE(title, %s)"
+                " WHERE id = %s RETURNING project_id",
+                [now, when, when, prompt_title(content) if role == Role.USER else None, pk])
             found = cursor.fetchone()
         if found is None or not projects.project_visible(found[0]):  # (another project's: rolled back)
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
@@ -173,7 +187,7 @@ def message_store(
             role=role,
             content=plain(content),
             metadata=metadata,
-            created_at=created or now,
+            created_at=when,
         )
         message.save(force_insert=True)
         _announce_stored([message.id])
@@ -270,7 +284,7 @@ def messages_store_bulk(
             for index, item in enumerate(clean)
         ]
         _copy_messages(rows)
-        _touch(conversation)
+        _touch(conversation, rows)
         projects.project_touch(conversation.project_id)
         _announce_stored([row.id for row in rows])
         log.update(conversation_id=str(conversation.id), first_turn=first_turn)
