@@ -6,7 +6,8 @@ from core.projects import slug_of
 
 
 class ContextDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     content: str
@@ -16,7 +17,8 @@ class ContextDict(TypedDict):
 
 
 class ContextSetDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -24,7 +26,8 @@ class ContextSetDict(TypedDict):
 
 
 class ContextSummaryDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -53,6 +56,7 @@ class AuditDict(TypedDict):
 
 def context_dict(context: StartupContext) -> ContextDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -65,6 +69,7 @@ def context_dict(context: StartupContext) -> ContextDict:
 
 def context_set_dict(context: StartupContext) -> ContextSetDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -75,6 +80,7 @@ def context_set_dict(context: StartupContext) -> ContextSetDict:
 
 def context_summary_dict(context: StartupContext, *, include_content: bool) -> ContextSummaryDict:
     summary: ContextSummaryDict = {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),

@@ -7,7 +7,8 @@ from core.projects import slug_of
 
 
 class MessageDict(TypedDict):
-    id: str
+    message_id: str
+    id: str  # the same as message_id, kept for older clients
     turn: int
     role: str
     content: str
@@ -59,6 +60,7 @@ def stored_message_dict(message: Message) -> StoredMessageDict:
 
 def message_dict(message: Message) -> MessageDict:
     return {
+        "message_id": str(message.id),
         "id": str(message.id),
         "turn": message.turn_number,
         "role": message.role,
@@ -89,7 +91,8 @@ class BulkStoredDict(TypedDict):
 
 
 class ConversationSummaryDict(TypedDict):
-    id: str
+    conversation_id: str
+    id: str  # the same as conversation_id, kept for older clients
     session_id: str | None
     project: str | None
     created_at: str
@@ -167,6 +170,7 @@ def conversation_list_dict(
     return {
         "conversations": [
             {
+                "conversation_id": str(conversation.id),
                 "id": str(conversation.id),
                 "session_id": conversation.session_id,
                 "project": slug_of(conversation),
@@ -232,14 +236,16 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
 
 
 class FiedlerStoredDict(TypedDict):
-    id: str
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     created_at: str
     prompt_redacted: bool
 
 
 class FiedlerResultDict(TypedDict):
-    id: str
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     model: str
     prompt: str | None
@@ -274,6 +280,7 @@ class FiedlerQueryDict(TypedDict):
 
 def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "created_at": result.created_at.isoformat(),
@@ -283,6 +290,7 @@ def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
 
 def fiedler_result_dict(result: FiedlerResult) -> FiedlerResultDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "model": result.model,
