@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from core import projects
 from core.mcp import McpRegistry, service_tool
 from core.models import Project
+from core.rest import StrictSerializer
 
 
 class KeyDict(TypedDict):
@@ -83,7 +84,7 @@ class ProjectMergeApi(APIView):
     become the target's aliases, and this project is deleted."""
 
     @extend_schema_serializer(component_name="ProjectMerge")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         into = serializers.CharField(max_length=projects.NAME_MAX)
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="projects_merge")

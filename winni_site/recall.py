@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from core.mcp import McpRegistry, service_tool
 from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
+from core.rest import StrictSerializer
 
 
 @service_tool
@@ -43,7 +44,7 @@ MCP = McpRegistry(tools=[winni_recall])
 
 
 class RecallApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
         limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT)
@@ -56,8 +57,8 @@ class RecallApi(APIView):
         end_date = serializers.CharField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True)
 
-    def _answer(self, raw: dict[str, Any]) -> Response:
-        data = self.InputSerializer(data=raw)
+    def _answer(self, raw: dict[str, Any], *, query_string: bool = False) -> Response:
+        data = self.InputSerializer(data=raw, context={"query_string": query_string})
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         head = {name: values.pop(name) for name in ("query", "limit", "mode")}
@@ -74,4 +75,4 @@ class RecallApi(APIView):
         for name in ("kinds", "tags"):
             if name in request.query_params:
                 raw[name] = request.query_params.getlist(name)
-        return self._answer(raw)
+        return self._answer(raw, query_string=True)
