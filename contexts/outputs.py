@@ -7,7 +7,8 @@ from core.redaction import RedactionCounts
 
 
 class ContextDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     content: str
@@ -17,7 +18,8 @@ class ContextDict(TypedDict):
 
 
 class ContextSetDict(RedactionCounts):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -25,7 +27,8 @@ class ContextSetDict(RedactionCounts):
 
 
 class ContextSummaryDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -54,6 +57,7 @@ class AuditDict(TypedDict):
 
 def context_dict(context: StartupContext) -> ContextDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -66,6 +70,7 @@ def context_dict(context: StartupContext) -> ContextDict:
 
 def context_set_dict(context: StartupContext) -> ContextSetDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -76,6 +81,7 @@ def context_set_dict(context: StartupContext) -> ContextSetDict:
 
 def context_summary_dict(context: StartupContext, *, include_content: bool) -> ContextSummaryDict:
     summary: ContextSummaryDict = {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),

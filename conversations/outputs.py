@@ -8,7 +8,8 @@ from core.redaction import RedactionCounts
 
 
 class MessageDict(TypedDict):
-    id: str
+    message_id: str
+    id: str  # the same as message_id, kept for older clients
     turn: int
     role: str
     content: str
@@ -60,6 +61,7 @@ def stored_message_dict(message: Message) -> StoredMessageDict:
 
 def message_dict(message: Message) -> MessageDict:
     return {
+        "message_id": str(message.id),
         "id": str(message.id),
         "turn": message.turn_number,
         "role": message.role,
@@ -90,7 +92,8 @@ class BulkStoredDict(RedactionCounts):
 
 
 class ConversationSummaryDict(TypedDict):
-    id: str
+    conversation_id: str
+    id: str  # the same as conversation_id, kept for older clients
     session_id: str | None
     project: str | None
     created_at: str
@@ -168,6 +171,7 @@ def conversation_list_dict(
     return {
         "conversations": [
             {
+                "conversation_id": str(conversation.id),
                 "id": str(conversation.id),
                 "session_id": conversation.session_id,
                 "project": slug_of(conversation),
@@ -233,14 +237,16 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
 
 
 class FiedlerStoredDict(RedactionCounts):
-    id: str
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     created_at: str
     prompt_redacted: bool
 
 
 class FiedlerResultDict(TypedDict):
-    id: str
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     model: str
     prompt: str | None
@@ -275,6 +281,7 @@ class FiedlerQueryDict(TypedDict):
 
 def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "created_at": result.created_at.isoformat(),
@@ -284,6 +291,7 @@ def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
 
 def fiedler_result_dict(result: FiedlerResult) -> FiedlerResultDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "model": result.model,

@@ -9,12 +9,13 @@ from rest_framework.views import APIView
 
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
+from core.rest import StrictSerializer
 from winni_site import capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
 
-class HookEventSerializer(serializers.Serializer):
+class HookEventSerializer(StrictSerializer):
     payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
     event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
     captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
@@ -59,7 +60,7 @@ class CaptureEventBatchApi(APIView):
     its own transaction; a refused event is reported in its result and does not stop the rest."""
 
     @extend_schema_serializer(component_name="CaptureEventBatch")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         events = serializers.ListField(child=serializers.JSONField(), max_length=1000)
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="capture_event_batch")

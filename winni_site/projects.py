@@ -15,6 +15,7 @@ from core import projects
 from core.errors import NotFound
 from core.mcp import McpRegistry, read_tool
 from core.models import Project
+from core.rest import StrictSerializer
 
 
 class KeyDict(TypedDict):
@@ -86,7 +87,7 @@ class ProjectMergeApi(APIView):
     become the target's aliases, and this project is deleted."""
 
     @extend_schema_serializer(component_name="ProjectMerge")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         into = serializers.CharField(max_length=projects.NAME_MAX)
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="projects_merge")

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from core import access
 from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
+from core.rest import StrictSerializer
 from winni_site.autorecall import ContextDict, context_for_prompt
 
 
@@ -67,7 +68,7 @@ MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 class RecallApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
         limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT)
@@ -81,8 +82,8 @@ class RecallApi(APIView):
         project = serializers.CharField(required=False, allow_null=True)
         include_superseded = serializers.BooleanField(required=False, default=False)
 
-    def _answer(self, raw: dict[str, Any]) -> Response:
-        data = self.InputSerializer(data=raw)
+    def _answer(self, raw: dict[str, Any], *, query_string: bool = False) -> Response:
+        data = self.InputSerializer(data=raw, context={"query_string": query_string})
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
@@ -99,11 +100,13 @@ class RecallApi(APIView):
         for name in ("kinds", "tags"):
             if name in request.query_params:
                 raw[name] = request.query_params.getlist(name)
-        return self._answer(raw)
+        return self._answer(raw, query_string=True)
 
 
 class RecallContextApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
+
+    class InputSerializer(StrictSerializer):
         prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)

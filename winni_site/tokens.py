@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import access
+from core.rest import StrictSerializer
 from winni_site import auth
 from winni_site.models import ApiToken
 
@@ -32,7 +33,7 @@ class TokenListCreateApi(APIView):
     token_scopes = ADMIN_ONLY
 
     @extend_schema_serializer(component_name="TokenCreate")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         name = serializers.CharField(max_length=100)
         scope = serializers.CharField(required=False, default=access.WRITE, max_length=20)
         projects = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
