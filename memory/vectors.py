@@ -280,6 +280,7 @@ def embedding_drain(*, kind: str, ids: Iterable[Any], batch: int | None = None) 
     model_name = embeddings.model_name()
     batch = batch or settings.WINNI_EMBEDDING_BATCH_SIZE
     keys = list(dict.fromkeys(_key(pk) for pk in ids))
+    embeddings.warm_up(batch)
     claimed = claim(kind=kind, model=model_name, keys=keys)
     try:
         if not claimed:
