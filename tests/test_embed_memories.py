@@ -122,6 +122,14 @@ def test_a_search_embeds_only_waiting_memories_that_share_a_word_among_the_newes
     assert old.pk in {hit.memory.pk for hit in services.memory_search(query="staging database db2.internal", limit=20)}
 
 
+def test_a_waiting_memory_outside_the_searchs_filters_is_not_returned():
+    ops = store("the staging database lives on db2.internal", tags=["ops"])
+    web = store("the staging database of the web team is db9.internal", tags=["web"])
+    assert not Embedding.objects.exists()
+    assert [hit.memory.pk for hit in services.memory_search(query="staging database", tags=["web"])] == [web.pk]
+    assert {hit.memory.pk for hit in services.memory_search(query="staging database")} == {ops.pk, web.pk}
+
+
 def test_search_drops_weak_results_sorts_and_filters_by_tags(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         deploy = store("deploy the api server on friday", tags=["process"])
