@@ -220,6 +220,11 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
 # How many of the rows written since a task's own rows it looks at for more work (newest-written
 # rows are the ones still waiting; this bounds the read when they are not).
 DRAIN_SCAN = 2_000
+# Rows per live batch (at most WINNI_EMBEDDING_BATCH_SIZE). The model computes a batch in passes of
+# 16 texts whatever its size, and a batch's own cost (its queries) is a few milliseconds against
+# ≈ 0.2-1 s of model time for 64 texts; smaller batches spread a backlog over every pool process
+# (256 rows waiting, two processes: one would take them all while the other idled).
+DRAIN_BATCH = 64
 
 
 def _claim_key(kind: str) -> str:
@@ -272,13 +277,13 @@ def _written_since(*, kind: str, model: str, keys: list[str], limit: int) -> lis
 def embedding_drain(*, kind: str, ids: Iterable[Any], batch: int | None = None) -> int:
     """The live path (memory.tasks.embed_rows): embed the rows `ids` of `kind` under the configured
     model together with other rows of the kind written since that still wait, `batch` rows at most
-    (default WINNI_EMBEDDING_BATCH_SIZE); returns how many vectors were stored. Rows that have their
+    (default DRAIN_BATCH, at most WINNI_EMBEDDING_BATCH_SIZE); returns how many vectors were stored. Rows that have their
     vector, or that another worker is embedding right now, are left alone: a task whose rows all
     are costs one query."""
     if kind not in searchable.kinds():
         raise EmbeddingError(f"kind {kind!r} is not registered as searchable")
     model_name = embeddings.model_name()
-    batch = batch or settings.WINNI_EMBEDDING_BATCH_SIZE
+    batch = batch or min(DRAIN_BATCH, settings.WINNI_EMBEDDING_BATCH_SIZE)
     keys = list(dict.fromkeys(_key(pk) for pk in ids))
     embeddings.warm_up(batch)
     claimed = claim(kind=kind, model=model_name, keys=keys)
