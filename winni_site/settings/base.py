@@ -155,6 +155,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # instead of finishing unacknowledgeable (Celery 6's default; silences its warning).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 WINNI_WORKER_CONCURRENCY = env_int("WINNI_WORKER_CONCURRENCY", 1, minimum=1)
+# The worker's CPU priority (nice, 0-19): embedding is background work, and on a busy host the web
+# processes answering searches should get the CPU first (winni_site.celery).
+WINNI_WORKER_NICE = env_int("WINNI_WORKER_NICE", 10, minimum=0, maximum=19)
 WINNI_WEB_WORKERS = env_int("WINNI_WEB_WORKERS", 1, minimum=1)
 WINNI_HEARTBEAT_SECONDS = env_int("WINNI_HEARTBEAT_SECONDS", 30, minimum=1)
 
