@@ -25,6 +25,12 @@ MODEL = "fake-openai-embedding"
 DIMS = 384
 
 
+
+def _embed(keys: list) -> int:
+    """Run the task here, as a worker would. Not .get()'s default: a real worker started earlier in
+    this process leaves Celery thinking it runs inside a task, and then .get() refuses to block."""
+    return embed_rows.apply(args=("memory", keys)).get(disable_sync_subtasks=False)
+
 def text_vector(text: str, dims: int) -> list[float]:
     return [(byte + 1) / 256 for byte in hashlib.shake_256(text.encode()).digest(dims)]
 
@@ -70,18 +76,18 @@ def test_one_task_embeds_the_rows_written_after_its_own_in_one_call(provider, se
     older = _rows(2)
     ids = _rows(6, start=2)
     settings.WINNI_EMBEDDING_BATCH_SIZE = 5
-    assert embed_rows.apply(args=("memory", [ids[0]])).get() == 5
+    assert _embed([ids[0]]) == 5
     # One provider call for the task's row and the four written after it; the rows written before
     # it are left to their own tasks.
     assert len(provider.requests) == 1 and len(_texts(provider)) == 5
     assert _embedded(ids) == set(ids[:5]) and not _embedded(older)
     # The tasks of the rows it took find them embedded: no provider call.
     for key in ids[1:5]:
-        assert embed_rows.apply(args=("memory", [key])).get() == 0
+        assert _embed([key]) == 0
     assert len(provider.requests) == 1
     # The next one still waiting takes the rest.
-    assert embed_rows.apply(args=("memory", [ids[5]])).get() == 1
-    assert embed_rows.apply(args=("memory", [older[0]])).get() == 2  # the older two
+    assert _embed([ids[5]]) == 1
+    assert _embed([older[0]]) == 2  # the older two
     assert _embedded(ids + older) == set(ids + older)
     assert sorted(_texts(provider)) == sorted(Memory.objects.values_list("content", flat=True))
 
@@ -92,7 +98,7 @@ def test_a_task_for_a_deleted_row_drops_its_vectors_and_takes_nothing_else(provi
     Embedding.objects.create(kind="memory", object_id=ids[0], model="older-model", dimensions=DIMS,
                              vector=[1.0] + [0.0] * (DIMS - 1))
     Memory.objects.filter(pk=ids[0]).delete()
-    assert embed_rows.apply(args=("memory", [ids[0]])).get() == 0
+    assert _embed([ids[0]]) == 0
     assert not Embedding.objects.filter(object_id=ids[0]).exists()
     assert not _embedded(ids) and not provider.requests
 
@@ -117,15 +123,15 @@ def test_rows_claimed_by_another_worker_are_left_to_it(provider):
     try:
         assert taken.wait(30)
         # Neither its own claimed row nor a claimed row written later is embedded here.
-        assert embed_rows.apply(args=("memory", [ids[1]])).get() == 0
-        assert embed_rows.apply(args=("memory", [ids[0]])).get() == 2
+        assert _embed([ids[1]]) == 0
+        assert _embed([ids[0]]) == 2
         assert _embedded(ids) == {ids[0], ids[2]}
         # This connection holds no claim any more: a claim by another connection would succeed.
         assert _advisory_locks() == 0
     finally:
         done.set()
         other.join(30)
-    assert embed_rows.apply(args=("memory", [ids[1]])).get() == 1
+    assert _embed([ids[1]]) == 1
     assert _embedded(ids) == set(ids)
 
 
@@ -146,7 +152,7 @@ def test_a_claim_is_released_when_its_connection_ends(provider):
     assert taken.is_set()
     # The server ends the backend moments after its client went away, and its locks with it.
     wait_for(lambda: _advisory_locks(everyone=True) == 0, "the gone connection's claims to end", timeout=30)
-    assert embed_rows.apply(args=("memory", ids)).get() == 1
+    assert _embed(ids) == 1
 
 
 def _advisory_locks(*, everyone: bool = False) -> int:
