@@ -24,7 +24,7 @@ from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from medallions import services as medallions
-from winni_site import claude_hook
+from winni_site import agent_dialects, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -192,14 +192,21 @@ def capture_hook_event(
     project: str | None = None,
     repository: Any = None,
     actor: str = "",
+    agent: str = agent_dialects.CLAUDE,
 ) -> CaptureResult:
-    """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
+    """Store what one coding agent's hook event carries (`agent`: claude, codex, gemini or copilot;
+    the hook program maps each agent's dialect to Claude Code's event shape, see agent_dialects;
+    the conversation's metadata.source names the agent): the prompt (UserPromptSubmit), the reply
     (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
     session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing.
     The session's project comes from `project` when it names one, else from `repository` (what the
     hook read: git root, origin remote, root commit) and the payload's cwd (session_project)."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
+    if agent not in agent_dialects.SOURCES:
+        raise InvalidInput(f"agent must be one of {', '.join(agent_dialects.AGENTS)}, got {str(agent)[:40]!r}",
+                           field="agent")
+    source = agent_dialects.SOURCES[agent]
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
     if event == "UserPromptSubmit":
@@ -214,7 +221,7 @@ def capture_hook_event(
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
     elif event in CHECKPOINT_EVENTS:
-        return _checkpoint(session_id=session_id, event=event, actor=actor)
+        return _checkpoint(session_id=session_id, event=event, actor=actor, source=source)
     elif event in HOOK_EVENTS:
         return CaptureResult(stored=False, reason=f"{event} stores no message")
     else:
@@ -235,7 +242,7 @@ def capture_hook_event(
 
     with storage_op("capture.hook_event", hook_event=event, session_id=session_id) as log:
         result = store_in_session(
-            source=CLAUDE_CODE,
+            source=source,
             session_id=session_id,
             role=role,
             content=content,
@@ -284,12 +291,12 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
 
 
-def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
+def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE_CODE) -> CaptureResult:
     """Queue a medallion checkpoint of the session's conversation for its project's scope."""
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
     conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).select_related("project")
+        Conversation.objects.filter(session_id=session_id, metadata__source=source).select_related("project")
         .order_by("created_at").first()
     )
     if conversation is None or conversation.project is None or not conversation.messages.exists():
@@ -297,7 +304,7 @@ def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
         job = medallions.medallion_checkpoint(
             scope=project_scope(conversation.project), evidence={"conversation_id": str(conversation.id)},
-            wait_seconds=0, actor=actor or CLAUDE_CODE,
+            wait_seconds=0, actor=actor or source,
         )
         log["job_id"] = str(job.id)
     return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
-from winni_site import capture
+from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
@@ -24,6 +24,8 @@ class HookEventSerializer(serializers.Serializer):
     repository = serializers.JSONField(
         required=False, allow_null=True, default=None,
         help_text="what identifies the session's project: {git_root, remote, root_commit} (docs/projects.md)")
+    agent = serializers.ChoiceField(choices=agent_dialects.AGENTS, required=False, default=agent_dialects.CLAUDE,
+                                    help_text="the coding agent whose hook sent the event (metadata.source)")
 
 
 def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
