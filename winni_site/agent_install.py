@@ -375,8 +375,11 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
         headers = tomlkit.inline_table()
         headers["Authorization"] = target.bearer
         entry["http_headers"] = headers
-        if current is None or current.get("url") != target.mcp_url or \
-                dict(current.get("http_headers") or {}) != {"Authorization": target.bearer}:
+        # Winni's tools run without a confirmation each time (in `codex exec` an unapproved MCP call
+        # fails): the user installed this server to be used.
+        entry["default_tools_approval_mode"] = "approve"
+        if current is None or current.get("url") != target.mcp_url or current.get("default_tools_approval_mode") \
+                != "approve" or dict(current.get("http_headers") or {}) != {"Authorization": target.bearer}:
             if servers is None:
                 servers = doc.setdefault("mcp_servers", tomlkit.table(is_super_table=True))
             servers[MCP_NAME] = entry
