@@ -2,7 +2,10 @@
 fake Responses API, with Winni's hooks, hook trust and MCP server installed by
 `manage.py install_agent_hooks --agent codex` into a temporary HOME."""
 import json
+import os
+import shutil
 import subprocess
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -87,3 +90,19 @@ def test_a_headless_codex_session_is_captured_turn_by_turn(winni_server, live_to
     outputs = [item for request in fake_api.model_requests() for item in request["input"]
                if isinstance(item, dict) and item.get("type") == "function_call_output"]
     assert outputs and MARKER in json.dumps(outputs[-1])
+
+    # The rollout files this run wrote import into the same session's transcript conversation.
+    out = StringIO()
+    call_command("import_agent_transcripts", "--agent", "codex", "--no-progress", stdout=out, stderr=StringIO())
+    assert "0 malformed" in out.getvalue()
+    imported = Conversation.objects.get(session_id=session, metadata__source="codex-transcript")
+    assert imported.project == conversation.project
+    said = list(imported.messages.order_by("turn_number").values_list("role", "content"))
+    assert [(r, c) for r, c in said if r != "tool"] == [(r, c) for r, c, _ in rows if r != "tool"]
+    tools = [json.loads(c) for r, c in said if r == "tool"]
+    assert tools[0]["tool_call"] == "dewey_get_startup_context" and MARKER in json.dumps(tools[1])
+    again = StringIO()
+    call_command("import_agent_transcripts", "--agent", "codex", "--no-progress", stdout=again, stderr=StringIO())
+    assert " 0 message(s) added" in again.getvalue()
+    if os.environ.get("WINNI_SAVE_CODEX_SAMPLE"):
+        shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_CODEX_SAMPLE"])

@@ -409,11 +409,16 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
     ]
 
 
-def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportStats:
-    """Import the lines of one Claude Code JSONL transcript, in order, into one conversation per
-    session (metadata source "claude-code-transcript"). Idempotent: a line's uuid (and block index)
-    is stored with each message, and a key already present is skipped. A malformed line is counted
-    and skipped; the rest of the file is still imported."""
+def transcript_import_lines(
+    lines: Any, *, transcript_path: str = "", source: str = CLAUDE_TRANSCRIPT,
+    parse: Callable[..., list[TranscriptMessage]] = transcript_line_messages,
+) -> ImportStats:
+    """Import the lines of one JSONL transcript, in order, into one conversation per session
+    (metadata source `source`: "claude-code-transcript" for Claude Code's, whose lines `parse`
+    reads by default; winni_site.agent_transcripts brings the other agents' parsers). Idempotent:
+    a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
+    already present is skipped. A malformed line is counted and skipped; the rest of the file is
+    still imported."""
     stats = ImportStats(sessions=set())
     pending: list[TranscriptMessage] = []
     for raw in lines:
@@ -421,7 +426,7 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
             continue
         stats.lines += 1
         try:
-            found = transcript_line_messages(json.loads(raw), transcript_path=transcript_path)
+            found = parse(json.loads(raw), transcript_path=transcript_path)
         except (ValueError, InvalidInput):  # json.JSONDecodeError is a ValueError
             stats.malformed += 1
             continue
@@ -431,21 +436,22 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
     by_session: dict[str, list[TranscriptMessage]] = {}
     for item in pending:
         by_session.setdefault(item.session_id, []).append(item)
-    with storage_op("capture.transcript_import", path=transcript_path) as log:
+    with storage_op("capture.transcript_import", path=transcript_path, source=source) as log:
         for session_id, items in by_session.items():
             stats.sessions.add(session_id)  # type: ignore[union-attr]
-            _import_session(session_id, items, stats)
+            _import_session(session_id, items, stats, source=source)
         log.update(added=stats.added, duplicates=stats.duplicates, malformed=stats.malformed)
     return stats
 
 
-def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats) -> None:
+def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats, *,
+                    source: str = CLAUDE_TRANSCRIPT) -> None:
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
     cwd = items[0].session_metadata.get("cwd")
     with transaction.atomic():
         conversation = session_conversation(
-            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,
+            source=source, session_id=session_id, metadata=items[0].session_metadata,
             project=lambda: session_project(cwd=cwd),
         )
         known = set(
