@@ -75,11 +75,34 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
     return Subquery(rows.annotate(value=aggregate).values("value"), output_field=output_field)
 
 
+class SourceFilter(admin.SimpleListFilter):
+    """Which agent or interface the conversation came from (metadata.source; none: the API)."""
+
+    title = "source"
+    parameter_name = "source"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        from django.db.models.fields.json import KT
+
+        found = Conversation.objects.values_list(KT("metadata__source"), flat=True).distinct().order_by()
+        sources = sorted({str(s or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE for s in found})
+        return [(source, source_title(source)) for source in sources]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+        value = self.value()
+        if not value:
+            return queryset
+        if value == DEFAULT_SOURCE:
+            return queryset.filter(Q(metadata__source__iexact=value) | ~Q(metadata__has_key="source")
+                                   | Q(metadata__isnull=True))
+        return queryset.filter(metadata__source__iexact=value)
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     list_display = ("id", "session_id", "project", "message_count", "first_activity", "last_activity",
                     "transcript_link")
-    list_filter = ("project",)
+    list_filter = ("project", SourceFilter)
     list_select_related = ("project",)
     search_fields = ("session_id",)
     search_help_text = "Session id, or words from the messages (web-search syntax)."

@@ -197,3 +197,22 @@ def test_the_events_api_files_each_agents_conversations_under_its_source(api):
     refused = api.post("/api/v1/capture/events", {"payload": {"hook_event_name": "Stop", "session_id": "x"},
                                                    "agent": "cursor"}, format="json")
     assert refused.status_code == 400 and "agent" in refused.json()["error"]["fields"]
+
+
+@pytest.mark.django_db
+def test_the_admin_filters_conversations_by_agent_and_the_dashboard_charts_them(client, staff_user):
+    from conversations import services
+    from tests.test_admin_pages import marks
+
+    for session, source in [("s1", "codex"), ("s2", "codex"), ("s3", "gemini-cli"), ("s4", "claude-code"),
+                            ("s5", None)]:
+        services.messages_store_bulk(session_id=session, messages=[{"role": "user", "content": "hi"}],
+                                     metadata={"source": source} if source else None)
+    client.force_login(staff_user)
+    listing = client.get("/admin/conversations/conversation/")
+    assert "Codex CLI" in listing.content.decode() and "Gemini CLI" in listing.content.decode()
+    for value, sessions in [("codex", {"s1", "s2"}), ("gemini-cli", {"s3"}), ("api", {"s5"})]:
+        page = client.get("/admin/conversations/conversation/", {"source": value})
+        assert {c.session_id for c in page.context["cl"].result_list} == sessions
+    chart = marks(client.get("/admin/").content.decode(), "Conversations per session source")
+    assert chart["Codex CLI"] == "2" and chart["Gemini CLI"] == "1" and chart["Claude Code"] == "1"
