@@ -216,3 +216,12 @@ def test_the_admin_filters_conversations_by_agent_and_the_dashboard_charts_them(
         assert {c.session_id for c in page.context["cl"].result_list} == sessions
     chart = marks(client.get("/admin/").content.decode(), "Conversations per session source")
     assert chart["Codex CLI"] == "2" and chart["Gemini CLI"] == "1" and chart["Claude Code"] == "1"
+
+
+def test_gemini_prompts_lose_the_session_start_text_the_cli_put_before_them():
+    prompt = "<hook_context># Startup context: alpha\n\nRULES</hook_context>\n\nfirst question"
+    event = dialects.normalize("gemini", {"hook_event_name": "BeforeAgent", "session_id": "s", "prompt": prompt})
+    assert event["prompt"] == "first question"
+    assert dialects.strip_hook_context("no context here") == "no context here"
+    # Gemini's PreCompress fires on every headless turn: it is not taken as a checkpoint.
+    assert dialects.normalize("gemini", {"hook_event_name": "PreCompress", "session_id": "s"}) is None

@@ -71,3 +71,28 @@ def test_with_no_path_the_agents_own_folder_is_read(tmp_path, monkeypatch):
     day.mkdir(parents=True)
     (day / "rollout-2026-11-24T09-00-00-x.jsonl").write_text(CODEX_SAMPLE.read_text())
     assert "8 message(s) added" in run("codex")
+
+
+GEMINI_SAMPLE = ROOT / "tests" / "data" / "gemini-cli-0.61.0-chat.jsonl"
+
+
+def test_a_gemini_chat_becomes_one_conversation_in_order(tmp_path):
+    # Gemini keeps a chat in <tmp>/<project>/chats/, the project's folder in <tmp>/<project>/.project_root.
+    chats = tmp_path / "tmp" / "alpha" / "chats"
+    chats.mkdir(parents=True)
+    (tmp_path / "tmp" / "alpha" / ".project_root").write_text("/work/alpha\n")
+    (chats / GEMINI_SAMPLE.name).write_text(GEMINI_SAMPLE.read_text())
+    (tmp_path / "tmp" / "alpha" / "logs.json").write_text("[]")  # not a chat: not read
+    summary = run("gemini", tmp_path / "tmp")
+    assert "1 file(s), 1 session(s)" in summary and "7 message(s) added" in summary and "0 malformed" in summary
+    conversation = Conversation.objects.get(metadata__source="gemini-cli-transcript")
+    assert conversation.metadata["cwd"] == "/work/alpha" and conversation.project.slug == "alpha"
+    rows = list(conversation.messages.order_by("turn_number").values_list("role", "content"))
+    assert [role for role, _ in rows] == ["user", "assistant", "user", "tool", "assistant", "user", "assistant"]
+    # Neither the CLI's <session_context> nor Winni's own startup text count as the user's words.
+    assert rows[0] == ("user", "first question about alpha")
+    assert json.loads(rows[3][1])["tool_call"].endswith("dewey_get_startup_context")
+    assert " 0 message(s) added" in run("gemini", chats / GEMINI_SAMPLE.name)
+    broken = chats / "session-broken.jsonl"
+    broken.write_text(GEMINI_SAMPLE.read_text() + "{not json\n" + json.dumps({"id": "x"}) + "\n")
+    assert "2 malformed line(s) skipped" in run("gemini", broken)

@@ -24,12 +24,13 @@ EVENTS = {
     CLAUDE: {name: name for name in COMMON_EVENTS},
     # Codex has no SessionEnd hook.
     CODEX: {name: name for name in COMMON_EVENTS if name != "SessionEnd"},
+    # Gemini CLI fires PreCompress on every turn (0.61.0, headless), not only before a compression:
+    # it is not taken as a checkpoint; SessionEnd is.
     GEMINI: {
         "SessionStart": "SessionStart",
         "BeforeAgent": "UserPromptSubmit",
         "AfterTool": "PostToolUse",
         "AfterAgent": "Stop",
-        "PreCompress": "PreCompact",
         "SessionEnd": "SessionEnd",
     },
     # Copilot names its events in camelCase (fields camelCase too) or, in its "VS Code compatible"
@@ -126,6 +127,8 @@ def normalize(agent: str, payload: dict, hint: object = None) -> object:
         event["source"] = source if source in SESSION_START_SOURCES else "startup"
     elif common == "UserPromptSubmit":
         event["prompt"] = _text(_first(payload, "prompt"))
+        if agent == GEMINI and event["prompt"]:
+            event["prompt"] = strip_hook_context(event["prompt"])
     elif common == "Stop":
         reply = _first(payload, "last_assistant_message", "prompt_response", "response")
         if reply is None and event["transcript_path"]:
@@ -139,6 +142,19 @@ def normalize(agent: str, payload: dict, hint: object = None) -> object:
         if tool_use_id is not None:
             event["tool_use_id"] = str(tool_use_id)
     return event
+
+
+HOOK_CONTEXT_OPEN, HOOK_CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
+
+
+def strip_hook_context(prompt: str) -> str:
+    """Gemini CLI (headless) puts the SessionStart hook's text before the user's prompt, in
+    <hook_context>...</hook_context>, and hands BeforeAgent that combined prompt: the user's words
+    are what follows."""
+    text = prompt.lstrip()
+    if text.startswith(HOOK_CONTEXT_OPEN) and HOOK_CONTEXT_CLOSE in text:
+        return text.split(HOOK_CONTEXT_CLOSE, 1)[1].lstrip()
+    return prompt
 
 
 def _tail_lines(path: str) -> list:

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from core.errors import InvalidInput
 from winni_site import capture
-from winni_site.agent_dialects import CLAUDE, CODEX, GEMINI, SOURCES
+from winni_site.agent_dialects import CLAUDE, CODEX, GEMINI, SOURCES, strip_hook_context
 from winni_site.capture import ImportStats, TranscriptMessage, cap_text
 
 TRANSCRIPT_SOURCES = {agent: f"{SOURCES[agent]}-transcript" for agent in (CLAUDE, CODEX, GEMINI)}
@@ -125,11 +125,12 @@ class CodexRollout:
 
 
 def gemini_chat_lines(text: str) -> list[str]:
-    """A saved chat is one JSON document ({sessionId, messages: [...]}) or JSON lines (a header
-    line, then one message per line); either way one message per returned line, each carrying
-    the session's fields."""
+    """Gemini CLI 0.61 writes a chat as JSON lines: a header ({sessionId, projectHash, ...}), then
+    messages ({id, timestamp, type, content, toolCalls?}) and updates ({"$set": {...}}, which may
+    carry a list of messages); older versions wrote one JSON document {sessionId, messages: [...]}.
+    Either way: one line per message (or update), each with its session's header."""
     stripped = text.lstrip()
-    if stripped.startswith("{") and "\n" in stripped:
+    if stripped.startswith("{"):
         try:
             document = json.loads(stripped)
         except ValueError:
@@ -149,18 +150,32 @@ def gemini_chat_lines(text: str) -> list[str]:
         if isinstance(item, dict) and "sessionId" in item and "type" not in item:
             head = item
             continue
+        update = item.get("$set") if isinstance(item, dict) else None
+        if isinstance(update, dict):
+            found = update.get("messages") if isinstance(update.get("messages"), list) else []
+            lines += [json.dumps({"session": head, "message": m}) for m in found]
+            if not found:
+                lines.append(json.dumps({"session": head, "update": update}))
+            continue
         lines.append(json.dumps({"session": head, "message": item}))
     return lines
 
 
 class GeminiChat:
     """One Gemini CLI chat message ({"id", "timestamp", "type": "user"|"gemini"|..., "content",
-    "toolCalls"}) with its session's fields."""
+    "toolCalls"}) with its session's header. The project's folder is in `.project_root` beside
+    the chats folder."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        try:
+            self.cwd: str | None = (path.parent.parent / ".project_root").read_text(encoding="utf-8").strip() or None
+        except OSError:
+            self.cwd = None
 
     def __call__(self, line: Any, *, transcript_path: str = "") -> list[TranscriptMessage]:
+        if isinstance(line, dict) and "update" in line:
+            return []
         if not isinstance(line, dict) or not isinstance(line.get("message"), dict):
             raise InvalidInput("a chat line must hold a message object", field="line")
         session, message = line.get("session") or {}, line["message"]
@@ -168,11 +183,17 @@ class GeminiChat:
         if not isinstance(session_id, str) or not session_id:
             raise InvalidInput("the chat names no sessionId", field="sessionId")
         kind = message.get("type")
+        if not isinstance(kind, str):
+            raise InvalidInput("message.type is missing", field="message.type")
         found: list[tuple[str, str, str]] = []
         if kind in ("user", "gemini", "model"):
             role = "user" if kind == "user" else "assistant"
-            text = "\n".join(_texts(message.get("content"))) if not isinstance(message.get("content"), str) \
-                else message["content"]
+            content = message.get("content")
+            texts = [content] if isinstance(content, str) else _texts(content)
+            # The CLI's own context (<session_context>...) is not the user's words.
+            if role == "user":
+                texts = [strip_hook_context(t) for t in texts]
+            text = "\n".join(t for t in texts if not (role == "user" and t.lstrip().startswith("<")))
             if text.strip():
                 found.append((role, text, "text"))
             for call in message.get("toolCalls") or []:
@@ -180,11 +201,9 @@ class GeminiChat:
                     body = {"tool_call": call.get("name"), "id": call.get("id"), "input": call.get("args"),
                             "result": call.get("result"), "status": call.get("status")}
                     found.append(("tool", _tool_text(body), "tool_call"))
-        elif kind is None:
-            raise InvalidInput("message.type is missing", field="message.type")
         ident = message.get("id") or hashlib.sha1(json.dumps(message, sort_keys=True).encode()).hexdigest()[:24]
         created = message.get("timestamp") if isinstance(message.get("timestamp"), str) else None
-        metadata = {"transcript_path": str(self.path), "project_hash": session.get("projectHash")}
+        metadata = {"transcript_path": str(self.path), "cwd": self.cwd, "project_hash": session.get("projectHash")}
         return [
             TranscriptMessage(session_id=session_id, key=f"gemini:{ident}:{index}", role=role, content=content,
                               metadata={"block_type": block, "line_type": kind}, created_at=created,
