@@ -6,6 +6,7 @@ the first offered tool whose name contains `tool_name`, and answers a tool resul
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -25,7 +26,9 @@ def _texts(content: Any) -> list[str]:
 
 def own_words(texts: list[str]) -> str:
     """The user's own words: the agents add context blocks (<environment_context>, hook text) as
-    separate parts or messages that start with "<" or "#"."""
+    separate parts or messages that start with "<" or "#", or put <tag>...</tag> blocks before the
+    prompt in the same text (Copilot's <current_datetime>)."""
+    texts = [re.sub(r"^(\s*<([a-z_]+)>.*?</\2>)+\s*", "", t, flags=re.S) for t in texts]
     own = [t for t in texts if t.strip() and not t.lstrip().startswith(("<", "#"))]
     return (own[-1] if own else "").strip()
 

@@ -12,6 +12,7 @@ Unknown fields are ignored. An event Winni does not capture gives None; a payloa
 event at all raises Unreadable (the hook logs it and never fails the agent)."""
 import json
 import os
+import time
 
 CLAUDE, CODEX, GEMINI, COPILOT = "claude", "codex", "gemini", "copilot"
 AGENTS = (CLAUDE, CODEX, GEMINI, COPILOT)
@@ -55,6 +56,8 @@ INSTALLED_EVENTS = {
 SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
 # How much of the end of a transcript is read to find the last reply (Copilot's Stop carries none).
 TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024
+# How long the hook waits for Copilot to write a turn's final message (its hook timeout is 10 s).
+TRANSCRIPT_WAIT_SECONDS = 3.0
 
 
 class Unreadable(ValueError):
@@ -170,11 +173,11 @@ def _tail_lines(path: str) -> list:
     return lines[1:] if size > TRANSCRIPT_TAIL_BYTES else lines
 
 
-def last_reply(agent: str, path: str) -> object:
-    """The text of the last assistant message in the agent's transcript file (JSON lines), for
-    agents whose Stop event carries no reply. Copilot writes events
-    {"type": "assistant.message", "data": {"content": "..."}}."""
-    for line in reversed(_tail_lines(path)):
+def _reply_in(lines: list) -> tuple:
+    """(final reply, any reply) of the last turn in Copilot events: the assistant messages after
+    the last user message; the final one is a message that asks for no more tools."""
+    messages: list = []
+    for line in lines:
         try:
             item = json.loads(line)
         except ValueError:
@@ -182,11 +185,26 @@ def last_reply(agent: str, path: str) -> object:
         if not isinstance(item, dict):
             continue
         data = item.get("data") if isinstance(item.get("data"), dict) else {}
-        if item.get("type") == "assistant.message" and isinstance(data.get("content"), str):
-            if data["content"].strip():
-                return data["content"]
-            continue
-    return None
+        if item.get("type") == "user.message":
+            messages = []
+        elif item.get("type") == "assistant.message" and isinstance(data.get("content"), str):
+            messages.append(data)
+    said = [m for m in messages if m["content"].strip()]
+    final = [m for m in said if not m.get("toolRequests")]
+    return (final[-1]["content"] if final else None), (said[-1]["content"] if said else None)
+
+
+def last_reply(agent: str, path: str, wait_seconds: float = TRANSCRIPT_WAIT_SECONDS) -> object:
+    """The text of the last turn's reply in the agent's transcript file, for agents whose Stop
+    event carries none (Copilot: events {"type": "assistant.message", "data": {"content"}}). The
+    CLI may still be writing the turn's last message when its Stop hook runs: the file is read
+    again for up to `wait_seconds` until the turn's final message is there."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        final, said = _reply_in(_tail_lines(path))
+        if final is not None or time.monotonic() >= deadline:
+            return final if final is not None else said
+        time.sleep(0.05)
 
 
 def context_output(agent: str, event: str, text: str) -> str:
