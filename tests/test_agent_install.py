@@ -42,6 +42,7 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.delenv("COPILOT_HOME", raising=False)
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
     return home
 
 
@@ -179,3 +180,14 @@ def test_dry_run_writes_nothing(home, capsys):
     out = capsys.readouterr().out
     assert f"--- {home}/.codex/hooks.json" in out and "trusted_hash" in out
     assert not any(home.iterdir())
+
+
+@pytest.mark.django_db
+def test_the_agents_home_variables_are_honoured(home, tmp_path, monkeypatch):
+    for variable, agent in (("CODEX_HOME", "codex"), ("COPILOT_HOME", "copilot"), ("GEMINI_CLI_HOME", "gemini")):
+        monkeypatch.setenv(variable, str(tmp_path / variable))
+        install(agent, "--user")
+    assert (tmp_path / "CODEX_HOME" / "hooks.json").exists() and (tmp_path / "CODEX_HOME" / "config.toml").exists()
+    assert (tmp_path / "COPILOT_HOME" / "hooks" / "winni.json").exists()
+    assert (tmp_path / "GEMINI_CLI_HOME" / ".gemini" / "settings.json").exists()
+    assert sorted(p.name for p in home.iterdir()) == [".config"]

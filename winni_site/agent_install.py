@@ -245,7 +245,7 @@ def plan_claude(target: Target, install: bool) -> list[Edit]:
 
 
 def plan_gemini(target: Target, install: bool) -> list[Edit]:
-    path = (target.project or target.home) / ".gemini" / "settings.json"
+    path = (target.project or Path(os.environ.get("GEMINI_CLI_HOME") or target.home)) / ".gemini" / "settings.json"
     groups = entry = None
     if install:
         groups = {event: {"hooks": [{"name": "winni-capture", "type": "command", "command": target.hook(event),
