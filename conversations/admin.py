@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from conversations import services
-from conversations.models import DEFAULT_SOURCE, SOURCES, Conversation, FiedlerResult, Message, source_title
+from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
 from conversations.transcript import tool_call_names, tool_turn
 from core.errors import InvalidInput
 from core.validation import parse_uuid
@@ -91,18 +91,25 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
 
 
 class SourceFilter(admin.SimpleListFilter):
+    """Which agent or interface the conversation came from (metadata.source; none: the API)."""
+
     title = "source"
     parameter_name = "source"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(source, source_title(source)) for source in SOURCES]
+        from django.db.models.fields.json import KT
 
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        found = Conversation.objects.values_list(KT("metadata__source"), flat=True).distinct().order_by()
+        sources = sorted({str(s or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE for s in found})
+        return [(source, source_title(source)) for source in sources]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
         value = self.value()
         if not value:
             return queryset
         if value == DEFAULT_SOURCE:
-            return queryset.filter(Q(metadata__source__isnull=True) | Q(metadata__source__iexact=value))
+            return queryset.filter(Q(metadata__source__iexact=value) | ~Q(metadata__has_key="source")
+                                   | Q(metadata__isnull=True))
         return queryset.filter(metadata__source__iexact=value)
 
 

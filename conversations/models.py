@@ -12,7 +12,12 @@ from core.searchable import tsvector_of
 # API. The admin charts and titles these.
 SOURCES = ("claude-code", "api", "proxy")
 DEFAULT_SOURCE = "api"
-SOURCE_TITLES = {"claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy"}
+SOURCE_TITLES = {
+    "claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy", "mcp-proxy": "MCP proxy",
+    "codex": "Codex CLI", "gemini-cli": "Gemini CLI", "copilot-cli": "Copilot CLI",
+    "claude-code-transcript": "Claude Code (imported)", "codex-transcript": "Codex CLI (imported)",
+    "gemini-cli-transcript": "Gemini CLI (imported)",
+}
 
 
 def source_title(source: str) -> str:

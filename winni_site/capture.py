@@ -26,7 +26,7 @@ from core.logs import storage_op
 from core.models import Project
 from core.redaction import Redacted, redact_json
 from medallions import services as medallions
-from winni_site import autorecall, claude_hook
+from winni_site import agent_dialects, autorecall, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -230,14 +230,21 @@ def capture_hook_event(
     project: str | None = None,
     repository: Any = None,
     actor: str = "",
+    agent: str = agent_dialects.CLAUDE,
 ) -> CaptureResult:
-    """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
+    """Store what one coding agent's hook event carries (`agent`: claude, codex, gemini or copilot;
+    the hook program maps each agent's dialect to Claude Code's event shape, see agent_dialects;
+    the conversation's metadata.source names the agent): the prompt (UserPromptSubmit), the reply
     (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
     session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing.
     The session's project comes from `project` when it names one, else from `repository` (what the
     hook read: git root, origin remote, root commit) and the payload's cwd (session_project)."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
+    if agent not in agent_dialects.SOURCES:
+        raise InvalidInput(f"agent must be one of {', '.join(agent_dialects.AGENTS)}, got {str(agent)[:40]!r}",
+                           field="agent")
+    source = agent_dialects.SOURCES[agent]
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
     if capture_excluded(cwd=payload.get("cwd"), project=project, repository=repository):
@@ -256,7 +263,7 @@ def capture_hook_event(
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
     elif event in CHECKPOINT_EVENTS:
-        return _checkpoint(session_id=session_id, event=event, actor=actor)
+        return _checkpoint(session_id=session_id, event=event, actor=actor, source=source)
     elif event == "SessionStart" and payload.get("source") in RESET_SOURCES:
         reset = autorecall.injections_reset(session_id=session_id)
         return CaptureResult(stored=False, reason=f"SessionStart ({payload['source']}): {reset} injection(s) reset")
@@ -280,7 +287,7 @@ def capture_hook_event(
 
     with storage_op("capture.hook_event", hook_event=event, session_id=session_id) as log:
         result = store_in_session(
-            source=CLAUDE_CODE,
+            source=source,
             session_id=session_id,
             role=role,
             content=content,
@@ -393,12 +400,12 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
 
 
-def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
+def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE_CODE) -> CaptureResult:
     """Queue a medallion checkpoint of the session's conversation for its project's scope."""
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
     conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).select_related("project")
+        Conversation.objects.filter(session_id=session_id, metadata__source=source).select_related("project")
         .order_by("created_at").first()
     )
     if conversation is None or conversation.project is None or not conversation.messages.exists():
@@ -406,7 +413,7 @@ def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
         job = medallions.medallion_checkpoint(
             scope=project_scope(conversation.project), evidence={"conversation_id": str(conversation.id)},
-            wait_seconds=0, actor=actor or CLAUDE_CODE,
+            wait_seconds=0, actor=actor or source,
         )
         log["job_id"] = str(job.id)
     return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",
@@ -511,11 +518,16 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
     ]
 
 
-def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportStats:
-    """Import the lines of one Claude Code JSONL transcript, in order, into one conversation per
-    session (metadata source "claude-code-transcript"). Idempotent: a line's uuid (and block index)
-    is stored with each message, and a key already present is skipped. A malformed line is counted
-    and skipped; the rest of the file is still imported."""
+def transcript_import_lines(
+    lines: Any, *, transcript_path: str = "", source: str = CLAUDE_TRANSCRIPT,
+    parse: Callable[..., list[TranscriptMessage]] = transcript_line_messages,
+) -> ImportStats:
+    """Import the lines of one JSONL transcript, in order, into one conversation per session
+    (metadata source `source`: "claude-code-transcript" for Claude Code's, whose lines `parse`
+    reads by default; winni_site.agent_transcripts brings the other agents' parsers). Idempotent:
+    a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
+    already present is skipped. A malformed line is counted and skipped; the rest of the file is
+    still imported."""
     stats = ImportStats(sessions=set())
     pending: list[TranscriptMessage] = []
     for raw in lines:
@@ -523,7 +535,7 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
             continue
         stats.lines += 1
         try:
-            found = transcript_line_messages(json.loads(raw), transcript_path=transcript_path)
+            found = parse(json.loads(raw), transcript_path=transcript_path)
         except (ValueError, InvalidInput):  # json.JSONDecodeError is a ValueError
             stats.malformed += 1
             continue
@@ -533,15 +545,16 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
     by_session: dict[str, list[TranscriptMessage]] = {}
     for item in pending:
         by_session.setdefault(item.session_id, []).append(item)
-    with storage_op("capture.transcript_import", path=transcript_path) as log:
+    with storage_op("capture.transcript_import", path=transcript_path, source=source) as log:
         for session_id, items in by_session.items():
             stats.sessions.add(session_id)  # type: ignore[union-attr]
-            _import_session(session_id, items, stats)
+            _import_session(session_id, items, stats, source=source)
         log.update(added=stats.added, duplicates=stats.duplicates, malformed=stats.malformed)
     return stats
 
 
-def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats) -> None:
+def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats, *,
+                    source: str = CLAUDE_TRANSCRIPT) -> None:
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
     cwd = items[0].session_metadata.get("cwd")
@@ -550,7 +563,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
         return
     with transaction.atomic():
         conversation = session_conversation(
-            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,
+            source=source, session_id=session_id, metadata=items[0].session_metadata,
             project=lambda: session_project(cwd=cwd),
         )
         known = set(

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
 from core.rest import StrictSerializer
-from winni_site import capture
+from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
@@ -28,6 +28,8 @@ class HookEventSerializer(StrictSerializer):
     recall = serializers.BooleanField(
         required=False, default=False,
         help_text="also answer `additional_context`: what automatic recall adds to this event (docs/autorecall.md)")
+    agent = serializers.ChoiceField(choices=agent_dialects.AGENTS, required=False, default=agent_dialects.CLAUDE,
+                                    help_text="the coding agent whose hook sent the event (metadata.source)")
 
 
 def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Claude Code hook → Winni. Standard library only; run as `python3 claude_hook.py`.
+"""Coding agent hook → Winni. Standard library only; run as `python3 claude_hook.py [--agent NAME]`.
 
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
-PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
+PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent codex|gemini|copilot`)
+pipe their own dialects of the same events, which agent_dialects.py maps to Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
 SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
 Claude Code adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that
 touches a file) the same request answers what Winni knows about the prompt (the file), printed as
@@ -56,12 +57,43 @@ class Unreachable(Exception):
         self.reason = reason
 
 
+def argument(name: str) -> object:
+    """The value after `name` on the command line (e.g. --config PATH), or None."""
+    args = sys.argv[1:]
+    if name in args and args.index(name) + 1 < len(args):
+        return args[args.index(name) + 1]
+    return None
+
+
 def config_path() -> str:
     """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
-    args = sys.argv[1:]
-    if "--config" in args and args.index("--config") + 1 < len(args):
-        return os.path.expanduser(args[args.index("--config") + 1])
+    if argument("--config"):
+        return os.path.expanduser(argument("--config"))
     return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
+
+
+def dialects() -> object:
+    """agent_dialects, next to this file (`python3 -I` does not put the script's folder on sys.path)."""
+    try:
+        from winni_site import agent_dialects
+    except ImportError:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import agent_dialects
+    return agent_dialects
+
+
+def keep_unreadable(config: dict, raw: str) -> None:
+    """An input the hook cannot read is kept (next to the spool) for a person to look at."""
+    try:
+        path = os.path.join(os.path.dirname(os.path.expanduser(config["spool"])), "claude-hook-unreadable.log")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path) and os.path.getsize(path) > SPOOL_MAX_BYTES:
+            return
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "argv": sys.argv[1:], "stdin": raw[:100_000]}) + "\n")
+    except OSError:
+        pass
 
 
 def load_config() -> dict:
@@ -498,16 +530,17 @@ def session_start(config: dict, payload: dict, repo: dict) -> str:
 def main() -> None:
     config = load_config()
     raw = sys.stdin.read()
+    agents = dialects()
+    agent = argument("--agent") or agents.CLAUDE
     try:
-        payload = json.loads(raw)
-        if not isinstance(payload, dict):
-            raise ValueError("not a JSON object")
-        event = payload["hook_event_name"]
-        if not isinstance(event, str) or not isinstance(payload.get("session_id"), str):
-            raise ValueError("hook_event_name and session_id must be strings")
-    except (ValueError, KeyError) as exc:
-        log(config, f"ignored malformed hook input ({exc}): {raw[:300]!r}")
+        payload = agents.normalize(agent, agents.parse(raw), argument("--event"))
+    except agents.Unreadable as exc:
+        log(config, f"malformed {agent} hook input ({exc}), kept in claude-hook-unreadable.log: {raw[:300]!r}")
+        keep_unreadable(config, raw)
         return
+    if payload is None:
+        return  # an event of that agent Winni does not capture
+    event = payload["hook_event_name"]
     repo = repository(payload.get("cwd") or os.getcwd(), roots_cache_path(config))
     now = time.time()
     body = {
@@ -516,16 +549,17 @@ def main() -> None:
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
         "git_branch": repo["branch"],
         "repository": {key: repo[key] for key in ("git_root", "remote", "root_commit")},
+        "agent": agent,
     }
     if event == "SessionStart":
         # Send what is spooled, then print the startup text (stdout goes into Claude's context),
         # after a warning line when capture is failing.
-        waiting, oldest = deliver(config, {})
+        _, waiting, oldest = deliver(config, {})
         text = session_start(config, payload, repo)
         line = warning(read_status(config), waiting, oldest)
-        text = "\n\n".join(part for part in (line, text) if part)
-        if text:
-            sys.stdout.write(text + "\n")
+        output = agents.context_output(agent, event, "\n\n".join(part for part in (line, text) if part))
+        if output:
+            sys.stdout.write(output + "\n")
         return
     recall = event == "UserPromptSubmit" or (event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS)
     if recall:
@@ -538,8 +572,8 @@ def main() -> None:
         if line:
             context = f"{line}\n\n{context}" if isinstance(context, str) and context else line
     if isinstance(context, str) and context:
-        # Claude Code adds additionalContext to what the model reads with the prompt.
-        sys.stdout.write(json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}))
+        # The agent adds it to what the model reads with the prompt (or after the tool call).
+        sys.stdout.write(agents.context_output(agent, event, context))
 
 
 if __name__ == "__main__":
