@@ -334,7 +334,10 @@ def test_a_silent_winni_never_holds_the_prompt(hook_env, tmp_path):
         began = time.monotonic()
         result = run_hook(hook_event("UserPromptSubmit", prompt="Which database driver do we use?"), env)
         took = time.monotonic() - began
-    assert (result.returncode, result.stdout) == (0, "")
+    # No block; only the capture warning (docs/capture.md: "Capture failures show").
+    assert result.returncode == 0
+    added = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert added.startswith("Winni: 1 event waiting") and "server unreachable" in added
     assert took < 3, took
     spooled = [json.loads(line) for line in open(hook_env["WINNI_HOOK_SPOOL"])]
     assert spooled[0]["payload"]["prompt"] == "Which database driver do we use?"

@@ -174,9 +174,7 @@ def first_column_names(section: str) -> list[str]:
 
 # Read by the code but not settings a user sets: the system's own variables passed through to
 # systemctl, the name `./winni run` gives each child for its log lines, and the crash-loop test's hook.
-# CODEX_HOME and COPILOT_HOME are the agents' own variables (install_agent_hooks honours them, as the
-# agents do), not Winni settings.
-NOT_SETTINGS = {"USER", "XDG_RUNTIME_DIR", "WINNI_PROCESS", "WINNI_TEST_BROKEN_CHILD", "CODEX_HOME", "COPILOT_HOME"}
+NOT_SETTINGS = {"USER", "XDG_RUNTIME_DIR", "WINNI_PROCESS", "WINNI_TEST_BROKEN_CHILD"}
 
 
 def test_readme_documents_every_setting_the_code_reads() -> None:
