@@ -95,10 +95,6 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Memory]:
         return super().get_queryset(request).defer("search_vector")
 
-    def has_change_permission(self, request: HttpRequest, obj: Memory | None = None) -> bool:
-        # Memories are facts: a stored one is shown read-only (no Save buttons); add a new one.
-        return False
-
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> tuple[str, ...]:
         # Content and tags change through memory_update (a new version); the rest is fixed.
         return ("project", "metadata", "created_at", "version", "updated_at", "updated_by", "update_reason",

@@ -388,7 +388,8 @@ def memory_similar(memory: Memory) -> list[SimilarMemory]:
                        output_field=BooleanField()))
     found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=SIMILAR_MAX * 2,
                                  scope=scope))
-    found.update(_similarities(rows=_waiting_for_a_vector(query=memory.content, scope=scope, model=model.name),
+    found.update(_similarities(rows=_waiting_for_a_vector(query=memory.content, scope=scope, filtered=True,
+                                                               model=model.name),
                                query_vector=query_vector))
     close = {key: sim for key, sim in found.items() if sim >= threshold}
     rows = {str(m.pk): m for m in scope.filter(pk__in=list(close)).select_related("project").defer("search_vector")}

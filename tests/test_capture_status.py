@@ -26,11 +26,16 @@ def spooled(env):
     return [json.loads(line) for line in open(env["WINNI_HOOK_SPOOL"])]
 
 
+def added(result) -> str:
+    """What a prompt's hook added to the model's context (its hookSpecificOutput), "" for nothing."""
+    return json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"] if result.stdout else ""
+
+
 def test_a_prompt_warns_once_an_hour_and_session_start_always_while_winni_is_down(hook_env, tmp_path):
     down = {**hook_env, "WINNI_URL": f"http://127.0.0.1:{free_port()}", "WINNI_TOKEN": "winni_x"}
     first = run_hook(event("UserPromptSubmit", prompt="one"), env=down)
     since = spooled(down)[0]["captured_at"][11:16]  # HH:MM of the oldest waiting event (TZ=UTC)
-    assert first.stdout.splitlines()[0].startswith(f"Winni: 1 event waiting since {since}, server unreachable")
+    assert added(first).startswith(f"Winni: 1 event waiting since {since}, server unreachable")
     second = run_hook(event("UserPromptSubmit", prompt="two"), env=down)
     assert second.stdout == ""  # not again within the hour
     start = run_hook(event("SessionStart", source="startup"), env=down)
@@ -39,14 +44,14 @@ def test_a_prompt_warns_once_an_hour_and_session_start_always_while_winni_is_dow
     status_file = tmp_path / "claude-hook-status.json"
     status = json.loads(status_file.read_text())
     status_file.write_text(json.dumps({**status, "warned_at": time.time() - 3601}))
-    assert run_hook(event("UserPromptSubmit", prompt="three"), env=down).stdout.startswith("Winni: 3 events waiting")
+    assert added(run_hook(event("UserPromptSubmit", prompt="three"), env=down)).startswith("Winni: 3 events waiting")
 
 
 @pytest.mark.live
 def test_a_refused_token_is_named_and_the_warning_goes_once_the_events_are_sent(winni_server, live_token, hook_env):
     wrong = {**hook_env, "WINNI_URL": winni_server.url, "WINNI_TOKEN": "winni_wrong"}
     refused = run_hook(event("UserPromptSubmit", prompt="kept"), env=wrong)
-    assert "token refused (HTTP 401)" in refused.stdout.splitlines()[0]
+    assert "token refused (HTTP 401)" in added(refused)
     up = {**hook_env, "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token}
     start = run_hook(event("SessionStart", source="startup"), env=up)
     assert "Winni:" not in start.stdout  # the spooled event went first: nothing waits, nothing failed

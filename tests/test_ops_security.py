@@ -282,8 +282,9 @@ def test_numbers_beyond_the_database_range_are_a_tool_error(mcp_legacy):
 OTHER = "planted-other-project-4b1d"  # in project beta only; a token limited to alpha must never see it
 MINE = "planted-own-project-9c2e"
 WORD = "zebracorn"  # in every planted row of both projects: what the searches look for (a query is echoed)
-# Methods views declare as reads although they are not GET (searches with a JSON body).
-READ_POSTS = {"api/v1/recall", "api/v1/memories/search"}
+# Methods views declare as reads although they are not GET (searches with a JSON body), and the
+# name of the field that carries their query text.
+READ_POSTS = {"api/v1/recall": "query", "api/v1/memories/search": "query", "api/v1/recall/context": "prompt"}
 UNSAFE = ["post", "put", "patch", "delete"]
 ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/"}  # every method needs an admin token
 
@@ -342,7 +343,7 @@ def test_a_read_token_is_refused_every_write_with_403_and_nothing_is_written(pla
             continue
         url = _concrete(template, planted)
         for method in UNSAFE:
-            if method == "post" and template in READ_POSTS:
+            if method == "post" and template.rstrip("/") in READ_POSTS:
                 continue
             response = getattr(client, method)(url, {"content": PLANTED}, format="json")
             if response.status_code != 403:
@@ -357,8 +358,8 @@ def test_a_read_token_is_refused_every_write_with_403_and_nothing_is_written(pla
     after = _row_counts()
     assert {k: v for k, v in after.items() if k != "winni_site_apitoken"} == {
         k: v for k, v in before.items() if k != "winni_site_apitoken"}
-    for url in READ_POSTS:
-        assert client.post(f"/{url}", {"query": "deploy"}, format="json").status_code == 200
+    for url, field in READ_POSTS.items():
+        assert client.post(f"/{url}", {field: "deploy"}, format="json").status_code == 200
 
 
 def _walk_reads(client: APIClient, ids: dict[str, str]) -> list[str]:
@@ -373,8 +374,8 @@ def _walk_reads(client: APIClient, ids: dict[str, str]) -> list[str]:
             response = client.get(url, params)
             if OTHER in response.content.decode("utf-8", "replace"):
                 leaks.append(f"GET {url}")
-            if template in READ_POSTS:
-                response = client.post(url, {"query": WORD}, format="json")
+            if template.rstrip("/") in READ_POSTS:
+                response = client.post(url, {READ_POSTS[template.rstrip("/")]: WORD}, format="json")
                 if OTHER in response.content.decode("utf-8", "replace"):
                     leaks.append(f"POST {url}")
     return leaks
@@ -418,6 +419,7 @@ WRITE_TOOLS = {
     "dewey_delete_conversation": {"conversation_id": "{conversation}", "force": True},
     "dewey_store_fiedler_result": {"correlation_id": "c", "model": "m", "output": "x"},
     "store_memory": {"content": "a fact"},
+    "update_memory": {"memory_id": "{memory}", "content": "a changed fact"},
     "dewey_set_startup_context": {"name": "n", "content": "c"},
     "dewey_delete_startup_context": {"name": "{context}", "force": True},
     "medallion_checkpoint_session": {"scope": {"graph_nodes": ["repo:{slug}"], "tags": []}},
@@ -433,6 +435,7 @@ READ_TOOLS = {
     "dewey_get_fiedler_results": {"correlation_id": "{correlation}"},
     "dewey_query_fiedler_results": {"text": "zebracorn"},
     "search_memory": {"query": "zebracorn release codename"},
+    "memory_history": {"memory_id": "{memory}"},
     "dewey_get_startup_context": {"name": "{context}", "project": "{slug}"},
     "dewey_list_startup_contexts": {"include_content": True},
     "medallion_load_for_scope": {"scope": {"graph_nodes": ["repo:{slug}"], "tags": []}, "as_text": True},
@@ -440,6 +443,7 @@ READ_TOOLS = {
     "medallion_job_status": {"job_id": str(uuid.UUID(int=1))},
     "librarian_memory_stats": {},
     "winni_recall": {"query": "zebracorn"},
+    "winni_context": {"prompt": "what is the zebracorn release codename"},
     "winni_projects": {},
 }
 

@@ -219,8 +219,10 @@ def _stems(words: set[str]) -> dict[str, str]:
 
 
 def _scopes(project: Project | None, session_id: str | None) -> dict[str, QuerySet]:
-    messages = Message.objects.all()
-    memories = Memory.objects.all()
+    # A token limited to projects reads only theirs (core.projects' one rule); superseded memories
+    # are not brought back (memory.models: current()).
+    messages = projects.scope_queryset(Message.objects.all(), None, lookup="conversation__project")
+    memories = projects.scope_queryset(Memory.objects.current(), None)
     if project is not None:
         messages = messages.filter(conversation__project=project)
         memories = memories.filter(Q(project=project) | Q(project__isnull=True))
@@ -240,7 +242,9 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     scopes = _scopes(project, session_id)
     if spoken_only:
         scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
-    filtered = {"message": project is not None or bool(session_id) or spoken_only, "memory": project is not None}
+    limited = projects.project_filter(None).narrows  # a token limited to projects
+    filtered = {"message": project is not None or bool(session_id) or spoken_only or limited,
+                "memory": project is not None or limited}
     try:
         hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode=mode,  # type: ignore[arg-type]
                     query_vector=query_vector)
@@ -275,8 +279,8 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
     if project is None:
         return []
     found = []
-    rows = (Medallion.objects.filter(project=project, status=Status.ACTIVE).defer("search_vector")
-            .order_by("-updated_at")[:MEDALLIONS])
+    rows = (projects.scope_queryset(Medallion.objects.filter(project=project, status=Status.ACTIVE), None)
+            .defer("search_vector").order_by("-updated_at")[:MEDALLIONS])
     for medallion in rows:
         base: Source = {"medallion_id": str(medallion.id), "date": _date(medallion.updated_at)}
         for decision in medallion.decisions or []:
@@ -305,7 +309,7 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
 def _cached_answer(prompt: str, project: Project | None) -> Candidate | None:
     """The librarian's cached answer when the prompt repeats a cached question (after
     normalisation: case, spacing)."""
-    entry = (QueryMemory.objects.defer("embedding")
+    entry = (projects.scope_queryset(QueryMemory.objects.defer("embedding"), None)
              .filter(unexpired(timezone.now()), query_hash=query_hash(prompt), answer__isnull=False)
              .filter(Q(project=project) | Q(project__isnull=True) if project else Q())
              .order_by("project_id").first())
