@@ -261,3 +261,8 @@ def test_adversarial_megabyte_inputs_finish() -> None:
     finished = subprocess.run([sys.executable, "-c", program, str(ROOT)], capture_output=True, text=True,
                               timeout=600)
     assert finished.stdout.strip() == "done", finished.stderr[-2000:]
+
+
+def test_a_type_closing_a_call_is_code_not_a_secret():
+    assert scrub("def token_dict(token: ApiToken) -> dict:").counts == {}
+    assert scrub("login(password: Hunter2Zx9q)").counts == {"named-secret": 1}
