@@ -202,7 +202,7 @@ AUTH_HEADER = re.compile(
     r"(?i:authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:bearer|token|basic|bot)[ \t]{1,4}"
     r"(?P<credential>[A-Za-z0-9._~+/=-]{8,4000})")
 PLACEHOLDER_WORDS = {
-    "password", "passwd", "pass", "pwd", "secret", "token", "changeme", "example", "redacted", "hidden",
+    "password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme", "example", "redacted", "hidden",
     "yourpassword", "your-password", "your_password", "mypassword", "placeholder", "none", "null", "undefined",
 }
 

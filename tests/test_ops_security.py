@@ -285,7 +285,8 @@ WORD = "zebracorn"  # in every planted row of both projects: what the searches l
 # Methods views declare as reads although they are not GET (searches with a JSON body).
 READ_POSTS = {"api/v1/recall", "api/v1/memories/search"}
 UNSAFE = ["post", "put", "patch", "delete"]
-ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/"}  # every method needs an admin token
+# Every method needs an admin token.
+ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/", "api/v1/export", "api/v1/import"}
 
 
 def _row_counts() -> dict[str, int]:
@@ -554,3 +555,20 @@ def test_only_an_admin_token_manages_tokens_over_the_api(db):
     assert names == ["boss", "ci", "writer"]
     assert admin_client.delete("/api/v1/tokens/writer/").json()["active"] is False
     assert _client(writer).get("/api/v1/conversations/").status_code == 401
+
+
+def test_only_an_admin_token_exports_and_imports_over_the_api(planted):
+    _, writer = auth.token_create(name="writer")
+    _, boss = auth.token_create(name="boss", scope="admin")
+    assert _client(writer).post("/api/v1/export", {}, format="json").status_code == 403
+    assert _client(writer).post("/api/v1/import", {"name": "x"}, format="json").status_code == 403
+    admin_client = _client(boss)
+    made = admin_client.post("/api/v1/export", {"stores": ["conversations"]}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["manifest"]["stores"]["conversations"]["rows"]
+    for name in ("../../etc", "/etc", "nope"):
+        refused = admin_client.post("/api/v1/import", {"name": name}, format="json")
+        assert refused.status_code == 404 and refused.json()["error"]["fields"] == {} or "name" in refused.json()["error"]["message"]
+    again = admin_client.post("/api/v1/import", {"name": made.json()["name"]}, format="json")
+    assert again.status_code == 200, again.content
+    assert Conversation.objects.count() == 1  # already there: nothing added twice

@@ -265,4 +265,9 @@ def test_adversarial_megabyte_inputs_finish() -> None:
 
 def test_a_type_closing_a_call_is_code_not_a_secret():
     assert scrub("def token_dict(token: ApiToken) -> dict:").counts == {}
-    assert scrub("login(password: Hunter2Zx9q)").counts == {"named-secret": 1}
+    assert scrub(f"login(password: Hu{rand(B62, 6)}7q)").counts == {"named-secret": 1}  # digits: not a name
+
+
+def test_pw_in_a_url_is_a_placeholder():
+    assert scrub("git@host or https://user:pw@github.com/a/b").counts == {}
+    assert scrub(f"https://user:{PASSWORD}@github.com/a/b").counts == {"password-in-url": 1}
