@@ -572,3 +572,28 @@ def test_only_an_admin_token_exports_and_imports_over_the_api(planted):
     again = admin_client.post("/api/v1/import", {"name": made.json()["name"]}, format="json")
     assert again.status_code == 200, again.content
     assert Conversation.objects.count() == 1  # already there: nothing added twice
+
+
+@pytest.mark.live
+def test_scopes_hold_through_the_live_asgi_server(winni_server, transactional_db):
+    """The token's access is set inside the view and forgotten after the request under uvicorn too
+    (ASGI runs the sync middleware and view through asgiref's thread hand-offs)."""
+    alpha = core_projects.project_create(name="alpha")
+    beta = core_projects.project_create(name="beta")
+    _plant(alpha, MINE)
+    _plant(beta, OTHER)
+    _, reader = auth.token_create(name="reader", scope="read")
+    _, limited = auth.token_create(name="alpha-bot", projects=["alpha"])
+    _, writer = auth.token_create(name="writer")
+    url = f"{winni_server.url}/api/v1/conversations/"
+
+    def call(method: str, secret: str, **kwargs: object) -> httpx.Response:
+        return httpx.request(method, url, headers={"authorization": f"Bearer {secret}"}, timeout=30, **kwargs)
+
+    for _ in range(3):  # the same worker threads serve every token in turn
+        refused = call("POST", reader, json={})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+        assert call("GET", reader).status_code == 200
+        assert OTHER not in call("GET", limited).text and MINE in call("GET", limited).text
+        everything = call("GET", writer).text
+        assert OTHER in everything and MINE in everything
