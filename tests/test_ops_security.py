@@ -283,7 +283,7 @@ OTHER = "planted-other-project-4b1d"  # in project beta only; a token limited to
 MINE = "planted-own-project-9c2e"
 WORD = "zebracorn"  # in every planted row of both projects: what the searches look for (a query is echoed)
 # Methods views declare as reads although they are not GET (searches with a JSON body).
-READ_POSTS = {"api/v1/recall", "api/v1/memories/search"}
+READ_POSTS = {"api/v1/recall", "api/v1/memories/search", "api/v1/cache/ask"}
 UNSAFE = ["post", "put", "patch", "delete"]
 # Every method needs an admin token.
 ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/", "api/v1/export", "api/v1/import"}
@@ -422,7 +422,6 @@ WRITE_TOOLS = {
     "dewey_set_startup_context": {"name": "n", "content": "c"},
     "dewey_delete_startup_context": {"name": "{context}", "force": True},
     "medallion_checkpoint_session": {"scope": {"graph_nodes": ["repo:{slug}"], "tags": []}},
-    "librarian_ask": {"query": "what is the codename"},
     "librarian_remember": {"query": "q", "answer": "a"},
     "librarian_forget": {"query": "what is zebracorn"},
     "librarian_feedback": {"query": "what is zebracorn", "helpful": False},
@@ -440,6 +439,7 @@ READ_TOOLS = {
     "medallion_get": {"medallion_id": "{medallion}"},
     "medallion_job_status": {"job_id": str(uuid.UUID(int=1))},
     "librarian_memory_stats": {},
+    "librarian_ask": {"query": "what is zebracorn"},
     "winni_recall": {"query": "zebracorn"},
     "winni_projects": {},
 }
@@ -597,3 +597,20 @@ def test_scopes_hold_through_the_live_asgi_server(winni_server, transactional_db
         assert OTHER not in call("GET", limited).text and MINE in call("GET", limited).text
         everything = call("GET", writer).text
         assert OTHER in everything and MINE in everything
+
+
+def test_a_read_tokens_ask_is_answered_and_records_nothing(two_projects):
+    from memory.librarian.models import LibrarianHourlyStats, QueryMemory
+
+    _, reader = auth.token_create(name="reader", scope="read")
+    _, limited_reader = auth.token_create(name="alpha-reader", scope="read", projects=["alpha"])
+    before = list(QueryMemory.objects.order_by("pk").values_list("pk", "ask_count", "cache_hits", "last_asked"))
+    stats = list(LibrarianHourlyStats.objects.values_list("asks", flat=True))
+    hit = _client(reader).post("/api/v1/cache/ask", {"query": "what is zebracorn", "project": "alpha"}, format="json")
+    assert hit.status_code == 200 and hit.json()["cached"] is True and MINE in hit.json()["answer"]
+    miss = _client(reader).post("/api/v1/cache/ask", {"query": "which release codename"}, format="json")
+    assert miss.status_code == 200 and miss.json()["cached"] is False
+    own = _client(limited_reader).post("/api/v1/cache/ask", {"query": "what is zebracorn"}, format="json")
+    assert own.status_code == 200 and MINE in own.json()["answer"] and OTHER not in own.text
+    assert list(QueryMemory.objects.order_by("pk").values_list("pk", "ask_count", "cache_hits", "last_asked")) == before
+    assert list(LibrarianHourlyStats.objects.values_list("asks", flat=True)) == stats
