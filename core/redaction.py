@@ -39,14 +39,12 @@ class Redacted(str):
 class Tally:
     counts: dict[str, int] = field(default_factory=dict)
     private: int = 0
-    texts: int = 0  # how many texts were scanned
 
     @property
     def redacted(self) -> int:
         return sum(self.counts.values())
 
     def add(self, counts: dict[str, int], private: int) -> None:
-        self.texts += 1
         self.private += private
         for kind, n in counts.items():
             self.counts[kind] = self.counts.get(kind, 0) + n
@@ -82,7 +80,6 @@ def counting() -> Iterator[Tally]:
         _tally.reset(token)
         if outer is not None:
             outer.add(tally.counts, tally.private)
-            outer.texts += tally.texts - 1
 
 
 def add_counts(answer: Any, tally: Tally) -> Any:
@@ -123,7 +120,7 @@ def redact_json(value: Any, *, field: str = "metadata", named: bool = False, key
         if named and key is not None and text == value and secret_named_value(key, value):
             tally = _tally.get()
             if tally is not None:
-                tally.counts["named-secret"] = tally.counts.get("named-secret", 0) + 1
+                tally.add({"named-secret": 1}, 0)
             log.info("redacted", extra={"fields": {"field": field, "redacted": 1, "types": {"named-secret": 1},
                                                   "private_spans": 0}})
             return redaction("named-secret")

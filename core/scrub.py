@@ -202,7 +202,7 @@ AUTH_HEADER = re.compile(
     r"(?i:authorization)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?(?i:bearer|token|basic|bot)[ \t]{1,4}"
     r"(?P<credential>[A-Za-z0-9._~+/=-]{8,4000})")
 PLACEHOLDER_WORDS = {
-    "password", "passwd", "pass", "pwd", "secret", "token", "changeme", "example", "redacted", "hidden",
+    "password", "passwd", "pass", "pwd", "pw", "secret", "token", "changeme", "example", "redacted", "hidden",
     "yourpassword", "your-password", "your_password", "mypassword", "placeholder", "none", "null", "undefined",
 }
 
@@ -307,9 +307,10 @@ ENV_LINE_START = re.compile(r"[ \t]*(?:\d+[ \t]+)?(?:export[ \t]+|-[ \t]+)?")
 IDENTIFIER = r"(?:[a-z_][a-z0-9_]*|[A-Z_][A-Z0-9_]*|_?[A-Z]?[a-z0-9]+(?:[A-Z][a-z0-9]+)*)"
 DOTTED_NAME = re.compile(rf"{IDENTIFIER}(?:\.{IDENTIFIER})+")
 IDENTIFIER_WORD = re.compile(IDENTIFIER)
-# get_password(), os.environ.get(, Optional[str], (module.NAME, C:\\keys\\…
+# get_password(), os.environ.get(, Optional[str], (module.NAME, C:\\keys\\…, ApiToken)
 # (a call's arguments hold names and literals, not the !%@* of a random key such as "r29(f)=h-9p+…")
-CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[][A-Za-z0-9_.,=:()\[\]-]*|\([A-Za-z_][A-Za-z0-9_.]*,?|[A-Za-z]:\\.*")
+CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[][A-Za-z0-9_.,=:()\[\]-]*|\([A-Za-z_][A-Za-z0-9_.]*,?|[A-Za-z]:\\.*"
+                  r"|[A-Za-z_][A-Za-z_.]*[)\]]{1,3}[,:;]?")  # a name (no digits) closing a call: `token: ApiToken)`
 # "{{ secret }}", "${DB_PASSWORD}", "%(password)s", "$DB_PASS", f"…{PASSWORD}…", f"…{rand(…"
 TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]{2}|\{[A-Za-z_][A-Za-z0-9_.]*[}(\[]")
 

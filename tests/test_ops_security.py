@@ -284,9 +284,11 @@ MINE = "planted-own-project-9c2e"
 WORD = "zebracorn"  # in every planted row of both projects: what the searches look for (a query is echoed)
 # Methods views declare as reads although they are not GET (searches with a JSON body), and the
 # name of the field that carries their query text.
-READ_POSTS = {"api/v1/recall": "query", "api/v1/memories/search": "query", "api/v1/recall/context": "prompt"}
+READ_POSTS = {"api/v1/recall": "query", "api/v1/memories/search": "query", "api/v1/recall/context": "prompt",
+              "api/v1/cache/ask": "query"}
 UNSAFE = ["post", "put", "patch", "delete"]
-ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/"}  # every method needs an admin token
+# Every method needs an admin token.
+ADMIN_URLS = {"api/v1/tokens/", "api/v1/tokens/<str:name>/", "api/v1/export", "api/v1/import"}
 
 
 def _row_counts() -> dict[str, int]:
@@ -423,7 +425,6 @@ WRITE_TOOLS = {
     "dewey_set_startup_context": {"name": "n", "content": "c"},
     "dewey_delete_startup_context": {"name": "{context}", "force": True},
     "medallion_checkpoint_session": {"scope": {"graph_nodes": ["repo:{slug}"], "tags": []}},
-    "librarian_ask": {"query": "what is the codename"},
     "librarian_remember": {"query": "q", "answer": "a"},
     "librarian_forget": {"query": "what is zebracorn"},
     "librarian_feedback": {"query": "what is zebracorn", "helpful": False},
@@ -442,6 +443,7 @@ READ_TOOLS = {
     "medallion_get": {"medallion_id": "{medallion}"},
     "medallion_job_status": {"job_id": str(uuid.UUID(int=1))},
     "librarian_memory_stats": {},
+    "librarian_ask": {"query": "what is zebracorn"},
     "winni_recall": {"query": "zebracorn"},
     "winni_context": {"prompt": "what is the zebracorn release codename"},
     "winni_projects": {},
@@ -558,3 +560,62 @@ def test_only_an_admin_token_manages_tokens_over_the_api(db):
     assert names == ["boss", "ci", "writer"]
     assert admin_client.delete("/api/v1/tokens/writer/").json()["active"] is False
     assert _client(writer).get("/api/v1/conversations/").status_code == 401
+
+
+def test_only_an_admin_token_exports_and_imports_over_the_api(planted):
+    _, writer = auth.token_create(name="writer")
+    _, boss = auth.token_create(name="boss", scope="admin")
+    assert _client(writer).post("/api/v1/export", {}, format="json").status_code == 403
+    assert _client(writer).post("/api/v1/import", {"name": "x"}, format="json").status_code == 403
+    admin_client = _client(boss)
+    made = admin_client.post("/api/v1/export", {"stores": ["conversations"]}, format="json")
+    assert made.status_code == 201, made.content
+    assert made.json()["manifest"]["stores"]["conversations"]["rows"]
+    for name in ("../../etc", "/etc", "nope"):
+        refused = admin_client.post("/api/v1/import", {"name": name}, format="json")
+        assert refused.status_code == 404 and refused.json()["error"]["fields"] == {} or "name" in refused.json()["error"]["message"]
+    again = admin_client.post("/api/v1/import", {"name": made.json()["name"]}, format="json")
+    assert again.status_code == 200, again.content
+    assert Conversation.objects.count() == 1  # already there: nothing added twice
+
+
+@pytest.mark.live
+def test_scopes_hold_through_the_live_asgi_server(winni_server, transactional_db):
+    """The token's access is set inside the view and forgotten after the request under uvicorn too
+    (ASGI runs the sync middleware and view through asgiref's thread hand-offs)."""
+    alpha = core_projects.project_create(name="alpha")
+    beta = core_projects.project_create(name="beta")
+    _plant(alpha, MINE)
+    _plant(beta, OTHER)
+    _, reader = auth.token_create(name="reader", scope="read")
+    _, limited = auth.token_create(name="alpha-bot", projects=["alpha"])
+    _, writer = auth.token_create(name="writer")
+    url = f"{winni_server.url}/api/v1/conversations/"
+
+    def call(method: str, secret: str, **kwargs: object) -> httpx.Response:
+        return httpx.request(method, url, headers={"authorization": f"Bearer {secret}"}, timeout=30, **kwargs)
+
+    for _ in range(3):  # the same worker threads serve every token in turn
+        refused = call("POST", reader, json={})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+        assert call("GET", reader).status_code == 200
+        assert OTHER not in call("GET", limited).text and MINE in call("GET", limited).text
+        everything = call("GET", writer).text
+        assert OTHER in everything and MINE in everything
+
+
+def test_a_read_tokens_ask_is_answered_and_records_nothing(two_projects):
+    from memory.librarian.models import LibrarianHourlyStats, QueryMemory
+
+    _, reader = auth.token_create(name="reader", scope="read")
+    _, limited_reader = auth.token_create(name="alpha-reader", scope="read", projects=["alpha"])
+    before = list(QueryMemory.objects.order_by("pk").values_list("pk", "ask_count", "cache_hits", "last_asked"))
+    stats = list(LibrarianHourlyStats.objects.values_list("asks", flat=True))
+    hit = _client(reader).post("/api/v1/cache/ask", {"query": "what is zebracorn", "project": "alpha"}, format="json")
+    assert hit.status_code == 200 and hit.json()["cached"] is True and MINE in hit.json()["answer"]
+    miss = _client(reader).post("/api/v1/cache/ask", {"query": "which release codename"}, format="json")
+    assert miss.status_code == 200 and miss.json()["cached"] is False
+    own = _client(limited_reader).post("/api/v1/cache/ask", {"query": "what is zebracorn"}, format="json")
+    assert own.status_code == 200 and MINE in own.json()["answer"] and OTHER not in own.text
+    assert list(QueryMemory.objects.order_by("pk").values_list("pk", "ask_count", "cache_hits", "last_asked")) == before
+    assert list(LibrarianHourlyStats.objects.values_list("asks", flat=True)) == stats

@@ -332,7 +332,7 @@ def test_a_tool_input_under_a_secret_named_key_is_redacted_and_lines_stay_apart(
         "session_id": "s-k", "cwd": "/w", "hook_event_name": "PostToolUse", "tool_name": "Login",
         "tool_input": {"username": "me", "password": password},
         # In the JSON text these lines join with \n: scanned raw, a reference stays a reference.
-        "tool_response": {"stdout": "secret_key = settings.SECRET_KEY\nnext line"}})
+        "tool_response": {"stdout": "\n".join(["secret_key = settings.SECRET_KEY", "next line"])}})
     content = Message.objects.get().content
     assert password not in content and "[REDACTED:named-secret]" in content
     assert "settings.SECRET_KEY" in content

@@ -261,3 +261,13 @@ def test_adversarial_megabyte_inputs_finish() -> None:
     finished = subprocess.run([sys.executable, "-c", program, str(ROOT)], capture_output=True, text=True,
                               timeout=600)
     assert finished.stdout.strip() == "done", finished.stderr[-2000:]
+
+
+def test_a_type_closing_a_call_is_code_not_a_secret():
+    assert scrub("def token_dict(token: ApiToken) -> dict:").counts == {}
+    assert scrub(f"login(password: Hu{rand(B62, 6)}7q)").counts == {"named-secret": 1}  # digits: not a name
+
+
+def test_pw_in_a_url_is_a_placeholder():
+    assert scrub("git@host or https://user:pw@github.com/a/b").counts == {}
+    assert scrub(f"https://user:{PASSWORD}@github.com/a/b").counts == {"password-in-url": 1}

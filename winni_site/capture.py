@@ -631,18 +631,21 @@ CAPTURE_SOURCES = (CLAUDE_CODE, CLAUDE_TRANSCRIPT, MCP_PROXY)
 
 
 def capture_activity() -> dict[int | None, dict[str, Any]]:
-    """Per project (None: sessions without one): the last captured event (hook, transcript or
-    proxy message) and how many arrived today (UTC). Two grouped queries over the messages of
-    captured conversations; today's count reads the created_at index."""
+    """Per project (None: sessions without one): when the last captured event (hook, transcript
+    or proxy message) arrived, and how many messages were captured today (UTC). Cheap enough for
+    /healthz on a large database: the last arrival is the newest `updated_at` (a stored message
+    moves it) among the captured conversations, and today's count reads only today's messages
+    (the created_at index)."""
     from django.db.models import Count, Max
     from django.utils import timezone
 
-    captured = Message.objects.filter(conversation__metadata__source__in=CAPTURE_SOURCES).order_by()
+    sessions = Conversation.objects.filter(metadata__source__in=CAPTURE_SOURCES).order_by()
     midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
     activity: dict[int | None, dict[str, Any]] = {}
-    for row in captured.values("conversation__project").annotate(last=Max("created_at")):
-        activity[row["conversation__project"]] = {"last_event_at": row["last"], "events_today": 0}
-    for row in captured.filter(created_at__gte=midnight).values("conversation__project").annotate(n=Count("*")):
+    for row in sessions.values("project").annotate(last=Max("updated_at")):
+        activity[row["project"]] = {"last_event_at": row["last"], "events_today": 0}
+    today = Message.objects.filter(created_at__gte=midnight, conversation__metadata__source__in=CAPTURE_SOURCES)
+    for row in today.order_by().values("conversation__project").annotate(n=Count("*")):
         activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
     return activity
 

@@ -12,7 +12,7 @@ from core.health import health_report
 from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureHookApi, CaptureSessionStartApi
 from winni_site.projects import ProjectDetailApi, ProjectListApi, ProjectMergeApi
 from winni_site.recall import RecallApi, RecallContextApi
-from winni_site.tokens import TokenListCreateApi, TokenRevokeApi
+from winni_site.tokens import ExportApi, ImportApi, TokenListCreateApi, TokenRevokeApi
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -50,5 +50,7 @@ urlpatterns = [
     path("api/v1/projects/<str:slug>/merge/", ProjectMergeApi.as_view(), name="project-merge"),
     path("api/v1/tokens/", TokenListCreateApi.as_view(), name="token-list"),
     path("api/v1/tokens/<str:name>/", TokenRevokeApi.as_view(), name="token-revoke"),
+    path("api/v1/export", ExportApi.as_view(), name="export"),
+    path("api/v1/import", ImportApi.as_view(), name="import"),
     *_app_api_urls(),
 ]

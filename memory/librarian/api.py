@@ -5,6 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import access
 from core.rest import StrictSerializer
 from memory.librarian import outputs, services
 
@@ -15,6 +16,8 @@ class _QuerySerializer(StrictSerializer):
 
 
 class CacheAskApi(APIView):
+    token_scopes = {"POST": access.READ}  # a read-only token's ask records nothing (services.ask)
+
     class InputSerializer(_QuerySerializer):
         class Meta:
             ref_name = "CacheAskInput"

@@ -4,7 +4,7 @@ from core.mcp import McpRegistry, read_tool, service_tool
 from memory.librarian import outputs, services
 
 
-@service_tool
+@read_tool
 def librarian_ask(query: str, project: str | None = None) -> outputs.AskDict:
     """Ask Winni a question. Answers from the cache when the same question (exact) or a
     paraphrase (semantic) was answered before, otherwise from Winni's stored knowledge

@@ -24,7 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from core import llm, projects
+from core import access, llm, projects
 from core.logs import storage_op
 from core.models import Project
 from core.recall import recall
@@ -196,6 +196,15 @@ def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: 
     return entry
 
 
+def _peek(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: str | None = None,
+          project: Project | None = None) -> QueryMemory | None:
+    """What `_serve` finds, without counting anything: the ask of a read-only token (core.access)
+    is answered from the cache but changes nothing."""
+    rows = QueryMemory.objects.defer("embedding").filter(answer__isnull=False).filter(unexpired(now))
+    rows = rows.filter(pk=entry_id) if entry_id is not None else rows.filter(query_hash=key, project=project)
+    return rows.first()
+
+
 def semantic_candidates(vector: list[float], now: dt.datetime, project: Project | None = None) -> list[QueryMemory]:
     """The nearest cached questions: the global entries, and `project`'s when given."""
     visible = Q(project__isnull=True) | Q(project=project) if project else Q(project__isnull=True)
@@ -274,9 +283,13 @@ def librarian_ask(*, query: str, project: Any = None) -> AskResult:
                          compute_time_ms=compute_time_ms)
     key = query_hash(text)
     now = timezone.now()
-    with storage_op("librarian.ask", project=scope.slug if scope else None) as log:
+    # A read-only token's ask is answered like any other and records nothing (no entry, no counts).
+    caller = access.current()
+    recording = caller is None or caller.allows(access.WRITE)
+    serve = _serve if recording else _peek
+    with storage_op("librarian.ask", project=scope.slug if scope else None, recorded=recording) as log:
         for owner in [owner for owner in ([scope, None] if scope else [None]) if projects.project_visible(owner)]:
-            if (entry := _serve(EXACT, now, key=key, project=owner)) is not None:
+            if (entry := serve(EXACT, now, key=key, project=owner)) is not None:
                 log.update(match=EXACT, entry_id=entry.pk)
                 return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,
                                  sources=entry.sources, confidence=entry.confidence)
@@ -290,13 +303,17 @@ def librarian_ask(*, query: str, project: Any = None) -> AskResult:
                 if not semantic_guard_allows(text, candidate.query_text):
                     log.setdefault("guard_refused", []).append(candidate.pk)
                     continue
-                entry = _serve(SEMANTIC, now, entry_id=candidate.pk)
+                entry = serve(SEMANTIC, now, entry_id=candidate.pk)
                 if entry is not None:
                     log.update(match=SEMANTIC, entry_id=entry.pk, distance=round(distance, 4))
                     return AskResult(answer=entry.answer or "", match=SEMANTIC, cached=True, entry=entry,
                                      similarity=round(1.0 - distance, 4), sources=entry.sources,
                                      confidence=entry.confidence)
         knowledge, compute_time_ms = _compute(text, scope)
+        if not recording:
+            log.update(match=MISS, compute_ms=compute_time_ms)
+            return AskResult(answer=knowledge.answer, match=MISS, cached=False, entry=None, sources=knowledge.sources,
+                             compute_time_ms=compute_time_ms)
         rating = _judgment(text, key, knowledge, compute_time_ms, scope)
         entry, cached = _record_miss(text, key, knowledge, compute_time_ms, vector, now, rating, scope)
         if rating is not None:
