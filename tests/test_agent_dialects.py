@@ -243,3 +243,24 @@ def test_gemini_prompts_lose_the_session_start_text_the_cli_put_before_them():
     assert dialects.strip_hook_context("no context here") == "no context here"
     # Gemini's PreCompress fires on every headless turn: it is not taken as a checkpoint.
     assert dialects.normalize("gemini", {"hook_event_name": "PreCompress", "session_id": "s"}) is None
+
+
+def test_copilots_reply_is_the_one_of_the_turn_that_ended(tmp_path):
+    """Copilot's Stop names no turn and the CLI may not have written the turn yet: the hook keeps
+    each session's last prompt and reads the reply that follows that prompt."""
+    events = tmp_path / "events.jsonl"
+    old = [{"type": "user.message", "data": {"content": "first"}},
+           {"type": "assistant.message", "data": {"content": "reply one", "toolRequests": []}}]
+    events.write_text("".join(json.dumps(e) + "\n" for e in old))
+    assert dialects.last_reply("copilot", str(events), "second", wait_seconds=0.2) is None  # not written yet
+    with events.open("a") as handle:
+        for item in ({"type": "user.message", "data": {"content": "second"}},
+                     {"type": "assistant.message", "data": {"content": "", "toolRequests": [{"name": "bash"}]}},
+                     {"type": "assistant.message", "data": {"content": "reply two", "toolRequests": []}}):
+            handle.write(json.dumps(item) + "\n")
+    assert dialects.last_reply("copilot", str(events), "second", wait_seconds=0.2) == "reply two"
+    state = str(tmp_path / "prompts.json")
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "second"}
+    dialects.normalize("copilot", prompt, None, state)
+    stop = {"hook_event_name": "Stop", "session_id": "s", "transcript_path": str(events)}
+    assert dialects.normalize("copilot", stop, None, state)["last_assistant_message"] == "reply two"

@@ -437,7 +437,9 @@ def main() -> None:
     agents = dialects()
     agent = argument("--agent") or agents.CLAUDE
     try:
-        payload = agents.normalize(agent, agents.parse(raw), argument("--event"))
+        payload = agents.normalize(agent, agents.parse(raw), argument("--event"),
+                                   os.path.join(os.path.dirname(os.path.expanduser(config["spool"])),
+                                                "claude-hook-prompts.json"))
     except agents.Unreadable as exc:
         log(config, f"malformed {agent} hook input ({exc}), kept in claude-hook-unreadable.log: {raw[:300]!r}")
         keep_unreadable(config, raw)
