@@ -191,3 +191,14 @@ def test_the_agents_home_variables_are_honoured(home, tmp_path, monkeypatch):
     assert (tmp_path / "COPILOT_HOME" / "hooks" / "winni.json").exists()
     assert (tmp_path / "GEMINI_CLI_HOME" / ".gemini" / "settings.json").exists()
     assert sorted(p.name for p in home.iterdir()) == [".config"]
+
+
+@pytest.mark.django_db
+def test_codex_hooks_turned_off_by_the_user_stay_off_and_the_installer_says_so(home, capsys):
+    (home / ".codex").mkdir()
+    (home / ".codex/config.toml").write_text("[features]\nhooks = false\n")
+    install("codex", "--user")
+    assert "hooks = false" in (home / ".codex/config.toml").read_text()
+    assert "Codex runs no hook" in capsys.readouterr().out
+    call_command("install_agent_hooks", "--agent", "codex", "--user", "--uninstall")
+    assert (home / ".codex/config.toml").read_text() == "[features]\nhooks = false\n"

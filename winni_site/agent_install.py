@@ -43,6 +43,7 @@ class Edit:
     after: str | None
     changes: list[str]
     secret: bool = False  # the new text holds the token: a new file gets mode 600
+    notes: tuple[str, ...] = ()  # what the user should know (printed whether or not the file changed)
 
     @property
     def changed(self) -> bool:
@@ -352,7 +353,12 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
         if not hooks_table:
             del user["hooks"]
     features = user.get("features")
-    if install and not (features and features.get("hooks") is True):
+    notes: list[str] = []
+    if install and features is not None and features.get("hooks") is False and not _marked(features.item("hooks")):
+        # The user turned Codex's hooks off: that choice stays theirs.
+        notes.append("note: [features] hooks = false in this file: Codex runs no hook (Winni's neither) "
+                     "until you set it to true")
+    elif install and not (features and features.get("hooks") is True):
         if features is None:
             features = user.setdefault("features", tomlkit.table())
         flag = tomlkit.item(True)
@@ -396,7 +402,8 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
             # What is left once Winni's tables are gone: the user's text as it was (a file that
             # held only Winni's tables goes away).
             text = text.rstrip("\n") + "\n" if text.strip() else None
-        edits.append(Edit(path, texts[path], text, changes[path], secret=path == mcp_config and install))
+        edits.append(Edit(path, texts[path], text, changes[path], secret=path == mcp_config and install,
+                          notes=tuple(notes) if path == user_config else ()))
     return edits
 
 

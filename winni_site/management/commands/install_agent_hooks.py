@@ -93,6 +93,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{verb} {edit.path}: " + "; ".join(edit.changes))
             else:
                 self.stdout.write(f"{edit.path}: already as wanted")
+            for note in edit.notes:
+                self.stdout.write(f"{edit.path}: {note}")
         if install:
             self.stdout.write(f"hook config: {config_path}")
             self.stdout.write(self.notes(agent, project, url, secret))
