@@ -458,7 +458,8 @@ def main() -> None:
         "agent": agent,
     }
     if event == "SessionStart":
-        # Send what is spooled, then print the startup text (stdout goes into Claude's context).
+        # Send what is spooled, then print the startup text (stdout goes into the agent's context, in
+        # the form that agent reads: agent_dialects.context_output).
         deliver(config, {})
         text = session_start(config, payload, repo)
         output = agents.context_output(agent, event, text)
