@@ -120,6 +120,8 @@ def test_project_installs_write_into_the_project(home, tmp_path):
     assert f"{project}/.codex/hooks.json:stop:0:0" in (home / ".codex/config.toml").read_text()
     gemini = json.loads((project / ".gemini/settings.json").read_text())
     assert gemini["mcpServers"]["winni"]["httpUrl"] == f"{URL}/mcp" and "BeforeAgent" in gemini["hooks"]
+    # Claude Code and Copilot CLI share the project's .mcp.json: one entry serves both.
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["winni"]["type"] == "http"
     copilot = json.loads((project / ".github/hooks/winni.json").read_text())
     assert copilot["version"] == 1
     assert copilot["hooks"]["Stop"][0]["bash"].endswith("--agent copilot --event Stop")
@@ -128,7 +130,7 @@ def test_project_installs_write_into_the_project(home, tmp_path):
         call_command("install_agent_hooks", "--agent", agent, "--project", str(project), "--uninstall")
     leftovers = {k: v for k, v in snapshot(project).items()}
     assert all(not json.loads(v) for k, v in leftovers.items() if k.endswith(".json")), leftovers
-    assert not (project / ".github/hooks/winni.json").exists()
+    assert not (project / ".github/hooks/winni.json").exists() and not (project / ".mcp.json").exists()
 
 
 @pytest.mark.django_db

@@ -157,7 +157,7 @@ def merge_mcp_json(settings: dict[str, Any], path: Path, entry: dict[str, Any] |
     servers = _object(merged, key, path)
     current = servers.get(MCP_NAME)
     if entry is not None:
-        if current != entry:
+        if current != entry and not _same_server(current, entry):
             changes.append(f"{key}.{MCP_NAME}: {'replaced' if current else 'added'} ({_url_of(entry)})")
             servers[MCP_NAME] = entry
     elif isinstance(current, dict) and str(_url_of(current)).rstrip("/").endswith("/mcp"):
@@ -172,6 +172,14 @@ def merge_mcp_json(settings: dict[str, Any], path: Path, entry: dict[str, Any] |
 
 def _url_of(entry: dict[str, Any]) -> Any:
     return entry.get("url") or entry.get("httpUrl")
+
+
+def _same_server(current: Any, entry: dict[str, Any]) -> bool:
+    """The same URL and token: an entry another agent's install wrote in a shared file (a project's
+    .mcp.json serves Claude Code and Copilot CLI) is left as it is."""
+    return (isinstance(current, dict) and _url_of(current) == _url_of(entry)
+            and isinstance(current.get("headers"), dict)
+            and current["headers"].get("Authorization") == entry["headers"]["Authorization"])
 
 
 # --- Codex's hook trust -------------------------------------------------------------------------
@@ -242,7 +250,13 @@ def plan_claude(target: Target, install: bool) -> list[Edit]:
             group: dict[str, Any] = {"hooks": [{"type": "command", "command": target.hook(event),
                                                 "timeout": HOOK_TIMEOUT_SECONDS}]}
             groups[event] = {"matcher": "*", **group} if event == "PostToolUse" else group
-    return [_json_edit(base / "settings.json", lambda d, c: merge_nested_hooks(d, base / "settings.json", groups, c))]
+    # Claude Code's MCP servers: the user's in ~/.claude.json (as `claude mcp add --scope user`
+    # writes them), a project's in DIR/.mcp.json (Claude Code asks before using a project's servers).
+    mcp_path = target.project / ".mcp.json" if target.project else target.home / ".claude.json"
+    entry = {"type": "http", "url": target.mcp_url, "headers": {"Authorization": target.bearer}} if install else None
+    return [_json_edit(base / "settings.json", lambda d, c: merge_nested_hooks(d, base / "settings.json", groups, c)),
+            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install,
+                       delete_when_empty=True)]
 
 
 def plan_gemini(target: Target, install: bool) -> list[Edit]:
@@ -294,7 +308,8 @@ def plan_copilot(target: Target, install: bool) -> list[Edit]:
         return {k: v for k, v in data.items() if k not in ("hooks", "version")}
 
     return [_json_edit(hooks_path, change_hooks, delete_when_empty=True),
-            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install)]
+            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install,
+                       delete_when_empty=target.project is not None)]
 
 
 def plan_codex(target: Target, install: bool) -> list[Edit]:

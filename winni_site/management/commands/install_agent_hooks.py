@@ -117,7 +117,8 @@ class Command(BaseCommand):
 
     def notes(self, agent: str, project: Path | None, url: str, secret: str) -> str:
         if agent == dialects.CLAUDE:
-            return f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"'
+            return (f'MCP server: {url}/mcp (the same as: claude mcp add --transport http winni {url}/mcp '
+                    f'--header "Authorization: Bearer {secret}")')
         if agent == dialects.CODEX and project:
             return ("note: Codex reads a project's .codex/ folder only once you trust the project "
                     "(answer its trust prompt, or `codex exec --trust`)")
