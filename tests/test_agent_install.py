@@ -108,11 +108,12 @@ def test_the_codex_trust_hash_is_the_one_codex_computes():
 
 
 @pytest.mark.django_db
-def test_project_installs_write_into_the_project(home, tmp_path):
+def test_project_installs_write_into_the_project(home, tmp_path, capsys):
     project = tmp_path / "proj"
     project.mkdir()
     for agent in ("claude", "codex", "gemini", "copilot"):
         install(agent, "--project", str(project))
+        assert "hold the token: keep them out of version control" in capsys.readouterr().out
     assert "SessionStart" in json.loads((project / ".claude/settings.json").read_text())["hooks"]
     assert "Stop" in json.loads((project / ".codex/hooks.json").read_text())["hooks"]
     assert "winni" in (project / ".codex/config.toml").read_text()

@@ -98,6 +98,10 @@ class Command(BaseCommand):
         if install:
             self.stdout.write(f"hook config: {config_path}")
             self.stdout.write(self.notes(agent, project, url, secret))
+            if project:
+                shared = [str(e.path) for e in edits if e.secret and e.after is not None]
+                self.stdout.write(f"note: {', '.join(shared)} now hold the token: keep them out of version "
+                                  "control (or commit a copy that reads it from your environment)")
         else:
             self.stdout.write(f"the hook config {config_path} is kept (other agents may use it)")
 
