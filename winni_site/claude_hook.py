@@ -2,10 +2,11 @@
 """Coding agent hook → Winni. Standard library only; run as `python3 claude_hook.py [--agent NAME]`.
 
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
-PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent codex|gemini|copilot`)
-pipe their own dialects of the same events, which agent_dialects.py maps to Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
-SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
-Claude Code adds to the session's context. With each it sends what identifies the project (the
+PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent
+codex|gemini|copilot`) pipe their own dialects of the same events, which agent_dialects.py maps to
+Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
+SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which the
+agent adds to the session's context. With each it sends what identifies the project (the
 git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
 
 It never fails or blocks the session: every error is logged to a file and the exit code is 0.
