@@ -16,7 +16,7 @@ SOURCE_TITLES = {
     "claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy", "mcp-proxy": "MCP proxy",
     "codex": "Codex CLI", "gemini-cli": "Gemini CLI", "copilot-cli": "Copilot CLI",
     "claude-code-transcript": "Claude Code (imported)", "codex-transcript": "Codex CLI (imported)",
-    "gemini-cli-transcript": "Gemini CLI (imported)",
+    "gemini-cli-transcript": "Gemini CLI (imported)", "copilot-cli-transcript": "Copilot CLI (imported)",
 }
 
 

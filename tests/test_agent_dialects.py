@@ -29,15 +29,16 @@ def normalized(data, transcript=None):
     for item in data["events"]:
         item = dict(item)
         hint = item.pop("--event", None)
-        if item.get("transcriptPath") == "TRANSCRIPT":
-            item["transcriptPath"] = str(transcript)
+        for key in ("transcriptPath", "transcript_path"):
+            if item.get(key) == "TRANSCRIPT":
+                item[key] = str(transcript)
         out.append(dialects.normalize(data["agent"], item, hint))
     return out
 
 
 def copilot_transcript(tmp_path):
-    """A Copilot events file ending in an assistant message (the shape the real CLI writes:
-    tests/data/agent_payloads/copilot-captured.json was checked against it)."""
+    """A Copilot events file ending in an assistant message (the shape of the file the real CLI
+    wrote: tests/data/agent_payloads/copilot-1.0.102-events.jsonl)."""
     path = tmp_path / "events.jsonl"
     lines = [{"type": "user.message", "data": {"content": "list the files"}},
              {"type": "assistant.message", "data": {"content": "There is one file: README.md."}},
@@ -79,6 +80,23 @@ def test_documented_payloads_map_to_the_common_events(name, tmp_path):
     # The checkpoint events: PreCompact for all, SessionEnd where the agent has one.
     tail = [e["hook_event_name"] for e in events[5:] if e]
     assert tail in (["PreCompact"], ["PreCompact", "SessionEnd"], ["SessionEnd"])
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini", "copilot"])
+def test_payloads_captured_from_the_real_clis_map_to_the_common_events(agent):
+    data = payload_file(f"{agent}-captured.json")
+    assert data["origin"].startswith("captured")
+    events = normalized(data, PAYLOADS / "copilot-1.0.102-events.jsonl")
+    names = [e["hook_event_name"] for e in events if e]
+    assert [n for n in names if n != "SessionEnd"] == ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"]
+    by_name = {e["hook_event_name"]: e for e in events if e}
+    assert len({e["session_id"] for e in events if e}) == 1 and all(e["cwd"] for e in events if e)
+    assert by_name["UserPromptSubmit"]["prompt"] == "USE_TOOL list the files"
+    tool = by_name["PostToolUse"]
+    assert tool["tool_name"] in ("exec_command", "Bash", "list_directory", "bash") and tool["tool_input"]
+    assert tool["tool_response"] is not None
+    # The reply after the tool: Codex and Gemini carry it; Copilot's is read from its events file.
+    assert by_name["Stop"]["last_assistant_message"].startswith("Tool said: ")
 
 
 def test_copilot_reads_both_of_its_payload_forms():
@@ -225,3 +243,24 @@ def test_gemini_prompts_lose_the_session_start_text_the_cli_put_before_them():
     assert dialects.strip_hook_context("no context here") == "no context here"
     # Gemini's PreCompress fires on every headless turn: it is not taken as a checkpoint.
     assert dialects.normalize("gemini", {"hook_event_name": "PreCompress", "session_id": "s"}) is None
+
+
+def test_copilots_reply_is_the_one_of_the_turn_that_ended(tmp_path):
+    """Copilot's Stop names no turn and the CLI may not have written the turn yet: the hook keeps
+    each session's last prompt and reads the reply that follows that prompt."""
+    events = tmp_path / "events.jsonl"
+    old = [{"type": "user.message", "data": {"content": "first"}},
+           {"type": "assistant.message", "data": {"content": "reply one", "toolRequests": []}}]
+    events.write_text("".join(json.dumps(e) + "\n" for e in old))
+    assert dialects.last_reply("copilot", str(events), "second", wait_seconds=0.2) is None  # not written yet
+    with events.open("a") as handle:
+        for item in ({"type": "user.message", "data": {"content": "second"}},
+                     {"type": "assistant.message", "data": {"content": "", "toolRequests": [{"name": "bash"}]}},
+                     {"type": "assistant.message", "data": {"content": "reply two", "toolRequests": []}}):
+            handle.write(json.dumps(item) + "\n")
+    assert dialects.last_reply("copilot", str(events), "second", wait_seconds=0.2) == "reply two"
+    state = str(tmp_path / "prompts.json")
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "second"}
+    dialects.normalize("copilot", prompt, None, state)
+    stop = {"hook_event_name": "Stop", "session_id": "s", "transcript_path": str(events)}
+    assert dialects.normalize("copilot", stop, None, state)["last_assistant_message"] == "reply two"

@@ -108,11 +108,12 @@ def test_the_codex_trust_hash_is_the_one_codex_computes():
 
 
 @pytest.mark.django_db
-def test_project_installs_write_into_the_project(home, tmp_path):
+def test_project_installs_write_into_the_project(home, tmp_path, capsys):
     project = tmp_path / "proj"
     project.mkdir()
     for agent in ("claude", "codex", "gemini", "copilot"):
         install(agent, "--project", str(project))
+        assert "hold the token: keep them out of version control" in capsys.readouterr().out
     assert "SessionStart" in json.loads((project / ".claude/settings.json").read_text())["hooks"]
     assert "Stop" in json.loads((project / ".codex/hooks.json").read_text())["hooks"]
     assert "winni" in (project / ".codex/config.toml").read_text()
@@ -120,6 +121,8 @@ def test_project_installs_write_into_the_project(home, tmp_path):
     assert f"{project}/.codex/hooks.json:stop:0:0" in (home / ".codex/config.toml").read_text()
     gemini = json.loads((project / ".gemini/settings.json").read_text())
     assert gemini["mcpServers"]["winni"]["httpUrl"] == f"{URL}/mcp" and "BeforeAgent" in gemini["hooks"]
+    # Claude Code and Copilot CLI share the project's .mcp.json: one entry serves both.
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["winni"]["type"] == "http"
     copilot = json.loads((project / ".github/hooks/winni.json").read_text())
     assert copilot["version"] == 1
     assert copilot["hooks"]["Stop"][0]["bash"].endswith("--agent copilot --event Stop")
@@ -128,7 +131,7 @@ def test_project_installs_write_into_the_project(home, tmp_path):
         call_command("install_agent_hooks", "--agent", agent, "--project", str(project), "--uninstall")
     leftovers = {k: v for k, v in snapshot(project).items()}
     assert all(not json.loads(v) for k, v in leftovers.items() if k.endswith(".json")), leftovers
-    assert not (project / ".github/hooks/winni.json").exists()
+    assert not (project / ".github/hooks/winni.json").exists() and not (project / ".mcp.json").exists()
 
 
 @pytest.mark.django_db
@@ -191,3 +194,14 @@ def test_the_agents_home_variables_are_honoured(home, tmp_path, monkeypatch):
     assert (tmp_path / "COPILOT_HOME" / "hooks" / "winni.json").exists()
     assert (tmp_path / "GEMINI_CLI_HOME" / ".gemini" / "settings.json").exists()
     assert sorted(p.name for p in home.iterdir()) == [".config"]
+
+
+@pytest.mark.django_db
+def test_codex_hooks_turned_off_by_the_user_stay_off_and_the_installer_says_so(home, capsys):
+    (home / ".codex").mkdir()
+    (home / ".codex/config.toml").write_text("[features]\nhooks = false\n")
+    install("codex", "--user")
+    assert "hooks = false" in (home / ".codex/config.toml").read_text()
+    assert "Codex runs no hook" in capsys.readouterr().out
+    call_command("install_agent_hooks", "--agent", "codex", "--user", "--uninstall")
+    assert (home / ".codex/config.toml").read_text() == "[features]\nhooks = false\n"

@@ -1,4 +1,4 @@
-"""`manage.py import_agent_transcripts --agent codex|gemini|claude` against rollout/chat files the
+"""`manage.py import_agent_transcripts --agent codex|gemini|copilot` against session files the
 real CLIs wrote (tests/data: made by tests/test_capture_codex.py and tests/test_capture_gemini.py)
 and hand-broken copies of them."""
 import json
@@ -61,8 +61,8 @@ def test_malformed_lines_are_counted_and_skipped(tmp_path):
 def test_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(CommandError, match="no such file or directory"):
         run("codex", tmp_path / "missing")
-    with pytest.raises(CommandError, match="invalid choice: 'copilot'"):
-        run("copilot", tmp_path)
+    with pytest.raises(CommandError, match="invalid choice: 'cursor'"):
+        run("cursor", tmp_path)
 
 
 def test_with_no_path_the_agents_own_folder_is_read(tmp_path, monkeypatch):
@@ -96,3 +96,25 @@ def test_a_gemini_chat_becomes_one_conversation_in_order(tmp_path):
     broken = chats / "session-broken.jsonl"
     broken.write_text(GEMINI_SAMPLE.read_text() + "{not json\n" + json.dumps({"id": "x"}) + "\n")
     assert "2 malformed line(s) skipped" in run("gemini", broken)
+
+
+COPILOT_SAMPLE = ROOT / "tests" / "data" / "agent_payloads" / "copilot-1.0.102-events.jsonl"
+
+
+def test_a_copilot_session_becomes_one_conversation_in_order(tmp_path, monkeypatch):
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "copilot"))
+    folder = tmp_path / "copilot" / "session-state" / "fa168264-a0cc-4bac-a8db-128eb6a9dbbf"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text(COPILOT_SAMPLE.read_text())
+    (folder / "workspace.yaml").write_text("id: x\n")  # not an events file: not read
+    summary = run("copilot")
+    assert "1 file(s), 1 session(s)" in summary and "4 message(s) added" in summary and "0 malformed" in summary
+    conversation = Conversation.objects.get(metadata__source="copilot-cli-transcript")
+    assert conversation.session_id == "fa168264-a0cc-4bac-a8db-128eb6a9dbbf"
+    assert conversation.metadata["cwd"] == "/tmp/cp1/proj" and conversation.metadata["git_branch"] == "main"
+    rows = list(conversation.messages.order_by("turn_number").values_list("role", "content"))
+    assert [role for role, _ in rows] == ["user", "tool", "tool", "assistant"]
+    assert rows[0] == ("user", "USE_TOOL list the files")
+    assert json.loads(rows[1][1])["tool_call"] == "bash" and "exit code 0" in json.loads(rows[2][1])["tool_result"]
+    assert rows[3][1].startswith("Tool said: ")
+    assert " 0 message(s) added" in run("copilot")

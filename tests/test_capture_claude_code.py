@@ -41,13 +41,12 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
     installed = json.loads((home / ".claude" / "settings.json").read_text())
     assert installed["theme"] == "dark" and len(installed["hooks"]["Stop"]) == 2
 
-    mcp_config = tmp_path / "mcp.json"
-    mcp_config.write_text(json.dumps({"mcpServers": {"winni": {
-        "type": "http", "url": f"{winni_server.url}/mcp", "headers": {"Authorization": f"Bearer {live_token}"}}}}))
+    # The installer also put Winni's MCP server in ~/.claude.json (user scope), which Claude Code reads.
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["winni"]["url"] == f"{winni_server.url}/mcp"
     env = claude_env(home, fake_api.url)
     session = str(uuid.uuid4())
-    # "=": both options take several values and would swallow the prompt.
-    common = [f"--mcp-config={mcp_config}", "--allowedTools=mcp__winni__dewey_get_startup_context"]
+    # "=": the option takes several values and would swallow the prompt.
+    common = ["--allowedTools=mcp__winni__dewey_get_startup_context"]
     run_claude(["-p", "--session-id", session, *common, "first question about alpha"], cwd=project, env=env)
     run_claude(["-p", "--resume", session, *common, f"{USE_TOOL} please load the context"], cwd=project, env=env)
     out = run_claude(["-p", "--resume", session, *common, "third question"], cwd=project, env=env)

@@ -106,3 +106,46 @@ def test_a_headless_codex_session_is_captured_turn_by_turn(winni_server, live_to
     assert " 0 message(s) added" in again.getvalue()
     if os.environ.get("WINNI_SAVE_CODEX_SAMPLE"):
         shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_CODEX_SAMPLE"])
+
+
+def codex_hooks_list(home, cwd) -> list[dict]:
+    """Codex's own view of the hooks for `cwd` (app-server `hooks/list`, JSON-RPC over stdio)."""
+    from tests.agent_cli import agent_binary
+
+    process = subprocess.Popen([str(agent_binary("codex")), "app-server"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=base_env(home),
+                               cwd=cwd)
+    try:
+        def call(ident, method, params):
+            process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": ident, "method": method, "params": params}) + "\n")
+            process.stdin.flush()
+            for line in process.stdout:
+                message = json.loads(line)
+                if message.get("id") == ident:
+                    return message
+            raise AssertionError("codex app-server closed its output")
+
+        call(1, "initialize", {"clientInfo": {"name": "winni-test", "version": "1"}})
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
+        return call(2, "hooks/list", {"cwds": [str(cwd)]})["result"]["data"][0]["hooks"]
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
+def test_codex_trusts_the_hooks_installed_for_the_user_and_for_a_project(tmp_path, monkeypatch):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    monkeypatch.setenv("HOME", str(home))
+    for where in (["--user"], ["--project", str(project)]):
+        call_command("install_agent_hooks", "--agent", "codex", *where, "--url", "http://127.0.0.1:9",
+                     "--token", "winni_x", stdout=StringIO())
+    # Codex reads a project's .codex/ only in a project the user trusts (its prompt, or `codex exec --trust`).
+    with (home / ".codex" / "config.toml").open("a") as handle:
+        handle.write(f'\n[projects."{project}"]\ntrust_level = "trusted"\n')
+    hooks = codex_hooks_list(home, project)
+    winni = [h for h in hooks if "claude_hook.py" in (h.get("command") or "")]
+    assert {h["sourcePath"] for h in winni} == {f"{home}/.codex/hooks.json", f"{project}/.codex/hooks.json"}
+    assert len(winni) == 10 and {h["trustStatus"] for h in winni} == {"trusted"}

@@ -5,6 +5,7 @@ loopback fake Chat Completions API, with Winni's hooks and MCP server installed 
 import json
 import re
 import subprocess
+from io import StringIO
 
 import pytest
 from django.core.management import call_command
@@ -69,3 +70,15 @@ def test_a_headless_copilot_session_is_captured_turn_by_turn(winni_server, live_
     assert MARKER in json.dumps(fake_api.model_requests()[0]["messages"])
     results = [m for request in fake_api.model_requests() for m in request["messages"] if m.get("role") == "tool"]
     assert results and MARKER in json.dumps(results[-1])
+
+    # The session's events file this run wrote imports into the same session's transcript conversation.
+    out = StringIO()
+    call_command("import_agent_transcripts", "--agent", "copilot", "--no-progress", stdout=out, stderr=StringIO())
+    assert "0 malformed" in out.getvalue(), out.getvalue()
+    imported = Conversation.objects.get(session_id=session, metadata__source="copilot-cli-transcript")
+    assert imported.project == conversation.project
+    said = list(imported.messages.order_by("turn_number").values_list("role", "content"))
+    assert [(r, c) for r, c in said if r != "tool"] == [(r, c) for r, c in rows if r != "tool"]
+    again = StringIO()
+    call_command("import_agent_transcripts", "--agent", "copilot", "--no-progress", stdout=again, stderr=StringIO())
+    assert " 0 message(s) added" in again.getvalue()

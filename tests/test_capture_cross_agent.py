@@ -51,10 +51,7 @@ def test_what_a_codex_session_stored_reaches_a_claude_code_session_of_the_same_p
     claude_model = FakeAnthropic(tool_name="mcp__winni__winni_recall",
                                  tool_input={"query": "albatross ledger migrations", "project": "shared-repo"})
     try:
-        mcp_config = tmp_path / "mcp.json"
-        mcp_config.write_text(json.dumps({"mcpServers": {"winni": {
-            "type": "http", "url": f"{winni_server.url}/mcp", "headers": {"Authorization": f"Bearer {live_token}"}}}}))
-        common = [f"--mcp-config={mcp_config}", "--allowedTools=mcp__winni__winni_recall"]
+        common = ["--allowedTools=mcp__winni__winni_recall"]  # the MCP server: installed in ~/.claude.json
         claude_session = str(uuid.uuid4())
         env = claude_env(home, claude_model.url)
         run_claude(["-p", "--session-id", claude_session, *common, "what did we decide?"], cwd=project, env=env)

@@ -57,7 +57,7 @@ SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
 # How much of the end of a transcript is read to find the last reply (Copilot's Stop carries none).
 TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024
 # How long the hook waits for Copilot to write a turn's final message (its hook timeout is 10 s).
-TRANSCRIPT_WAIT_SECONDS = 3.0
+TRANSCRIPT_WAIT_SECONDS = 5.0
 
 
 class Unreadable(ValueError):
@@ -103,9 +103,10 @@ def event_name(agent: str, payload: dict, hint: object = None) -> object:
     return name if isinstance(name, str) and name else hint
 
 
-def normalize(agent: str, payload: dict, hint: object = None) -> object:
+def normalize(agent: str, payload: dict, hint: object = None, state_path: str = "") -> object:
     """The common event for one agent's payload, or None when Winni does not capture that event.
-    Raises Unreadable when the payload has no event name or no session id."""
+    Raises Unreadable when the payload has no event name or no session id. `state_path`: a file
+    where the hook keeps each session's last prompt (Copilot's Stop needs it, see last_reply)."""
     if agent not in EVENTS:
         raise Unreadable(f"unknown agent {agent!r}")
     name = event_name(agent, payload, hint)
@@ -132,10 +133,13 @@ def normalize(agent: str, payload: dict, hint: object = None) -> object:
         event["prompt"] = _text(_first(payload, "prompt"))
         if agent == GEMINI and event["prompt"]:
             event["prompt"] = strip_hook_context(event["prompt"])
+        if agent == COPILOT:
+            remember_prompt(state_path, session_id, event["prompt"])
     elif common == "Stop":
         reply = _first(payload, "last_assistant_message", "prompt_response", "response")
         if reply is None and event["transcript_path"]:
-            reply = last_reply(agent, event["transcript_path"])
+            prompt = recall_prompts(state_path).get(session_id) if state_path else None
+            reply = last_reply(agent, event["transcript_path"], prompt)
         event["last_assistant_message"] = _text(reply)
     elif common == "PostToolUse":
         event["tool_name"] = _text(_first(payload, "tool_name", "toolName"))
@@ -173,10 +177,13 @@ def _tail_lines(path: str) -> list:
     return lines[1:] if size > TRANSCRIPT_TAIL_BYTES else lines
 
 
-def _reply_in(lines: list) -> tuple:
+def _reply_in(lines: list, prompt: object = None) -> tuple:
     """(final reply, any reply) of the last turn in Copilot events: the assistant messages after
-    the last user message; the final one is a message that asks for no more tools."""
+    the last user message; the final one is a message that asks for no more tools. With `prompt`
+    (the turn's prompt, from UserPromptSubmit), (None, None) until that prompt is the file's last
+    user message: the CLI may not have written this turn yet."""
     messages: list = []
+    last_user = None
     for line in lines:
         try:
             item = json.loads(line)
@@ -186,25 +193,57 @@ def _reply_in(lines: list) -> tuple:
             continue
         data = item.get("data") if isinstance(item.get("data"), dict) else {}
         if item.get("type") == "user.message":
-            messages = []
+            messages, last_user = [], data.get("content")
         elif item.get("type") == "assistant.message" and isinstance(data.get("content"), str):
             messages.append(data)
+    if prompt is not None and last_user != prompt:
+        return None, None
     said = [m for m in messages if m["content"].strip()]
     final = [m for m in said if not m.get("toolRequests")]
     return (final[-1]["content"] if final else None), (said[-1]["content"] if said else None)
 
 
-def last_reply(agent: str, path: str, wait_seconds: float = TRANSCRIPT_WAIT_SECONDS) -> object:
+def last_reply(agent: str, path: str, prompt: object = None, wait_seconds: float = TRANSCRIPT_WAIT_SECONDS) -> object:
     """The text of the last turn's reply in the agent's transcript file, for agents whose Stop
     event carries none (Copilot: events {"type": "assistant.message", "data": {"content"}}). The
-    CLI may still be writing the turn's last message when its Stop hook runs: the file is read
-    again for up to `wait_seconds` until the turn's final message is there."""
+    CLI may still be writing the turn (its prompt, its last message) when its Stop hook runs: the
+    file is read again for up to `wait_seconds` until the turn's final message is there."""
     deadline = time.monotonic() + wait_seconds
     while True:
-        final, said = _reply_in(_tail_lines(path))
+        final, said = _reply_in(_tail_lines(path), prompt)
         if final is not None or time.monotonic() >= deadline:
             return final if final is not None else said
         time.sleep(0.05)
+
+
+# The last prompt of each session, for agents whose Stop event does not say which turn ended
+# (Copilot): UserPromptSubmit remembers it, Stop looks for that turn in the transcript.
+PROMPTS_KEPT = 200
+
+
+def remember_prompt(state_path: str, session_id: str, prompt: object) -> None:
+    if not state_path or not isinstance(prompt, str):
+        return
+    prompts = recall_prompts(state_path)
+    prompts.pop(session_id, None)
+    prompts[session_id] = prompt
+    try:
+        os.makedirs(os.path.dirname(state_path), exist_ok=True)
+        temporary = f"{state_path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(dict(list(prompts.items())[-PROMPTS_KEPT:]), handle)
+        os.replace(temporary, state_path)
+    except OSError:
+        pass
+
+
+def recall_prompts(state_path: str) -> dict:
+    try:
+        with open(state_path, encoding="utf-8") as handle:
+            prompts = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return prompts if isinstance(prompts, dict) else {}
 
 
 def context_output(agent: str, event: str, text: str) -> str:

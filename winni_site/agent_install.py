@@ -43,6 +43,7 @@ class Edit:
     after: str | None
     changes: list[str]
     secret: bool = False  # the new text holds the token: a new file gets mode 600
+    notes: tuple[str, ...] = ()  # what the user should know (printed whether or not the file changed)
 
     @property
     def changed(self) -> bool:
@@ -176,7 +177,7 @@ def merge_mcp_json(settings: dict[str, Any], path: Path, entry: dict[str, Any] |
     servers = _object(merged, key, path)
     current = servers.get(MCP_NAME)
     if entry is not None:
-        if current != entry:
+        if current != entry and not _same_server(current, entry):
             changes.append(f"{key}.{MCP_NAME}: {'replaced' if current else 'added'} ({_url_of(entry)})")
             servers[MCP_NAME] = entry
     elif isinstance(current, dict) and str(_url_of(current)).rstrip("/").endswith("/mcp"):
@@ -191,6 +192,14 @@ def merge_mcp_json(settings: dict[str, Any], path: Path, entry: dict[str, Any] |
 
 def _url_of(entry: dict[str, Any]) -> Any:
     return entry.get("url") or entry.get("httpUrl")
+
+
+def _same_server(current: Any, entry: dict[str, Any]) -> bool:
+    """The same URL and token: an entry another agent's install wrote in a shared file (a project's
+    .mcp.json serves Claude Code and Copilot CLI) is left as it is."""
+    return (isinstance(current, dict) and _url_of(current) == _url_of(entry)
+            and isinstance(current.get("headers"), dict)
+            and current["headers"].get("Authorization") == entry["headers"]["Authorization"])
 
 
 # --- Codex's hook trust -------------------------------------------------------------------------
@@ -267,9 +276,14 @@ def plan_claude(target: Target, install: bool) -> list[Edit]:
                 hook = {"type": "command", "command": target.hook(event), "timeout": HOOK_TIMEOUT_SECONDS}
             group: dict[str, Any] = {"hooks": [hook]}
             groups[event] = {"matcher": "*", **group} if event == "PostToolUse" else group
+    # Claude Code's MCP servers: the user's in ~/.claude.json (as `claude mcp add --scope user`
+    # writes them), a project's in DIR/.mcp.json (Claude Code asks before using a project's servers).
+    mcp_path = target.project / ".mcp.json" if target.project else target.home / ".claude.json"
+    entry = {"type": "http", "url": target.mcp_url, "headers": {"Authorization": target.bearer}} if install else None
     path = base / "settings.json"
-    return [_json_edit(path, lambda d, c: merge_nested_hooks(d, path, groups, c),
-                       secret=target.http and not target.project)]
+    return [_json_edit(path, lambda d, c: merge_nested_hooks(d, path, groups, c), secret=target.http and not target.project),
+            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install,
+                       delete_when_empty=True)]
 
 
 def plan_gemini(target: Target, install: bool) -> list[Edit]:
@@ -321,7 +335,8 @@ def plan_copilot(target: Target, install: bool) -> list[Edit]:
         return {k: v for k, v in data.items() if k not in ("hooks", "version")}
 
     return [_json_edit(hooks_path, change_hooks, delete_when_empty=True),
-            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install)]
+            _json_edit(mcp_path, lambda d, c: merge_mcp_json(d, mcp_path, entry, c), secret=install,
+                       delete_when_empty=target.project is not None)]
 
 
 def plan_codex(target: Target, install: bool) -> list[Edit]:
@@ -380,7 +395,12 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
         if not hooks_table:
             del user["hooks"]
     features = user.get("features")
-    if install and not (features and features.get("hooks") is True):
+    notes: list[str] = []
+    if install and features is not None and features.get("hooks") is False and not _marked(features.item("hooks")):
+        # The user turned Codex's hooks off: that choice stays theirs.
+        notes.append("note: [features] hooks = false in this file: Codex runs no hook (Winni's neither) "
+                     "until you set it to true")
+    elif install and not (features and features.get("hooks") is True):
         if features is None:
             features = user.setdefault("features", tomlkit.table())
         flag = tomlkit.item(True)
@@ -424,7 +444,8 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
             # What is left once Winni's tables are gone: the user's text as it was (a file that
             # held only Winni's tables goes away).
             text = text.rstrip("\n") + "\n" if text.strip() else None
-        edits.append(Edit(path, texts[path], text, changes[path], secret=path == mcp_config and install))
+        edits.append(Edit(path, texts[path], text, changes[path], secret=path == mcp_config and install,
+                          notes=tuple(notes) if path == user_config else ()))
     return edits
 
 

@@ -1,8 +1,10 @@
 """Backfill the sessions other coding agents keep on disk: Codex CLI's rollout files
-(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) and Gemini CLI's saved chats
-(~/.gemini/tmp/<project>/chats/*.json[l]); Claude Code's JSONL transcripts keep their own parser
-(winni_site.capture). Each file becomes one conversation per session, metadata.source
-"<agent source>-transcript" (codex-transcript, gemini-cli-transcript, claude-code-transcript).
+(~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), Gemini CLI's saved chats
+(~/.gemini/tmp/<project>/chats/*.json[l]) and Copilot CLI's session events
+(~/.copilot/session-state/<session>/events.jsonl); Claude Code's JSONL transcripts keep their own
+parser (winni_site.capture). Each file becomes one conversation per session, metadata.source
+"<agent source>-transcript" (codex-transcript, gemini-cli-transcript, copilot-cli-transcript,
+claude-code-transcript).
 
 Idempotent like the Claude Code import: every message carries a key made from its line (Codex:
 the line's hash; Gemini: the message id), and a key already stored is skipped. Malformed lines
@@ -19,10 +21,10 @@ from django.conf import settings
 
 from core.errors import InvalidInput
 from winni_site import capture
-from winni_site.agent_dialects import CLAUDE, CODEX, GEMINI, SOURCES, strip_hook_context
+from winni_site.agent_dialects import CLAUDE, CODEX, COPILOT, GEMINI, SOURCES, strip_hook_context
 from winni_site.capture import ImportStats, TranscriptMessage, cap_text
 
-TRANSCRIPT_SOURCES = {agent: f"{SOURCES[agent]}-transcript" for agent in (CLAUDE, CODEX, GEMINI)}
+TRANSCRIPT_SOURCES = {agent: f"{SOURCES[agent]}-transcript" for agent in (CLAUDE, CODEX, GEMINI, COPILOT)}
 IMPORTABLE = tuple(TRANSCRIPT_SOURCES)
 
 
@@ -33,13 +35,16 @@ def default_folder(agent: str) -> Path:
         return Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
     if agent == GEMINI:
         return Path(os.environ.get("GEMINI_CLI_HOME") or home) / ".gemini" / "tmp"
+    if agent == COPILOT:
+        return Path(os.environ.get("COPILOT_HOME") or home / ".copilot") / "session-state"
     return home / ".claude" / "projects"
 
 
 def transcript_files(agent: str, paths: list[str]) -> list[Path]:
     """The transcript files under each path (a file or a folder searched recursively); a missing
     path raises FileNotFoundError naming it."""
-    patterns = {CODEX: ("rollout-*.jsonl",), GEMINI: ("*.json", "*.jsonl"), CLAUDE: ("*.jsonl",)}[agent]
+    patterns = {CODEX: ("rollout-*.jsonl",), GEMINI: ("*.json", "*.jsonl"), COPILOT: ("events.jsonl",),
+                CLAUDE: ("*.jsonl",)}[agent]
     files: list[Path] = []
     for name in paths:
         path = Path(name).expanduser()
@@ -212,6 +217,57 @@ class GeminiChat:
         ]
 
 
+# --- Copilot CLI session events ------------------------------------------------------------------
+
+
+class CopilotEvents:
+    """One line of a Copilot CLI session's events.jsonl ({"id", "timestamp", "type", "data"}):
+    session.start names the session and its folder, user.message and assistant.message hold the
+    words (an assistant message's toolRequests are the tool calls), tool.execution_complete the
+    results."""
+
+    def __init__(self, path: Path) -> None:
+        self.session_id = path.parent.name  # session-state/<session id>/events.jsonl
+        self.session_metadata: dict[str, Any] = {"transcript_path": str(path)}
+
+    def __call__(self, line: Any, *, transcript_path: str = "") -> list[TranscriptMessage]:
+        if not isinstance(line, dict) or not isinstance(line.get("type"), str):
+            raise InvalidInput("an events line must be a JSON object with a type", field="line")
+        data = line.get("data")
+        if not isinstance(data, dict):
+            raise InvalidInput("line.data must be a JSON object", field="line.data")
+        kind = line["type"]
+        if kind == "session.start":
+            if isinstance(data.get("sessionId"), str) and data["sessionId"]:
+                self.session_id = data["sessionId"]
+            context = data.get("context") if isinstance(data.get("context"), dict) else {}
+            self.session_metadata.update(cwd=context.get("cwd"), git_branch=context.get("branch"),
+                                         copilot_version=data.get("copilotVersion"))
+            return []
+        found: list[tuple[str, str, str]] = []
+        if kind in ("user.message", "assistant.message"):
+            role = "user" if kind == "user.message" else "assistant"
+            if isinstance(data.get("content"), str) and data["content"].strip():
+                found.append((role, data["content"], "text"))
+            for call in data.get("toolRequests") or []:
+                if isinstance(call, dict):
+                    body = {"tool_call": call.get("name"), "id": call.get("toolCallId"), "input": call.get("arguments")}
+                    found.append(("tool", _tool_text(body), "tool_request"))
+        elif kind == "tool.execution_complete":
+            result = data.get("result") if isinstance(data.get("result"), dict) else {}
+            body = {"tool_result": result.get("content", data.get("result")), "id": data.get("toolCallId"),
+                    "success": data.get("success")}
+            found.append(("tool", _tool_text(body), "tool_result"))
+        ident = line.get("id") or hashlib.sha1(json.dumps(line, sort_keys=True).encode()).hexdigest()[:24]
+        created = line.get("timestamp") if isinstance(line.get("timestamp"), str) else None
+        return [
+            TranscriptMessage(session_id=self.session_id, key=f"copilot:{ident}:{index}", role=role, content=content,
+                              metadata={"block_type": block, "line_type": kind}, created_at=created,
+                              session_metadata=dict(self.session_metadata))
+            for index, (role, content, block) in enumerate(found)
+        ]
+
+
 def import_file(agent: str, path: Path) -> ImportStats:
     """Import one transcript file of `agent`, idempotently."""
     with path.open(encoding="utf-8", errors="replace") as handle:
@@ -222,4 +278,7 @@ def import_file(agent: str, path: Path) -> ImportStats:
     if agent == GEMINI:
         return capture.transcript_import_lines(gemini_chat_lines(text), transcript_path=str(path.resolve()),
                                                source=TRANSCRIPT_SOURCES[GEMINI], parse=GeminiChat(path.resolve()))
+    if agent == COPILOT:
+        return capture.transcript_import_lines(text.splitlines(), transcript_path=str(path.resolve()),
+                                               source=TRANSCRIPT_SOURCES[COPILOT], parse=CopilotEvents(path.resolve()))
     return capture.transcript_import_lines(text.splitlines(), transcript_path=str(path.resolve()))

@@ -2,12 +2,13 @@
 """Coding agent hook → Winni. Standard library only; run as `python3 claude_hook.py [--agent NAME]`.
 
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
-PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent codex|gemini|copilot`)
-pipe their own dialects of the same events, which agent_dialects.py maps to Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
-SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
-Claude Code adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that
-touches a file) the same request answers what Winni knows about the prompt (the file), printed as
-hookSpecificOutput.additionalContext (automatic recall). With each it sends what identifies the project (the
+PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent
+codex|gemini|copilot`) pipe their own dialects of the same events, which agent_dialects.py maps to
+Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
+SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which the
+agent adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that touches
+a file) the same request answers what Winni knows about the prompt (the file), printed the way the
+agent reads it (automatic recall). With each it sends what identifies the project (the
 git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
 
 It never fails or blocks the session: every error is logged to a file and the exit code is 0.
@@ -533,7 +534,9 @@ def main() -> None:
     agents = dialects()
     agent = argument("--agent") or agents.CLAUDE
     try:
-        payload = agents.normalize(agent, agents.parse(raw), argument("--event"))
+        payload = agents.normalize(agent, agents.parse(raw), argument("--event"),
+                                   os.path.join(os.path.dirname(os.path.expanduser(config["spool"])),
+                                                "claude-hook-prompts.json"))
     except agents.Unreadable as exc:
         log(config, f"malformed {agent} hook input ({exc}), kept in claude-hook-unreadable.log: {raw[:300]!r}")
         keep_unreadable(config, raw)
@@ -552,8 +555,9 @@ def main() -> None:
         "agent": agent,
     }
     if event == "SessionStart":
-        # Send what is spooled, then print the startup text (stdout goes into Claude's context),
-        # after a warning line when capture is failing.
+        # Send what is spooled, then print the startup text (stdout goes into the agent's context, in
+        # the form that agent reads: agent_dialects.context_output), after a warning line when
+        # capture is failing.
         _, waiting, oldest = deliver(config, {})
         text = session_start(config, payload, repo)
         line = warning(read_status(config), waiting, oldest)

@@ -1,6 +1,7 @@
 """Backfill a coding agent's saved sessions: Claude Code's JSONL transcripts
-(~/.claude/projects), Codex CLI's rollout files (~/.codex/sessions) or Gemini CLI's saved chats
-(~/.gemini/tmp/<project>/chats); with no PATH, the agent's own folder.
+(~/.claude/projects), Codex CLI's rollout files (~/.codex/sessions), Gemini CLI's saved chats
+(~/.gemini/tmp/<project>/chats) or Copilot CLI's session events (~/.copilot/session-state); with
+no PATH, the agent's own folder.
 
 Why: sessions that ran before the hooks were installed, or while Winni was away for longer than
 the hook's spool kept, are still on disk. Re-running is safe: each line's key is stored with its
@@ -17,13 +18,13 @@ from winni_site import agent_transcripts, capture
 
 
 class Command(BaseCommand):
-    help = "Import a coding agent's saved sessions (Claude Code, Codex CLI, Gemini CLI) into conversations."
+    help = "Import a coding agent's saved sessions (Claude Code, Codex, Gemini CLI, Copilot CLI) into conversations."
     fixed_agent: str | None = None
 
     def add_arguments(self, parser: CommandParser) -> None:
         if self.fixed_agent is None:
             parser.add_argument("--agent", required=True, choices=agent_transcripts.IMPORTABLE,
-                                help="whose sessions (Copilot CLI keeps none Winni reads yet)")
+                                help="whose sessions")
         parser.add_argument("paths", nargs="*" if self.fixed_agent is None else "+", metavar="PATH",
                             help="a transcript file or a folder of them (default: the agent's own folder)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")

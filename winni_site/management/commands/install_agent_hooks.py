@@ -99,9 +99,15 @@ class Command(BaseCommand):
                 self.stdout.write(f"{verb} {edit.path}: " + "; ".join(edit.changes))
             else:
                 self.stdout.write(f"{edit.path}: already as wanted")
+            for note in edit.notes:
+                self.stdout.write(f"{edit.path}: {note}")
         if install:
             self.stdout.write(f"hook config: {config_path}")
             self.stdout.write(self.notes(agent, project, url, secret, http))
+            if project:
+                shared = [str(e.path) for e in edits if e.secret and e.after is not None]
+                self.stdout.write(f"note: {', '.join(shared)} now hold the token: keep them out of version "
+                                  "control (or commit a copy that reads it from your environment)")
         else:
             self.stdout.write(f"the hook config {config_path} is kept (other agents may use it)")
 
@@ -124,7 +130,8 @@ class Command(BaseCommand):
             return (f'export WINNI_TOKEN={secret}  # the http hooks read the token from it\n'
                     f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"')
         if agent == dialects.CLAUDE:
-            return f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"'
+            return (f'MCP server: {url}/mcp (the same as: claude mcp add --transport http winni {url}/mcp '
+                    f'--header "Authorization: Bearer {secret}")')
         if agent == dialects.CODEX and project:
             return ("note: Codex reads a project's .codex/ folder only once you trust the project "
                     "(answer its trust prompt, or `codex exec --trust`)")
