@@ -13,7 +13,7 @@ class MemoryConfig(AppConfig):
         from core import health, recall
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register, searchable_changed
-        from memory import retrieval, vectors
+        from memory import embeddings, retrieval, vectors
         from memory.models import Memory
         from memory.services import memories_merge
 
@@ -22,7 +22,7 @@ class MemoryConfig(AppConfig):
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
-        recall.install_engine(retrieval.search)
+        recall.install_engine(retrieval.search, embed_query=lambda text: embeddings.embed_query(text))
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)

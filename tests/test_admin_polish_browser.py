@@ -269,3 +269,76 @@ def test_transcript_names_tools_and_renders_markdown_safely(page: Any, corpus: A
     assert reply.locator("script").count() == 0
     assert reply.locator("a[href^='javascript']").count() == 0
     shot(page, "polish-07-transcript-tools-markdown")
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+
+def _house_rule_corpus() -> dict[str, Any]:
+    """The UTC rule stated once per kind, and nineteen messages using its words in passing."""
+    from contexts import services as contexts
+    from conversations import services as conversations
+    from core import projects
+    from medallions import services as medallions
+    from memory import services as memories
+
+    shop = projects.project_create(name="shop", path="/src/shop")
+    rule = "Store every timestamp in UTC (ISO 8601 with a Z); convert to local time only in the UI."
+    memory, _ = memories.memory_store(content=rule, tags=["house-rules"], project="shop")
+    medallion = medallions.medallion_create(document={
+        "scope": {"graph_nodes": ["repo:shop"], "tags": ["project_state"]},
+        "summary": {"high_level": "The shop's conventions.", "subsystems": []},
+        "decisions": [{"id": "D-001", "statement": rule, "rationale": "one clock", "confidence": 0.9,
+                       "status": "active"}],
+        "open_questions": [], "affordances": {"recommended_entry_points": [], "avoid_repeating": [], "invariants": []},
+    }, actor="test")
+    context = contexts.context_set(name="house-rules", content=f"House rules:\n- {rule}\n- Money in cents.",
+                                   set_active=True, actor="test", project="shop")
+    passing = ["The UTC offset of the build server changed.", "Log timestamps are noisy today.",
+               "We compared timestamps across two services.", "The timestamps in the CSV export look odd."]
+    talk = conversations.conversation_begin(session_id="sess-shop-1", metadata={"source": "claude-code"},
+                                            project=shop)
+    conversations.message_store(conversation_id=talk.id, role="user", content="Why is the nightly export late again?")
+    for i in range(19):
+        conversations.message_store(conversation_id=talk.id, role="assistant" if i % 2 else "user",
+                                    content=passing[i % len(passing)])
+    conversations.message_store(conversation_id=talk.id, role="user", content="What was the rule they agreed on?")
+    return {"memory": memory, "medallion": medallion, "context": context, "conversation": talk}
+
+
+def test_search_ranks_across_kinds_and_describes_message_hits(page: Any, corpus: Any):
+    rules = _house_rule_corpus()
+    page.goto(reverse("admin:winni_search") + "?q=UTC+timestamps")
+    hits = page.locator(".winni-hit")
+    kinds = hits.evaluate_all("nodes => nodes.map(n => n.dataset.kind)")
+    # The memory, medallion and startup context that state the rule are all on the page, ahead of
+    # the messages that only mention its words.
+    for kind in ("memory", "medallion", "context"):
+        assert kind in kinds[:6], kinds
+    first_message = kinds.index("message")
+    assert kinds.index("memory") < first_message or hits.nth(first_message).locator("mark").count() >= 2
+    shot(page, "polish-08-search-across-kinds")
+
+    message = page.locator('.winni-hit[data-kind="message"]').first
+    assert message.locator(".winni-hit-title").inner_text() == "Why is the nightly export late again?"
+    meta = message.locator(".winni-hit-meta").inner_text()
+    assert "sess-shop-1" in meta and "shop" in meta and "Claude Code" in meta and "turn" in meta
+    assert message.locator('[data-meta="date"]').inner_text().endswith("UTC")
+    href = message.locator(".winni-hit-title").get_attribute("href")
+    assert href.startswith(reverse("admin:conversations_conversation_transcript", args=[rules["conversation"].pk]))
+    turn = href.rsplit("#turn-", 1)[1]
+    message.locator(".winni-hit-title").click()
+    page.wait_for_url(f"**#turn-{turn}")
+    assert "focus" in page.locator(f"#turn-{turn}").get_attribute("class")
+
+    # Per kind: the filter shows only that kind.
+    page.goto(reverse("admin:winni_search") + "?q=UTC+timestamps")
+    page.locator('.winni-kind-filter a[data-kind="memory"]').click()
+    assert page.locator(".winni-hit").evaluate_all("nodes => nodes.map(n => n.dataset.kind)") == ["memory"]
+
+
+def test_search_does_not_mark_stop_words(page: Any, corpus: Any):
+    _house_rule_corpus()
+    page.goto(reverse("admin:winni_search") + "?q=what+was+the+rule+they+agreed+on")
+    marked = {text.lower() for text in page.locator(".winni-snippet mark").all_inner_texts()}
+    assert marked and marked <= {"rule", "rules", "agreed"}, marked  # stems marked, stop words not
