@@ -342,3 +342,88 @@ def test_search_does_not_mark_stop_words(page: Any, corpus: Any):
     page.goto(reverse("admin:winni_search") + "?q=what+was+the+rule+they+agreed+on")
     marked = {text.lower() for text in page.locator(".winni-snippet mark").all_inner_texts()}
     assert marked and marked <= {"rule", "rules", "agreed"}, marked  # stems marked, stop words not
+
+
+# --- medallion and context editors ----------------------------------------------------------------
+
+
+def test_medallion_rows_validate_each_field_and_keep_the_raw_json(admin_page: Any):
+    from medallions.models import Medallion
+
+    page = admin_page
+    page.goto(reverse("admin:medallions_medallion_add"))
+    page.fill("#id_graph_nodes", "repo:shop")
+    page.fill("#id_high_level", "The shop's conventions.")
+    page.fill("[name=rows-decisions-0-statement]", "Store every timestamp in UTC.")
+    page.fill("[name=rows-decisions-0-confidence]", "1.7")
+    page.fill("[name=rows-open_questions-0-question]", "Do we keep local time in exports?")
+    page.select_option("[name=rows-open_questions-0-priority]", "high")
+    page.fill("[name=rows-invariants-0-text]", "Timestamps end in Z.")
+    page.click("input[name=_save]")
+    error = page.locator('[data-rows="decisions"] tr[data-row="0"] td.field-confidence .errorlist')
+    assert "less than or equal to 1" in error.inner_text()
+    assert page.locator('[data-rows="decisions"] td.field-statement .errorlist').count() == 0
+    assert page.locator("[name=rows-decisions-0-statement]").input_value() == "Store every timestamp in UTC."
+    shot(page, "polish-09-medallion-row-error")
+    assert Medallion.objects.count() == 0
+
+    page.fill("[name=rows-decisions-0-confidence]", "0.7")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    medallion = Medallion.objects.get()
+    assert medallion.decisions == [{"id": "D-001", "statement": "Store every timestamp in UTC.", "rationale": "",
+                                    "confidence": 0.7, "status": "active"}]
+    assert medallion.open_questions == [{"id": "Q-001", "question": "Do we keep local time in exports?",
+                                         "blocked_on": "", "priority": "high"}]
+    assert medallion.affordances["invariants"] == ["Timestamps end in Z."]
+
+    # The raw JSON stays, folded, for experts; a change there replaces the rows of its section.
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    assert not page.locator("#id_decisions").is_visible()
+    page.locator("summary", has_text="Raw JSON").click()
+    assert '"D-001"' in page.locator("#id_decisions").input_value()
+    page.fill("#id_open_questions", "[]")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    assert Medallion.objects.get().open_questions == []
+
+
+def test_the_history_button_shows_revisions_with_canonical_diffs(admin_page: Any):
+    from medallions import services
+
+    medallion = services.medallion_create(document={
+        "scope": {"graph_nodes": ["repo:shop"], "tags": []},
+        "summary": {"high_level": "Conventions.", "subsystems": []},
+        "decisions": [{"id": "D-001", "statement": "Store timestamps in UTC.", "rationale": "one clock",
+                       "confidence": 0.9, "status": "active"},
+                      {"id": "D-002", "statement": "Money in cents.", "rationale": "", "confidence": 0.8,
+                       "status": "active"}],
+        "open_questions": [], "affordances": {"recommended_entry_points": [], "avoid_repeating": [], "invariants": []},
+    }, actor="test")
+    page = admin_page
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    page.fill("[name=rows-decisions-1-statement]", "Money in integer cents.")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    page.click(".object-tools a.historylink")
+    assert "doesn't have a change history" not in page.content()
+    entry = page.locator(".winni-history-entry").first
+    assert "revision 1" in entry.inner_text() and "admin:ada" in entry.inner_text()
+    changed = [line for line in page.locator(".winni-diff .diff-add, .winni-diff .diff-del").all_inner_texts()
+               if '"updated_at"' not in line]
+    # Only the edited statement differs: no lines from keys stored in another order.
+    assert changed == ['-      "statement": "Money in cents.",', '+      "statement": "Money in integer cents.",'], changed
+    shot(page, "polish-10-medallion-history")
+
+
+def test_the_history_button_of_a_startup_context_shows_its_audit(admin_page: Any):
+    from contexts import services as contexts
+
+    context = contexts.context_set(name="deploy-notes", content="Draft.", set_active=False, actor="test")
+    contexts.context_activate(name="deploy-notes", actor="admin:ada")
+    page = admin_page
+    page.goto(reverse("admin:contexts_startupcontext_change", args=[context.pk]))
+    page.click(".object-tools a.historylink")
+    rows = page.locator(".winni-history-entry").all_inner_texts()
+    assert len(rows) == 2 and "activate" in rows[0] and "admin:ada" in rows[0] and "test" in rows[1]
