@@ -148,6 +148,7 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
     result = recall_by_kind(query=query, kinds=kinds, limit=limit)
     words = _query_words(query)
     conversations = _conversations_of(result["results"])
+    project_slugs = _projects_of(result["results"])
     hits = []
     for hit in result["results"]:
         model = searchable.get(hit["kind"]).model
@@ -164,10 +165,8 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
             entry["meta"] = [("turn", hit["label"].removeprefix("turn ")), ("session", conversation.session_id or "—"),
                              ("project", conversation.project.slug if conversation.project else "—"),
                              ("source", source_title(conversation.source))]
-        else:
-            project = _project_of(model, hit["id"])
-            if project:
-                entry["meta"] = [("project", project)]
+        elif project_slugs.get((hit["kind"], hit["id"])):
+            entry["meta"] = [("project", project_slugs[(hit["kind"], hit["id"])])]
         hits.append(entry)
     return {"hits": hits, "per_kind": result["per_kind"], "degraded": result["degraded"]}
 
@@ -181,11 +180,21 @@ def _conversations_of(results: list[Any]) -> dict[str, Any]:
     return {str(c.pk): c for c in Conversation.objects.filter(pk__in=ids).select_related("project")}
 
 
-def _project_of(model: type[Model], pk: Any) -> str | None:
-    if not any(field.name == "project" for field in model._meta.get_fields()):
-        return None
-    slug = model._default_manager.filter(pk=pk).values_list("project__slug", flat=True).first()
-    return slug
+def _projects_of(results: list[Any]) -> dict[tuple[str, str], str]:
+    """(kind, id) → project slug for the hits other than messages: one query per kind."""
+    keys: dict[str, list[str]] = {}
+    for hit in results:
+        if hit["kind"] != "message":
+            keys.setdefault(hit["kind"], []).append(hit["id"])
+    slugs: dict[tuple[str, str], str] = {}
+    for kind, ids in keys.items():
+        model = searchable.get(kind).model
+        if not any(field.name == "project" for field in model._meta.get_fields()):
+            continue
+        for pk, slug in model._default_manager.filter(pk__in=ids, project__isnull=False).values_list(
+                "pk", "project__slug"):
+            slugs[(kind, str(pk))] = slug
+    return slugs
 
 
 def _change_url(model: type[Model], pk: Any) -> str | None:
