@@ -9,12 +9,10 @@ module, like every caller of `rank`, needs no app: what it knows about a kind (i
 rows around a hit, extra hit fields) comes from the registry in core.searchable."""
 from __future__ import annotations
 
-from typing import Any, Callable, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 from django.db.models import QuerySet
-from django.db.models.expressions import RawSQL
 
 from core import projects, searchable
 from core.errors import InvalidInput
@@ -37,15 +35,11 @@ class Engine(Protocol):
 
 
 _engine: Engine | None = None
-_embed_query: Callable[[str], list[float]] | None = None
 
 
-def install_engine(engine: Engine, embed_query: Callable[[str], list[float]] | None = None) -> None:
-    """`embed_query` (the query's vector, raising EmbeddingUnavailable when the provider is down)
-    lets recall_by_kind embed a query once for all its kinds."""
-    global _engine, _embed_query
+def install_engine(engine: Engine) -> None:
+    global _engine
     _engine = engine
-    _embed_query = embed_query
 
 
 def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None, limit: int,
@@ -208,6 +202,14 @@ COVERAGE_WEIGHT = 0.5
 SIMILARITY_WEIGHT = 0.4
 WITHIN_KIND_WEIGHT = 0.1
 SIMILARITY_FLOOR = 0.3
+_embed_query: Any = None
+
+
+def install_query_embedder(embed_query: Any) -> None:
+    """`embed_query(text) -> vector` (raising EmbeddingUnavailable when the provider is down), from
+    the app that owns the vectors: recall_by_kind embeds a query once for all its kinds."""
+    global _embed_query
+    _embed_query = embed_query
 
 
 class RankedHitDict(RecallHitDict):
@@ -227,6 +229,8 @@ class RankedDict(TypedDict):
 
 def query_words(query: str) -> list[str]:
     """The query's lexemes as rows are indexed (english config, plus the parts of paths)."""
+    from django.db import connection
+
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s) "
                        "|| to_tsvector('english', winni_path_words(%s)))", [query, query])
@@ -236,6 +240,8 @@ def query_words(query: str) -> list[str]:
 
 def _coverage(kind: str, keys: list[str], lexemes: list[str]) -> dict[str, float]:
     """key → the share of `lexemes` the row's search_vector holds."""
+    from django.db.models.expressions import RawSQL
+
     if not keys or not lexemes:
         return {}
     model = searchable.get(kind).model

@@ -22,7 +22,8 @@ class MemoryConfig(AppConfig):
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
-        recall.install_engine(retrieval.search, embed_query=lambda text: embeddings.embed_query(text))
+        recall.install_engine(retrieval.search)
+        recall.install_query_embedder(lambda text: embeddings.embed_query(text))
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)
