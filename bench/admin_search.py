@@ -14,7 +14,7 @@ context. Every row is embedded with the real all-MiniLM-L6-v2. Each rule is sear
 short name, e.g. "UTC timestamps", and a question, e.g. "which timezone do we store times in").
 
 Measured, for the page as it was (one hybrid recall over every kind, limit 20, hits grouped by
-kind, best group first) and as it is (core.recall.recall_by_kind: each kind ranked on its own, one
+kind, best group first) and as it is (core.recall_across.recall_by_kind: each kind ranked on its own, one
 list ordered by strength):
 - targets in the top 10: the share of (query, target) pairs, target ∈ {memory, medallion,
   context}, where the target is among the first 10 hits shown;
@@ -189,7 +189,7 @@ def legacy_page(query: str, kinds: list[str]) -> list[tuple[str, str, dict[str, 
 
 
 def current_page(query: str, kinds: list[str]) -> list[tuple[str, str, dict[str, Any]]]:
-    from core.recall import recall_by_kind
+    from core.recall_across import recall_by_kind
 
     return [(hit["kind"], hit["id"], hit) for hit in recall_by_kind(query=query, kinds=kinds, limit=20)["results"]]
 
@@ -216,7 +216,7 @@ def main() -> None:
 
     from bench._django import embed_pending
     from core import searchable
-    from core.recall import SIMILARITY_FLOOR, _coverage, query_words
+    from core.recall_across import SIMILARITY_FLOOR, _coverage, query_words
 
     call_command("migrate", verbosity=0)
     truth = build(args.conversations)

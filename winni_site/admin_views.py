@@ -91,7 +91,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def search(request: HttpRequest) -> HttpResponse:
-    """One box over every searchable store: one list ranked across kinds (core.recall.recall_by_kind),
+    """One box over every searchable store: one list ranked across kinds (core.recall_across.recall_by_kind),
     each hit linking to its row; `kind` narrows the list to one kind."""
     query = request.GET.get("q", "").strip()[:500]
     kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
@@ -143,7 +143,7 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
     date) and a snippet with the query's words marked (not its stop words)."""
     from conversations.admin import conversation_title, transcript_url
     from conversations.models import source_title
-    from core.recall import recall_by_kind
+    from core.recall_across import recall_by_kind
 
     result = recall_by_kind(query=query, kinds=kinds, limit=limit)
     words = _query_words(query)
