@@ -1,5 +1,6 @@
 """Admin lists for conversations and orchestration results, and a conversation's transcript page.
 Deletions go through the services (the same code path as the API)."""
+import html
 from typing import Any
 
 from django.contrib import admin
@@ -12,11 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from conversations import services
-from conversations.models import DEFAULT_SOURCE, SOURCES, Conversation, FiedlerResult, Message, source_title
+from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
 from conversations.transcript import tool_call_names, tool_turn
 from core.errors import InvalidInput
 from core.validation import parse_uuid
@@ -27,6 +27,17 @@ TRANSCRIPT_PAGE_SIZE = 200
 def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
     url = reverse("admin:conversations_conversation_transcript", args=[conversation_id])
     return url if turn is None else f"{url}?turn={turn}#turn-{turn}"
+
+
+TITLE_LIST_CHARS = 90
+
+
+def conversation_title(conversation: Conversation, limit: int = TITLE_LIST_CHARS) -> str:
+    """The first user prompt, trimmed; without one the session id (or what the source says)."""
+    title = conversation.title or ""
+    if title:
+        return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+    return f"({source_title(conversation.source)} session {conversation.session_id or conversation.pk})"
 
 
 def transcript_response(request: HttpRequest, conversation: Any, model_admin: Any) -> HttpResponse:
@@ -40,6 +51,7 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
     else:
         page_number = request.GET.get("page", 1)
     page = paginator.get_page(page_number)
+    metadata = conversation.metadata or {}
     rows = list(page.object_list)
     names = tool_call_names(rows)
     for message in rows:
@@ -49,7 +61,7 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
         "title": conversation_title(conversation, limit=120),
         "opts": model_admin.model._meta,
         "conversation": conversation,
-        "source": source_title(conversation.source),
+        "source": source_title(str(metadata.get("source") or DEFAULT_SOURCE).lower()),
         "page": page,
         "rows": rows,
         "message_count": paginator.count,
@@ -80,33 +92,6 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
     return Subquery(rows.annotate(value=aggregate).values("value"), output_field=output_field)
 
 
-class SourceFilter(admin.SimpleListFilter):
-    title = "source"
-    parameter_name = "source"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(source, source_title(source)) for source in SOURCES]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        value = self.value()
-        if not value:
-            return queryset
-        if value == DEFAULT_SOURCE:
-            return queryset.filter(Q(metadata__source__isnull=True) | Q(metadata__source__iexact=value))
-        return queryset.filter(metadata__source__iexact=value)
-
-
-TITLE_LIST_CHARS = 90
-
-
-def conversation_title(conversation: Conversation, limit: int = TITLE_LIST_CHARS) -> str:
-    """The first user prompt, trimmed; without one the session id (or what the source says)."""
-    title = conversation.title or ""
-    if title:
-        return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
-    return f"({source_title(conversation.source)} session {conversation.session_id or conversation.pk})"
-
-
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     """One row per conversation: its first prompt (opening the transcript), project, source,
@@ -114,7 +99,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
     list_display = ("conversation", "project", "source", "message_count", "first_activity", "last_activity")
     list_display_links = None
-    list_filter = ("project", SourceFilter)
+    list_filter = ("project",)
     list_select_related = ("project",)
     search_fields = ("session_id",)
     search_help_text = "Session id, first prompt, or words from the messages (web-search syntax)."
@@ -131,8 +116,8 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(ordering="title", description="conversation")
     def conversation(self, obj: Conversation) -> SafeString:
-        return format_html('<a href="{}" title="{}">{}</a>', transcript_url(obj.pk), obj.session_id or "",
-                           conversation_title(obj))
+        return mark_safe(f'<a href="{html.escape(transcript_url(obj.pk))}" title="{html.escape(obj.session_id or "")}">'
+                         f'{html.escape(conversation_title(obj))}</a>')
 
     @admin.display(description="source")
     def source(self, obj: Conversation) -> str:
