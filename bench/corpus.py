@@ -234,7 +234,8 @@ def copy_corpus(
     def flush(conv_rows: list[str], msg_rows: list[str], ids: list[uuid.UUID]) -> None:
         with connection.cursor() as cursor:
             with cursor.copy(
-                "COPY conversations_conversation (id, session_id, metadata, created_at, updated_at) FROM STDIN"
+                "COPY conversations_conversation (id, session_id, metadata, created_at, updated_at, title, "
+                "first_message_at, last_message_at) FROM STDIN"
             ) as copy:
                 copy.write("".join(conv_rows))
             with cursor.copy(
@@ -250,11 +251,17 @@ def copy_corpus(
     msg_rows: list[str] = []
     ids: list[uuid.UUID] = []
     chars = 0
+    from conversations.models import prompt_title
+
     for conversation in conversations:
         cid = conversation.id
+        # What the message services keep on the conversation: its first prompt and message times.
+        times = [message.created_at for message in conversation.messages]
+        prompt = next((message.content for message in conversation.messages if message.role == "user"), None)
         conv_rows.append("\t".join(_copy_value(v) for v in (
             cid, conversation.session_id, conversation.metadata, conversation.created_at,
-            conversation.updated_at)) + "\n")
+            conversation.updated_at, None if prompt is None else prompt_title(prompt),
+            min(times, default=None), max(times, default=None))) + "\n")
         for message in conversation.messages:
             msg_rows.append("\t".join(_copy_value(v) for v in (
                 message.id, cid, message.turn_number, message.role, message.content, message.metadata,

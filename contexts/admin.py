@@ -4,8 +4,11 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -79,6 +82,37 @@ class StartupContextAdmin(admin.ModelAdmin):
             "<table><thead><tr><th>when</th><th>action</th><th>who</th><th>sha256 before</th>"
             "<th>sha256 after</th></tr></thead><tbody>{}</tbody></table>", body,
         )
+
+    # The HISTORY button shows Winni's own trail (the audit rows), written by the services whichever
+    # interface made the change; Django's LogEntry would be a second trail nobody reads.
+    def log_addition(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_change(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_deletion(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_deletions(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+                     ) -> HttpResponse:
+        """The HISTORY button: the context's audit trail (who created, changed, activated it), newest
+        first, with the content hashes before and after."""
+        context = self.get_object(request, unquote(object_id))
+        if context is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, context):
+            raise PermissionDenied
+        entries = [{"title": f"sha256 {r.sha256_before[:12] or '—'} → {r.sha256_after[:12] or '—'}", "when": r.at,
+                    "who": r.actor, "what": r.action} for r in services.context_audit(name=context.name,
+                                                                                       project=context.project)]
+        page = {**self.admin_site.each_context(request), "title": f"History: {context}", "subtitle": None,
+                "opts": self.opts, "object": context, "entries": entries,
+                "empty": "No audit rows for this context yet."}
+        return TemplateResponse(request, "winni_admin/history.html", page)
 
     def get_urls(self) -> list:
         extra = [

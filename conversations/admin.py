@@ -1,5 +1,6 @@
 """Admin lists for conversations and orchestration results, and a conversation's transcript page.
 Deletions go through the services (the same code path as the API)."""
+import html
 from typing import Any, Callable
 
 from django.contrib import admin
@@ -12,8 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from conversations import services
 from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
@@ -33,6 +33,17 @@ def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
     return url if turn is None else f"{url}?turn={turn}#turn-{turn}"
 
 
+TITLE_LIST_CHARS = 90
+
+
+def conversation_title(conversation: Conversation, limit: int = TITLE_LIST_CHARS) -> str:
+    """The first user prompt, trimmed; without one the session id (or what the source says)."""
+    title = conversation.title or ""
+    if title:
+        return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+    return f"({source_title(conversation.source)} session {conversation.session_id or conversation.pk})"
+
+
 def transcript_response(request: HttpRequest, conversation: Any, model_admin: Any) -> HttpResponse:
     messages = conversation.messages.order_by("turn_number")
     paginator = Paginator(messages, TRANSCRIPT_PAGE_SIZE)
@@ -44,6 +55,7 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
     else:
         page_number = request.GET.get("page", 1)
     page = paginator.get_page(page_number)
+    metadata = conversation.metadata or {}
     rows = list(page.object_list)
     names = tool_call_names(rows)
     for message in rows:
@@ -59,7 +71,7 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
         "title": conversation_title(conversation, limit=120),
         "opts": model_admin.model._meta,
         "conversation": conversation,
-        "source": source_title(conversation.source),
+        "source": source_title(str(metadata.get("source") or DEFAULT_SOURCE).lower()),
         "page": page,
         "rows": rows,
         "message_count": paginator.count,
@@ -113,17 +125,6 @@ class SourceFilter(admin.SimpleListFilter):
         return queryset.filter(metadata__source__iexact=value)
 
 
-TITLE_LIST_CHARS = 90
-
-
-def conversation_title(conversation: Conversation, limit: int = TITLE_LIST_CHARS) -> str:
-    """The first user prompt, trimmed; without one the session id (or what the source says)."""
-    title = conversation.title or ""
-    if title:
-        return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
-    return f"({source_title(conversation.source)} session {conversation.session_id or conversation.pk})"
-
-
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
     """One row per conversation: its first prompt (opening the transcript), project, source,
@@ -148,8 +149,8 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(ordering="title", description="conversation")
     def conversation(self, obj: Conversation) -> SafeString:
-        return format_html('<a href="{}" title="{}">{}</a>', transcript_url(obj.pk), obj.session_id or "",
-                           conversation_title(obj))
+        return mark_safe(f'<a href="{html.escape(transcript_url(obj.pk))}" title="{html.escape(obj.session_id or "")}">'
+                         f'{html.escape(conversation_title(obj))}</a>')
 
     @admin.display(description="source")
     def source(self, obj: Conversation) -> str:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.utils.html import format_html, format_html_join
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 
 from core.errors import ApplicationError
-from medallions import services
+from medallions import schema, services
 from medallions.models import Medallion, MedallionJob, Status
 
 WIDE = {"style": "width: 95%; font-family: monospace", "cols": 100}
@@ -29,6 +32,52 @@ PATH_TO_FIELD = [
 
 def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def canonical(value: Any) -> str:
+    """The JSON a revision diff compares: keys sorted, so reordering alone shows no change."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _choices(literal: Any) -> list[tuple[str, str]]:
+    return [(value, value.replace("_", " ")) for value in literal.__args__]
+
+
+TEXT_ROW = {"rows": 2, "cols": 60}
+
+
+class DecisionRow(forms.Form):
+    id = forms.CharField(max_length=schema.MAX_ID_CHARS, required=False, help_text="blank: the next D-NNN",
+                         widget=forms.TextInput(attrs={"size": 8}))
+    statement = forms.CharField(max_length=schema.MAX_LINE_CHARS, widget=forms.Textarea(attrs=TEXT_ROW))
+    rationale = forms.CharField(max_length=schema.MAX_LINE_CHARS, required=False,
+                                widget=forms.Textarea(attrs=TEXT_ROW))
+    confidence = forms.FloatField(min_value=0, max_value=1, initial=0.8,
+                                  widget=forms.NumberInput(attrs={"step": "0.05", "style": "width: 5em"}))
+    status = forms.ChoiceField(choices=_choices(schema.DecisionStatus), initial="active")
+
+
+class QuestionRow(forms.Form):
+    id = forms.CharField(max_length=schema.MAX_ID_CHARS, required=False, help_text="blank: the next Q-NNN",
+                         widget=forms.TextInput(attrs={"size": 8}))
+    question = forms.CharField(max_length=schema.MAX_LINE_CHARS, widget=forms.Textarea(attrs=TEXT_ROW))
+    blocked_on = forms.CharField(max_length=schema.MAX_LINE_CHARS, required=False,
+                                 widget=forms.Textarea(attrs=TEXT_ROW))
+    priority = forms.ChoiceField(choices=_choices(schema.Priority), initial="medium")
+
+
+class InvariantRow(forms.Form):
+    text = forms.CharField(label="invariant", max_length=schema.MAX_LINE_CHARS,
+                           widget=forms.TextInput(attrs={"size": 100}))
+
+
+# Each row section: its formset, the prefix of its ids, and where its list sits in the document.
+ROW_SECTIONS = {
+    "decisions": (forms.formset_factory(DecisionRow, extra=1, can_delete=True), "D", "decisions"),
+    "open_questions": (forms.formset_factory(QuestionRow, extra=1, can_delete=True), "Q", "open_questions"),
+    "invariants": (forms.formset_factory(InvariantRow, extra=1, can_delete=True), "", "affordances.invariants"),
+}
+ROW_TITLES = {"decisions": "Decisions", "open_questions": "Open questions", "invariants": "Invariants"}
 
 
 def _lines(text: str) -> list[str]:
@@ -57,6 +106,16 @@ class MedallionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         instance = self.instance
+        stored = {"decisions": [], "open_questions": [], "invariants": []}
+        if not instance._state.adding:
+            stored = {"decisions": instance.decisions or [], "open_questions": instance.open_questions or [],
+                      "invariants": [{"text": line} for line in (instance.affordances or {}).get("invariants", [])]}
+        # The rows are the editor; the JSON fields stay for experts (a changed JSON field wins).
+        self.row_sets = {
+            name: formset(data=self.data if self._rows_posted(name) else None, prefix=f"rows-{name}",
+                          initial=stored[name])
+            for name, (formset, _, _) in ROW_SECTIONS.items()
+        }
         if not instance._state.adding:
             self.initial.update({
                 "graph_nodes": "\n".join(instance.graph_nodes), "tags": "\n".join(instance.tags),
@@ -69,12 +128,57 @@ class MedallionForm(forms.ModelForm):
             self.initial.update({"subsystems": "[]", "decisions": "[]", "open_questions": "[]",
                                  "affordances": _pretty(Medallion().affordances)})
 
+    def _rows_posted(self, name: str) -> bool:
+        return bool(self.is_bound and f"rows-{name}-TOTAL_FORMS" in self.data)
+
+    def row_sections(self) -> list[dict[str, Any]]:
+        return [{"name": name, "title": ROW_TITLES[name], "formset": formset}
+                for name, formset in self.row_sets.items()]
+
+    def _json_changed(self, name: str, raw: str) -> bool:
+        """The expert edited this JSON field (parsed, so re-indenting is no change)."""
+        initial = self.get_initial_for_field(self.fields[name], name)
+        try:
+            return json.loads(raw or "null") != json.loads(initial or "null")
+        except json.JSONDecodeError:
+            return True
+
+    def _rows(self, name: str) -> list[Any] | None:
+        """The section's rows as document items (ids filled in), or None when a row is invalid.
+        Remembers which form each item came from, so schema errors land on that row."""
+        formset = self.row_sets[name]
+        if not formset.is_valid():
+            return None
+        _, letter, _ = ROW_SECTIONS[name]
+        # Stored rows stay unless deleted; an extra row counts once something was typed in it.
+        kept = [form for index, form in enumerate(formset.forms)
+                if (index < formset.initial_form_count() or form.has_changed())
+                and form.cleaned_data and not form.cleaned_data.get("DELETE")]
+        taken = {form.cleaned_data.get("id") for form in kept}
+        items, number = [], 0
+        for form in kept:
+            row = {key: value for key, value in form.cleaned_data.items() if key != "DELETE"}
+            if name == "invariants":
+                items.append(row["text"])
+                continue
+            if not row.get("id"):
+                number += 1
+                while f"{letter}-{number:03d}" in taken:
+                    number += 1
+                row["id"] = f"{letter}-{number:03d}"
+                taken.add(row["id"])
+            items.append(row)
+        self.row_forms[name] = kept
+        return items
+
     def _post_clean(self) -> None:
         """The model's own field validation is replaced by the schema check in clean()."""
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         parsed: dict[str, Any] = {}
+        self.row_forms: dict[str, list[forms.Form]] = {}
+        self.from_rows: set[str] = set()
         for name in JSON_FIELDS:
             raw = data.get(name) or ("{}" if name == "affordances" else "[]")
             try:
@@ -83,6 +187,22 @@ class MedallionForm(forms.ModelForm):
                 # Still check the other sections, so every problem shows at once.
                 self.add_error(name, f"not valid JSON: {exc}")
                 parsed[name] = {} if name == "affordances" else []
+        # Rows replace their section unless the expert changed that section's JSON.
+        for name in ROW_SECTIONS:
+            json_field = "affordances" if name == "invariants" else name
+            if not self._rows_posted(name) or self._json_changed(json_field, data.get(json_field) or ""):
+                continue
+            items = self._rows(name)
+            if items is None:
+                self.add_error(None, f"{ROW_TITLES[name]}: correct the rows marked below.")
+                continue
+            self.from_rows.add(name)
+            if name == "invariants":
+                if not isinstance(parsed["affordances"], dict):
+                    parsed["affordances"] = {}
+                parsed["affordances"]["invariants"] = items
+            else:
+                parsed[name] = items
         self.document = {
             "meta": {"id": str(self.instance.id), "status": data.get("status"),
                      "model_info": self.instance.model_info or {"provider": "admin", "model": ""}},
@@ -96,9 +216,27 @@ class MedallionForm(forms.ModelForm):
         except ApplicationError as exc:
             for problem in exc.extra.get("problems", [{"path": exc.field or "", "message": exc.message}]):
                 path = problem["path"]
+                if self._row_error(path, problem["message"]):
+                    continue
                 field = next((f for prefix, f in PATH_TO_FIELD if path.startswith(prefix)), None)
                 self.add_error(field, f"{path}: {problem['message']}")
         return data
+
+    def _row_error(self, path: str, message: str) -> bool:
+        """Put a schema problem of a section edited as rows on its row and field."""
+        found = re.match(r"^(decisions|open_questions|affordances\.invariants)\[(\d+)\](?:\.(\w+))?", path)
+        if not found:
+            return False
+        name = "invariants" if found.group(1) == "affordances.invariants" else found.group(1)
+        rows = getattr(self, "row_forms", {}).get(name, [])
+        index = int(found.group(2))
+        if name not in self.from_rows or index >= len(rows):
+            return False
+        form = rows[index]
+        field = "text" if name == "invariants" else found.group(3)
+        form.add_error(field if field in form.fields else None, message)
+        self.add_error(None, f"{ROW_TITLES[name]}: correct the rows marked below.")
+        return True
 
 
 @admin.register(Medallion)
@@ -111,15 +249,16 @@ class MedallionAdmin(admin.ModelAdmin):
     search_fields = ("search_text",)
     ordering = ("-updated_at",)
     actions = ["archive_selected"]
-    readonly_fields = ("id", "project", "schema_version", "created_at", "updated_at", "model_info", "sections",
-                       "history")
+    readonly_fields = ("id", "project", "schema_version", "created_at", "updated_at", "model_info")
+    change_form_template = "admin/medallions/medallion/change_form.html"
+    # The rows (decisions, open questions, invariants) are drawn after "Summary" by the template;
+    # the raw JSON of every section stays below for experts (a changed JSON section wins).
     fieldsets = [
         (None, {"fields": ("id", "status", "graph_nodes", "tags", "project", "schema_version", "created_at",
                            "updated_at", "model_info")}),
         ("Summary", {"fields": ("high_level", "subsystems")}),
-        ("Decisions and open questions", {"fields": ("sections", "decisions", "open_questions")}),
-        ("Affordances", {"fields": ("affordances",)}),
-        ("History", {"fields": ("history",), "classes": ("collapse",)}),
+        ("Raw JSON (for experts: a section changed here replaces its rows)", {
+            "fields": ("decisions", "open_questions", "affordances"), "classes": ("collapse",)}),
     ]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Medallion]:
@@ -133,44 +272,39 @@ class MedallionAdmin(admin.ModelAdmin):
     def question_count(self, obj: Medallion) -> int:
         return len(obj.open_questions or [])
 
-    @admin.display(description="as stored")
-    def sections(self, obj: Medallion) -> str:
-        if obj._state.adding:
-            return "-"
-        decisions = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((d["id"], d["statement"], f"{d['confidence']:.2f}", d.get("status", "")) for d in obj.decisions),
-        )
-        questions = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((q["id"], q["question"], q.get("priority", ""), q.get("blocked_on", "")) for q in obj.open_questions),
-        )
-        return format_html(
-            '<table><tr><th>decision</th><th>statement</th><th>confidence</th><th>status</th></tr>{}</table>'
-            '<table><tr><th>question</th><th>question</th><th>priority</th><th>blocked on</th></tr>{}</table>',
-            decisions, questions,
-        )
+    # The HISTORY button shows Winni's own trail (revisions), written by the services whichever
+    # interface made the change; Django's LogEntry would be a second trail nobody reads.
+    def log_addition(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
-    @admin.display(description="revisions (newest first, diff against the next version)")
-    def history(self, obj: Medallion) -> str:
-        if obj._state.adding:
-            return "-"
-        revisions = services.medallion_history(medallion_id=obj.pk)
-        newer = obj.document()
-        blocks = []
-        for revision in revisions:
-            diff = difflib.unified_diff(
-                _pretty(revision.document).splitlines(), _pretty(newer).splitlines(),
-                fromfile=f"revision {revision.number}", tofile="next version", lineterm="", n=1,
-            )
-            blocks.append((revision.number, revision.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                           revision.actor or "-", revision.operation, "\n".join(diff)))
-            newer = revision.document
-        if not blocks:
-            return "no earlier versions"
-        return format_html_join(
-            "", "<h4>revision {} — {} by {} ({})</h4><pre style='white-space:pre-wrap'>{}</pre>", blocks
-        )
+    def log_change(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_deletion(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def log_deletions(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+                     ) -> HttpResponse:
+        """The HISTORY button: Winni's revisions of this medallion, newest first, each diffed (on
+        canonical JSON) against the version that followed it."""
+        medallion = self.get_object(request, unquote(object_id))
+        if medallion is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_view_or_change_permission(request, medallion):
+            raise PermissionDenied
+        newer, newer_name = medallion.document(), "current version"
+        entries = []
+        for revision in services.medallion_history(medallion_id=medallion.pk):
+            diff = difflib.unified_diff(canonical(revision.document).splitlines(), canonical(newer).splitlines(),
+                                        fromfile=f"revision {revision.number}", tofile=newer_name, lineterm="", n=2)
+            entries.append({"title": f"revision {revision.number}", "when": revision.created_at,
+                            "who": revision.actor or "—", "what": revision.operation, "diff": "\n".join(diff)})
+            newer, newer_name = revision.document, f"revision {revision.number}"
+        return history_response(request, self, medallion, entries,
+                                empty="No earlier versions: this medallion has not been changed since it was made.")
 
     def save_model(self, request: HttpRequest, obj: Medallion, form: MedallionForm, change: bool) -> None:
         actor = f"admin:{request.user.get_username()}"
@@ -209,3 +343,29 @@ class MedallionJobAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def history_response(request: HttpRequest, model_admin: Any, obj: Any, entries: list[dict[str, Any]],
+                     empty: str) -> HttpResponse:
+    """The admin's history page for Winni's own trail (revisions, audit rows) instead of Django's
+    LogEntry table, which Winni's writes (services, API, MCP) never fill."""
+    for entry in entries:
+        entry["diff_lines"] = [{"kind": _diff_kind(line), "text": line} for line in entry.get("diff", "").splitlines()]
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": f"History: {obj}",
+        "subtitle": None,
+        "opts": model_admin.opts,
+        "object": obj,
+        "entries": entries,
+        "empty": empty,
+    }
+    return TemplateResponse(request, "winni_admin/history.html", context)
+
+
+def _diff_kind(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "diff-file"
+    if line.startswith("@@"):
+        return "diff-hunk"
+    return {"+": "diff-add", "-": "diff-del"}.get(line[:1], "diff-context")

@@ -10,10 +10,10 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from core import health, recall
+        from core import health, recall, recall_across
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register, searchable_changed
-        from memory import retrieval, vectors
+        from memory import embeddings, retrieval, vectors
         from memory.models import Memory
         from memory.services import memories_merge
 
@@ -25,6 +25,7 @@ class MemoryConfig(AppConfig):
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
         recall.install_engine(retrieval.search)
+        recall_across.install_query_embedder(lambda text: embeddings.embed_query(text))
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)

@@ -171,6 +171,7 @@ def test_an_invalid_medallion_shows_the_error_inline_and_saves_nothing(admin_pag
     page.click(".object-tools a.addlink")
     page.fill("#id_graph_nodes", "repo:winni")
     page.fill("#id_high_level", "The admin dashboard.")
+    page.locator("summary", has_text="Raw JSON").click()  # the experts' view, folded under the rows
     page.fill("#id_decisions", '[{"id": "d1", "statement": "Use SVG charts", "rationale": "offline",'
                                ' "confidence": 1.7, "status": "active"}]')
     page.click("input[name=_save]")

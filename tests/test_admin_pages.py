@@ -108,7 +108,7 @@ def test_staff_without_permissions_gets_no_rows(client: Any, corpus: AdminCorpus
     html = client.get("/admin/").content.decode()
     assert 'data-store="Conversations"' not in html
     assert "Messages per day" not in html and "Database size per table" not in html
-    assert client.get("/admin/search/?q=kubernetes").context["groups"] == []
+    assert client.get("/admin/search/?q=kubernetes").context["hits"] == []
     transcript = reverse("admin:conversations_conversation_transcript", args=[corpus.claude.id])
     assert client.get(transcript).status_code == 403
 
@@ -146,11 +146,10 @@ def test_transcript_of_a_missing_or_malformed_conversation_is_404(admin_client: 
     assert admin_client.get("/admin/conversations/conversation/not-a-uuid/transcript/").status_code == 404
 
 
-def test_search_groups_hits_by_kind_and_links_messages_to_their_turn(admin_client: Any, corpus: AdminCorpus):
+def test_search_ranks_hits_across_kinds_and_links_messages_to_their_turn(admin_client: Any, corpus: AdminCorpus):
     response = admin_client.get("/admin/search/", {"q": "flamingo checksum"})
-    groups = response.context["groups"]
-    assert groups[0]["kind"] == "message"
-    hit = groups[0]["hits"][0]  # the best hit (weaker semantic neighbours may follow)
+    hit = response.context["hits"][0]  # the best hit (weaker semantic neighbours may follow)
+    assert hit["kind"] == "message"
     transcript = reverse("admin:conversations_conversation_transcript", args=[corpus.long.id])
     assert hit["url"] == f"{transcript}?turn=250#turn-250"
     assert "<mark>flamingo</mark>" in hit["snippet"]
@@ -164,7 +163,7 @@ def test_search_ranks_stemmed_matches_and_escapes_text(admin_client: Any, corpus
 
     conv.message_store(conversation_id=corpus.api.id, role="user", content="<script>alert(1)</script> deploying now")
     response = admin_client.get("/admin/search/", {"q": "deploy"})
-    hits = response.context["groups"][0]["hits"]
+    hits = response.context["hits"]
     # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message) are found.
     found = [hit["snippet"] for hit in hits if "<mark>" in hit["snippet"]]
     assert len(found) == 3
@@ -174,7 +173,7 @@ def test_search_ranks_stemmed_matches_and_escapes_text(admin_client: Any, corpus
 
 def test_search_without_a_query_or_hits_writes_nothing_and_says_so(admin_client: Any, corpus: AdminCorpus):
     before = Conversation.objects.count()
-    assert admin_client.get("/admin/search/").context["groups"] == []
+    assert admin_client.get("/admin/search/").context["hits"] == []
     assert "Nothing found." in admin_client.get("/admin/search/", {"q": "zzzyxq"}).content.decode()
     assert Conversation.objects.count() == before
 

@@ -269,3 +269,161 @@ def test_transcript_names_tools_and_renders_markdown_safely(page: Any, corpus: A
     assert reply.locator("script").count() == 0
     assert reply.locator("a[href^='javascript']").count() == 0
     shot(page, "polish-07-transcript-tools-markdown")
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+
+def _house_rule_corpus() -> dict[str, Any]:
+    """The UTC rule stated once per kind, and nineteen messages using its words in passing."""
+    from contexts import services as contexts
+    from conversations import services as conversations
+    from core import projects
+    from medallions import services as medallions
+    from memory import services as memories
+
+    shop = projects.project_create(name="shop", path="/src/shop")
+    rule = "Store every timestamp in UTC (ISO 8601 with a Z); convert to local time only in the UI."
+    memory, _ = memories.memory_store(content=rule, tags=["house-rules"], project="shop")
+    medallion = medallions.medallion_create(document={
+        "scope": {"graph_nodes": ["repo:shop"], "tags": ["project_state"]},
+        "summary": {"high_level": "The shop's conventions.", "subsystems": []},
+        "decisions": [{"id": "D-001", "statement": rule, "rationale": "one clock", "confidence": 0.9,
+                       "status": "active"}],
+        "open_questions": [], "affordances": {"recommended_entry_points": [], "avoid_repeating": [], "invariants": []},
+    }, actor="test")
+    context = contexts.context_set(name="house-rules", content=f"House rules:\n- {rule}\n- Money in cents.",
+                                   set_active=True, actor="test", project="shop")
+    passing = ["The UTC offset of the build server changed.", "Log timestamps are noisy today.",
+               "We compared timestamps across two services.", "The timestamps in the CSV export look odd."]
+    talk = conversations.conversation_begin(session_id="sess-shop-1", metadata={"source": "claude-code"},
+                                            project=shop)
+    conversations.message_store(conversation_id=talk.id, role="user", content="Why is the nightly export late again?")
+    for i in range(19):
+        conversations.message_store(conversation_id=talk.id, role="assistant" if i % 2 else "user",
+                                    content=passing[i % len(passing)])
+    conversations.message_store(conversation_id=talk.id, role="user", content="What was the rule they agreed on?")
+    return {"memory": memory, "medallion": medallion, "context": context, "conversation": talk}
+
+
+def test_search_ranks_across_kinds_and_describes_message_hits(page: Any, corpus: Any):
+    rules = _house_rule_corpus()
+    page.goto(reverse("admin:winni_search") + "?q=UTC+timestamps")
+    hits = page.locator(".winni-hit")
+    kinds = hits.evaluate_all("nodes => nodes.map(n => n.dataset.kind)")
+    # The memory, medallion and startup context that state the rule are all on the page, ahead of
+    # the messages that only mention its words.
+    for kind in ("memory", "medallion", "context"):
+        assert kind in kinds[:6], kinds
+    first_message = kinds.index("message")
+    assert kinds.index("memory") < first_message or hits.nth(first_message).locator("mark").count() >= 2
+    shot(page, "polish-08-search-across-kinds")
+
+    message = page.locator('.winni-hit[data-kind="message"]').first
+    assert message.locator(".winni-hit-title").inner_text() == "Why is the nightly export late again?"
+    meta = message.locator(".winni-hit-meta").inner_text()
+    assert "sess-shop-1" in meta and "shop" in meta and "Claude Code" in meta and "turn" in meta
+    assert message.locator('[data-meta="date"]').inner_text().endswith("UTC")
+    href = message.locator(".winni-hit-title").get_attribute("href")
+    assert href.startswith(reverse("admin:conversations_conversation_transcript", args=[rules["conversation"].pk]))
+    turn = href.rsplit("#turn-", 1)[1]
+    message.locator(".winni-hit-title").click()
+    page.wait_for_url(f"**#turn-{turn}")
+    assert "focus" in page.locator(f"#turn-{turn}").get_attribute("class")
+
+    # Per kind: the filter shows only that kind.
+    page.goto(reverse("admin:winni_search") + "?q=UTC+timestamps")
+    page.locator('.winni-kind-filter a[data-kind="memory"]').click()
+    assert page.locator(".winni-hit").evaluate_all("nodes => nodes.map(n => n.dataset.kind)") == ["memory"]
+
+
+def test_search_does_not_mark_stop_words(page: Any, corpus: Any):
+    _house_rule_corpus()
+    page.goto(reverse("admin:winni_search") + "?q=what+was+the+rule+they+agreed+on")
+    marked = {text.lower() for text in page.locator(".winni-snippet mark").all_inner_texts()}
+    assert marked and marked <= {"rule", "rules", "agreed"}, marked  # stems marked, stop words not
+
+
+# --- medallion and context editors ----------------------------------------------------------------
+
+
+def test_medallion_rows_validate_each_field_and_keep_the_raw_json(admin_page: Any):
+    from medallions.models import Medallion
+
+    page = admin_page
+    page.goto(reverse("admin:medallions_medallion_add"))
+    page.fill("#id_graph_nodes", "repo:shop")
+    page.fill("#id_high_level", "The shop's conventions.")
+    page.fill("[name=rows-decisions-0-statement]", "Store every timestamp in UTC.")
+    page.fill("[name=rows-decisions-0-confidence]", "1.7")
+    page.fill("[name=rows-open_questions-0-question]", "Do we keep local time in exports?")
+    page.select_option("[name=rows-open_questions-0-priority]", "high")
+    page.fill("[name=rows-invariants-0-text]", "Timestamps end in Z.")
+    page.click("input[name=_save]")
+    error = page.locator('[data-rows="decisions"] tr[data-row="0"] td.field-confidence .errorlist')
+    assert "less than or equal to 1" in error.inner_text()
+    assert page.locator('[data-rows="decisions"] td.field-statement .errorlist').count() == 0
+    assert page.locator("[name=rows-decisions-0-statement]").input_value() == "Store every timestamp in UTC."
+    shot(page, "polish-09-medallion-row-error")
+    assert Medallion.objects.count() == 0
+
+    page.fill("[name=rows-decisions-0-confidence]", "0.7")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    medallion = Medallion.objects.get()
+    assert medallion.decisions == [{"id": "D-001", "statement": "Store every timestamp in UTC.", "rationale": "",
+                                    "confidence": 0.7, "status": "active"}]
+    assert medallion.open_questions == [{"id": "Q-001", "question": "Do we keep local time in exports?",
+                                         "blocked_on": "", "priority": "high"}]
+    assert medallion.affordances["invariants"] == ["Timestamps end in Z."]
+
+    # The raw JSON stays, folded, for experts; a change there replaces the rows of its section.
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    assert not page.locator("#id_decisions").is_visible()
+    page.locator("summary", has_text="Raw JSON").click()
+    assert '"D-001"' in page.locator("#id_decisions").input_value()
+    page.fill("#id_open_questions", "[]")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    assert Medallion.objects.get().open_questions == []
+
+
+def test_the_history_button_shows_revisions_with_canonical_diffs(admin_page: Any):
+    from medallions import services
+
+    medallion = services.medallion_create(document={
+        "scope": {"graph_nodes": ["repo:shop"], "tags": []},
+        "summary": {"high_level": "Conventions.", "subsystems": []},
+        "decisions": [{"id": "D-001", "statement": "Store timestamps in UTC.", "rationale": "one clock",
+                       "confidence": 0.9, "status": "active"},
+                      {"id": "D-002", "statement": "Money in cents.", "rationale": "", "confidence": 0.8,
+                       "status": "active"}],
+        "open_questions": [], "affordances": {"recommended_entry_points": [], "avoid_repeating": [], "invariants": []},
+    }, actor="test")
+    page = admin_page
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    page.fill("[name=rows-decisions-1-statement]", "Money in integer cents.")
+    page.click("input[name=_save]")
+    page.wait_for_url("**/medallions/medallion/")
+    page.goto(reverse("admin:medallions_medallion_change", args=[medallion.pk]))
+    page.click(".object-tools a.historylink")
+    assert "doesn't have a change history" not in page.content()
+    entry = page.locator(".winni-history-entry").first
+    assert "revision 1" in entry.inner_text() and "admin:ada" in entry.inner_text()
+    changed = [line for line in page.locator(".winni-diff .diff-add, .winni-diff .diff-del").all_inner_texts()
+               if '"updated_at"' not in line]
+    # Only the edited statement differs: no lines from keys stored in another order.
+    assert changed == ['-      "statement": "Money in cents.",', '+      "statement": "Money in integer cents.",'], changed
+    shot(page, "polish-10-medallion-history")
+
+
+def test_the_history_button_of_a_startup_context_shows_its_audit(admin_page: Any):
+    from contexts import services as contexts
+
+    context = contexts.context_set(name="deploy-notes", content="Draft.", set_active=False, actor="test")
+    contexts.context_activate(name="deploy-notes", actor="admin:ada")
+    page = admin_page
+    page.goto(reverse("admin:contexts_startupcontext_change", args=[context.pk]))
+    page.click(".object-tools a.historylink")
+    rows = page.locator(".winni-history-entry").all_inner_texts()
+    assert len(rows) == 2 and "activate" in rows[0] and "admin:ada" in rows[0] and "test" in rows[1]

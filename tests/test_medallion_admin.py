@@ -35,7 +35,10 @@ def test_add_through_the_editor(admin_client):
     assert medallion.graph_nodes == ["repo:muse", "module:cli"] and medallion.tags == ["project_state"]
     assert medallion.decisions == document()["decisions"]
     page = admin_client.get(f"/admin/medallions/medallion/{medallion.pk}/change/").content.decode()
-    assert "Use Python 3.11+" in page and "0.90" in page and "Should we use async?" in page
+    # Each decision and open question is a row of its own form.
+    assert 'name="rows-decisions-0-statement"' in page and "Use Python 3.11+" in page
+    assert 'name="rows-decisions-0-confidence" value="0.9"' in page
+    assert 'name="rows-open_questions-0-question"' in page and "Should we use async?" in page
 
 
 def test_schema_errors_show_inline_on_their_section_and_save_nothing(admin_client):
@@ -60,7 +63,8 @@ def test_change_keeps_a_revision_and_shows_the_diff(admin_client):
     assert response.status_code == 302
     revision = MedallionRevision.objects.get()
     assert revision.actor == "admin:root"
-    page = admin_client.get(url).content.decode()
+    # The HISTORY button's page shows Winni's revisions with the diff.
+    page = admin_client.get(f"/admin/medallions/medallion/{medallion.pk}/history/").content.decode()
     assert "revision 1" in page
     assert "-    &quot;high_level&quot;: &quot;Muse is a CLI for music notes.&quot;" in page
     assert "+    &quot;high_level&quot;: &quot;Muse now plays audio too.&quot;" in page

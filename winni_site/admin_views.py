@@ -3,11 +3,13 @@ Both behind `admin_view` (staff login, CSRF); each also checks the user's view p
 rows it shows. (The conversation transcript is the conversations app's admin page.)"""
 from __future__ import annotations
 
+import datetime as dt
 import html
 import re
 from typing import Any
 
 from django.contrib import admin
+from django.db import connection
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -114,29 +116,42 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def search(request: HttpRequest) -> HttpResponse:
-    """One box over every searchable store; results grouped by kind, each linking to its row."""
+    """One box over every searchable store: one list ranked across kinds (core.recall_across.recall_by_kind),
+    each hit linking to its row; `kind` narrows the list to one kind."""
     query = request.GET.get("q", "").strip()[:500]
-    groups: list[dict[str, Any]] = []
-    if query:
-        groups = search_groups(request, query, SEARCH_LIMIT)
     kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
+    only = request.GET.get("kind", "")
+    found: dict[str, Any] = {"hits": [], "per_kind": {}, "degraded": False}
+    if query and kinds:
+        found = search_hits(query, [only] if only in kinds else kinds, KIND_LIMIT if only in kinds else SEARCH_LIMIT)
     context = {
         **admin.site.each_context(request),
         "title": "Search",
         "query": query,
-        "groups": groups,
-        "hit_total": sum(len(group["hits"]) for group in groups),
+        "hits": found["hits"],
+        "hit_total": len(found["hits"]),
+        "degraded": found["degraded"],
+        "only": only if only in kinds else "",
+        "only_title": _kind_title(only) if only in kinds else "",
+        "kind_counts": [{"kind": kind, "title": _kind_title(kind), "count": found["per_kind"].get(kind, 0)}
+                        for kind in kinds if found["per_kind"].get(kind)],
         "kinds": kinds,
-        "kind_titles": [str(searchable.get(kind).model._meta.verbose_name_plural) for kind in kinds],
-        "examples": search_examples(request) if not groups else [],
+        "kind_titles": [_kind_title(kind) for kind in kinds],
+        "examples": search_examples(request) if not found["hits"] else [],
     }
     return TemplateResponse(request, "winni_admin/search.html", context)
 
 
+KIND_LIMIT = 50
+
+
+def _kind_title(kind: str, plural: bool = True) -> str:
+    meta = searchable.get(kind).model._meta
+    return str(meta.verbose_name_plural if plural else meta.verbose_name)
+
+
 def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
     """Words worth trying on this install: the most used memory tags (the user may view memories)."""
-    from django.db import connection
-
     memory_model = dashboard.find_model("memory.Memory")
     if memory_model is None or not can_view(request, memory_model):
         return []
@@ -147,30 +162,64 @@ def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str, Any]]:
-    """winni_recall's hybrid ranking over the kinds the user may view, grouped by kind (best
-    group first); each hit links to its row (a message to its turn in the transcript)."""
-    from conversations.admin import transcript_url
-    from core.recall import recall
+def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
+    """The page's hits: each with its kind, a title and link (a message: its conversation's first
+    prompt, opening the transcript at the turn), what it belongs to (session, project, source,
+    date) and a snippet with the query's words marked (not its stop words)."""
+    from conversations.admin import conversation_title, transcript_url
+    from conversations.models import source_title
+    from core.recall_across import recall_by_kind
 
-    kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
-    if not kinds:
-        return []
+    result = recall_by_kind(query=query, kinds=kinds, limit=limit)
     words = _query_words(query)
-    result = recall(query=query, kinds=kinds, limit=limit)
-    groups: dict[str, dict[str, Any]] = {}
+    conversations = _conversations_of(result["results"])
+    project_slugs = _projects_of(result["results"])
+    hits = []
     for hit in result["results"]:
         model = searchable.get(hit["kind"]).model
-        if hit["kind"] == "message" and hit["conversation_id"]:
-            url: str | None = transcript_url(hit["conversation_id"], hit["turn"])
-        else:
-            url = _change_url(model, hit["id"])
-        group = groups.setdefault(hit["kind"], {
-            "kind": hit["kind"], "title": str(model._meta.verbose_name_plural).capitalize(), "hits": [],
-            "best": hit["score"]})
-        group["hits"].append({"kind": hit["kind"], "id": hit["id"], "title": hit["label"], "score": hit["score"],
-                              "snippet": snippet(hit["text"], words), "url": url})
-    return sorted(groups.values(), key=lambda group: -group["best"])
+        entry: dict[str, Any] = {
+            "kind": hit["kind"], "kind_title": _kind_title(hit["kind"], plural=False), "id": hit["id"],
+            "title": hit["label"], "url": _change_url(model, hit["id"]), "score": hit["strength"],
+            "snippet": snippet(hit["text"], words), "meta": [],
+            "created_at": hit["created_at"] and dt.datetime.fromisoformat(hit["created_at"]),
+        }
+        conversation = conversations.get(hit.get("conversation_id") or "")
+        if hit["kind"] == "message" and conversation is not None:
+            entry["title"] = conversation_title(conversation)
+            entry["url"] = transcript_url(conversation.pk, hit["turn"])
+            entry["meta"] = [("turn", hit["label"].removeprefix("turn ")), ("session", conversation.session_id or "—"),
+                             ("project", conversation.project.slug if conversation.project else "—"),
+                             ("source", source_title(conversation.source))]
+        elif project_slugs.get((hit["kind"], hit["id"])):
+            entry["meta"] = [("project", project_slugs[(hit["kind"], hit["id"])])]
+        hits.append(entry)
+    return {"hits": hits, "per_kind": result["per_kind"], "degraded": result["degraded"]}
+
+
+def _conversations_of(results: list[Any]) -> dict[str, Any]:
+    from conversations.models import Conversation
+
+    ids = {hit["conversation_id"] for hit in results if hit["kind"] == "message" and hit.get("conversation_id")}
+    if not ids:
+        return {}
+    return {str(c.pk): c for c in Conversation.objects.filter(pk__in=ids).select_related("project")}
+
+
+def _projects_of(results: list[Any]) -> dict[tuple[str, str], str]:
+    """(kind, id) → project slug for the hits other than messages: one query per kind."""
+    keys: dict[str, list[str]] = {}
+    for hit in results:
+        if hit["kind"] != "message":
+            keys.setdefault(hit["kind"], []).append(hit["id"])
+    slugs: dict[tuple[str, str], str] = {}
+    for kind, ids in keys.items():
+        model = searchable.get(kind).model
+        if not any(field.name == "project" for field in model._meta.get_fields()):
+            continue
+        for pk, slug in model._default_manager.filter(pk__in=ids, project__isnull=False).values_list(
+                "pk", "project__slug"):
+            slugs[(kind, str(pk))] = slug
+    return slugs
 
 
 def _change_url(model: type[Model], pk: Any) -> str | None:
@@ -181,7 +230,16 @@ def _change_url(model: type[Model], pk: Any) -> str | None:
 
 
 def _query_words(query: str) -> list[str]:
-    return [word for word in re.findall(r"\w+", query.lower()) if word not in {"or", "and", "not"}]
+    """The words of the query worth marking: not the search syntax ("or"), not English stop words
+    ("the", "was": PostgreSQL's english configuration drops them from the index too)."""
+    words = list(dict.fromkeys(word for word in re.findall(r"\w+", query.lower()) if word not in {"or", "and", "not"}))
+    if not words:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w FROM unnest(%s::text[]) AS w WHERE to_tsvector('english', w) <> ''::tsvector",
+                       [words])
+        kept = {row[0] for row in cursor.fetchall()}
+    return [word for word in words if word in kept]
 
 
 def snippet(text: str, words: list[str], width: int = 240) -> SafeString:

@@ -1,0 +1,134 @@
+"""Search ranked across kinds, for the admin's search page (`recall_by_kind`).
+
+One ranking over every kind (core.recall.recall) drowns the small ones: their rows compete with
+thousands of messages for the same candidate depth and the same min-max scaling, and a
+conversation's turns lift each other. recall_by_kind ranks each kind on its own (its own candidates
+and scaling, through core.recall.rank), then orders all hits by a strength that means the same for
+every kind:
+  COVERAGE_WEIGHT × the share of the query's words the row holds (its search_vector, the same
+  lexemes the engine matches) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
+  model for every kind) + WITHIN_KIND_WEIGHT × its fused score relative to its kind's best.
+A hit without any query word and with similarity below SIMILARITY_FLOOR is dropped (a turn that
+only sits next to a match), and each kind's best remaining hit keeps a place in the page.
+Measured by bench/admin_search.py (docs/benchmarks.md, "Admin search across kinds")."""
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from django.db import connection
+from django.db.models.expressions import RawSQL
+
+from core import searchable
+from core.logs import storage_op
+from core.recall import RecallHitDict, _hit_dict, _validate, rank, recall_scopes
+from core.searchable import EmbeddingUnavailable, Hit
+
+COVERAGE_WEIGHT = 0.5
+SIMILARITY_WEIGHT = 0.4
+WITHIN_KIND_WEIGHT = 0.1
+SIMILARITY_FLOOR = 0.3
+_embed_query: Any = None
+
+
+def install_query_embedder(embed_query: Any) -> None:
+    """`embed_query(text) -> vector` (raising EmbeddingUnavailable when the provider is down), from
+    the app that owns the vectors: recall_by_kind embeds a query once for all its kinds."""
+    global _embed_query
+    _embed_query = embed_query
+
+
+class RankedHitDict(RecallHitDict):
+    strength: float
+    coverage: float
+
+
+class RankedDict(TypedDict):
+    query: str
+    mode: str
+    kinds: list[str]
+    results: list[RankedHitDict]
+    count: int
+    per_kind: dict[str, int]
+    degraded: bool
+
+
+def query_words(query: str) -> list[str]:
+    """The query's lexemes as rows are indexed (english config, plus the parts of paths)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s) "
+                       "|| to_tsvector('english', winni_path_words(%s)))", [query, query])
+        (lexemes,) = cursor.fetchone()
+    return sorted(set(lexemes or []))
+
+
+def _coverage(kind: str, keys: list[str], lexemes: list[str]) -> dict[str, float]:
+    """key → the share of `lexemes` the row's search_vector holds."""
+    if not keys or not lexemes:
+        return {}
+    model = searchable.get(kind).model
+    held = RawSQL("cardinality(ARRAY(SELECT unnest(tsvector_to_array(search_vector)) "
+                  "INTERSECT SELECT unnest(%s::text[])))", [lexemes])
+    rows = model.objects.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
+    return {str(pk): count / len(lexemes) for pk, count in rows}
+
+
+def recall_by_kind(
+    *,
+    query: str,
+    kinds: list[str] | None = None,
+    limit: int = 20,
+    mode: str = "hybrid",
+    filters: dict[str, Any] | None = None,
+) -> RankedDict:
+    """Up to `limit` hits over `kinds`, each kind ranked on its own and all of them ordered by
+    strength (see above); `per_kind` counts the hits of each kind that passed the floor."""
+    query, kinds, limit, mode = _validate(query, kinds, limit, mode)
+    scopes, narrowed = recall_scopes(kinds, filters or {})
+    degraded = False
+    vector = None
+    used = mode
+    if mode != "fts" and _embed_query is not None:
+        try:
+            vector = _embed_query(query)
+        except EmbeddingUnavailable:
+            degraded, used = True, "fts"
+    lexemes = query_words(query)
+    ranked: list[tuple[Hit, float, float]] = []  # (hit, strength, coverage)
+    with storage_op("recall.by_kind", mode=used, kinds=",".join(kinds), limit=limit) as log:
+        for kind, scope in scopes.items():
+            hits = rank(query=query, scopes={kind: scope}, filtered={kind: narrowed[kind]}, limit=limit,
+                        mode=used, query_vector=vector)  # type: ignore[arg-type]
+            coverage = _coverage(kind, [hit.key for hit in hits], lexemes)
+            best = max((hit.fused for hit in hits), default=0.0) or 1.0
+            for hit in hits:
+                share = coverage.get(hit.key, 0.0)
+                similarity = max(hit.similarity or 0.0, 0.0)
+                if share == 0.0 and similarity < SIMILARITY_FLOOR:
+                    continue
+                strength = (COVERAGE_WEIGHT * share + SIMILARITY_WEIGHT * similarity
+                            + WITHIN_KIND_WEIGHT * max(hit.fused, 0.0) / best)
+                ranked.append((hit, strength, share))
+        ranked.sort(key=lambda item: (-item[1], item[0].kind, item[0].key))
+        page = ranked[:limit]
+        # Every kind's best hit keeps a place: it replaces the weakest hit of the kind with most.
+        for kind in scopes:
+            best_of_kind = next((item for item in ranked if item[0].kind == kind), None)
+            if best_of_kind is None or best_of_kind in page:
+                continue
+            counts: dict[str, int] = {}
+            for item in page:
+                counts[item[0].kind] = counts.get(item[0].kind, 0) + 1
+            crowded = max(counts, key=lambda k: counts[k])
+            weakest = max(i for i, item in enumerate(page) if item[0].kind == crowded)
+            page[weakest] = best_of_kind
+            page.sort(key=lambda item: (-item[1], item[0].kind, item[0].key))
+        per_kind: dict[str, int] = {}
+        for hit, _, _ in ranked:
+            per_kind[hit.kind] = per_kind.get(hit.kind, 0) + 1
+        log["results"] = len(page)
+    results: list[RankedHitDict] = []
+    for hit, strength, share in page:
+        result = _hit_dict(hit)
+        results.append({**result, "strength": round(strength, 4), "coverage": round(share, 3)})  # type: ignore[typeddict-item]
+    return {"query": query, "mode": used if degraded else mode, "kinds": kinds, "results": results,
+            "count": len(results), "per_kind": per_kind, "degraded": degraded}
