@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, TypedDict
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from core import projects, searchable
+from core import projects, searchable, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
@@ -121,6 +121,7 @@ class RecallDict(TypedDict):
     results: list[RecallHitDict]
     count: int
     degraded: bool
+    time_filter: dict[str, Any] | None  # what the query's time words (and recency) did: core.timerank
 
 
 def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
@@ -207,24 +208,46 @@ def recall(
     mode: str = "hybrid",
     filters: dict[str, Any] | None = None,
     include_superseded: Any = False,
+    as_of: Any = None,
+    recency: Any = None,
 ) -> RecallDict:
     """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
-    are not active); each such memory hit names its successor (`superseded_by`)."""
+    are not active); each such memory hit names its successor (`superseded_by`). The query's time
+    words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
+    order the hits as core.timerank says; `time_filter` in the result tells what they did."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
+    time = timerank.plan(query, as_of=as_of, recency=recency)
     scopes, narrowed = recall_scopes(kinds, filters or {})
     degraded = False
+
+    def ranked(text: str, depth: int) -> list[Hit]:
+        nonlocal degraded
+        if not degraded:
+            try:
+                return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode=mode,  # type: ignore[arg-type]
+                            include_superseded=include_superseded)
+            except EmbeddingUnavailable:
+                # semantic needs the provider; say so and answer lexically rather than not at all.
+                degraded = True
+        return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode="fts",
+                    include_superseded=include_superseded)
+
+    def created(hit: Hit) -> Any:
+        return getattr(hit.obj, "created_at", None)
+
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
-        try:
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode,  # type: ignore[arg-type]
-                        include_superseded=include_superseded)
-        except EmbeddingUnavailable:
-            # semantic needs the provider; say so and answer lexically rather than not at all.
-            degraded = True
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode="fts",
-                        include_superseded=include_superseded)
+        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if time.boosts else limit
+        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)
+        if time.order:
+            parts = [timerank.reweigh(ranked(part, depth), time, score=lambda hit: hit.fused, created=created)
+                     for part in timerank.split_events(query)]
+            hits = timerank.interleave([*parts, hits], key=lambda hit: (hit.kind, hit.key))
+        hits = hits[:limit]
+        if time.order:
+            hits = timerank.chronological(hits, created)
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
     return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
-            "degraded": degraded}
+            "degraded": degraded, "time_filter": time.report()}

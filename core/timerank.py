@@ -1,0 +1,140 @@
+"""Time in a search (issue #22): what a query's time words say (core.timeexpr, read relative to
+`as_of`, the question's "now"), and an optional recency half-life, applied the same way by every
+search that ranks (winni_recall, dewey_search, search_memory).
+
+- A range the query names ("last week", "in March", "before 2024") is a **boost**, not a filter:
+  hits dated inside it weigh RANGE_BOOST more. Measured on LongMemEval, a hard filter from the
+  question's words lost answers (the evidence is often dated outside the words' literal range:
+  "last month" said weeks later); a boost keeps them reachable.
+- A question that asks for an order or for the time between events ("which did I do first, A or
+  B", "how many days between A and B") is also asked for each event on its own (split_events);
+  the hits of the parts and of the whole question are interleaved, so both events' turns reach the
+  top, and the final list comes back in chronological order with its dates.
+- `recency` (a half-life in days, off by default): a hit that old counts half, twice that a
+  quarter, measured back from as_of.
+- A time word the parser cannot read ("in Q3") is ignored and the result says so; never an error.
+
+The result of every such search carries `time_filter` (see TimePlan.report)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, TypeVar
+
+from core.timeexpr import TimeFilter, parse_time_filter
+from core.validation import parse_as_of, validate_recency
+
+T = TypeVar("T")
+RANGE_BOOST = 0.5
+# When time reorders the hits, each search asks for this many times the page, so a hit just past
+# the page can move up.
+DEPTH_FACTOR = 3
+MAX_PARTS = 3
+_SPLIT = re.compile(r"\s*,?\s+\b(?:or|and|than|before|after|then|versus|vs\.?)\b\s+", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
+
+
+@dataclass(frozen=True)
+class TimePlan:
+    as_of: datetime
+    found: TimeFilter | None
+    recency: float | None
+    as_of_given: bool = False
+
+    @property
+    def boosts(self) -> bool:
+        """A range or a recency half-life reweighs the hits."""
+        return (self.found is not None and self.found.kind == "range") or self.recency is not None
+
+    @property
+    def order(self) -> bool:
+        return self.found is not None and self.found.order
+
+    def weight(self, created: datetime | None) -> float:
+        if created is None:
+            return 1.0
+        weight = 1.0
+        if self.found is not None and self.found.kind == "range" and self.found.contains(created):
+            weight *= 1 + RANGE_BOOST
+        if self.recency is not None:
+            age_days = max(0.0, (self.as_of - created).total_seconds() / 86400)
+            weight *= 0.5 ** (age_days / self.recency)
+        return weight
+
+    def report(self) -> dict[str, Any] | None:
+        """What the search did with time: None when the query named none and no recency was asked."""
+        if self.found is None and self.recency is None:
+            return None
+        found = self.found
+        used: list[str] = []
+        if found is not None and found.kind == "range":
+            used.append("boost")
+        if self.order:
+            used.append("order")
+        if self.recency is not None:
+            used.append("recency")
+        message = {
+            "range": "hits dated in this range rank higher (a boost, not a filter)",
+            "order": "asked for an order: each event searched on its own, hits in chronological order",
+            "unread": f"could not read a date from {found.from_text!r}: ignored, searched without it"
+                      if found is not None else "",
+        }.get(found.kind if found is not None else "", "")
+        if found is not None and found.kind == "range" and found.order:
+            message += "; asked for an order: hits in chronological order"
+        return {
+            "start": found.start.isoformat() if found is not None and found.start else None,
+            "end": found.end.isoformat() if found is not None and found.end else None,
+            "from_text": found.from_text if found is not None else None,
+            "kind": found.kind if found is not None else None,
+            "as_of": self.as_of.isoformat(),
+            "recency_half_life_days": self.recency,
+            "used": used or ["ignored"],
+            "message": message or "newer hits rank higher",
+        }
+
+
+def plan(query: str, *, as_of: Any = None, recency: Any = None) -> TimePlan:
+    """Validate as_of (ISO 8601, else an error naming as_of) and recency (> 0 days, else an error
+    naming recency), and read the query's time words relative to as_of (never an error)."""
+    moment = parse_as_of(as_of)
+    half_life = validate_recency(recency)
+    try:
+        found = parse_time_filter(query, moment)
+    except Exception:  # the parser is third-party: a query must never fail on its wording
+        found = None
+    return TimePlan(as_of=moment, found=found, recency=half_life, as_of_given=as_of not in (None, ""))
+
+
+def split_events(query: str) -> list[str]:
+    """The events an order question names, each as a query of its own ("which did I do first, buy
+    the car or sell the bike" → the two events); [] when it does not split into at least two."""
+    parts = [part.strip(" ?.!,;:") for part in _SPLIT.split(query)]
+    parts = [part for part in parts if len(_WORD.findall(part)) >= 2]
+    return parts[:MAX_PARTS] if len(parts) >= 2 else []
+
+
+def reweigh(items: list[T], time: TimePlan, *, score: Callable[[T], float],
+            created: Callable[[T], datetime | None]) -> list[T]:
+    """`items` best first by score × the plan's weight (stable for equal values)."""
+    if not time.boosts:
+        return items
+    return sorted(items, key=lambda item: -score(item) * time.weight(created(item)))
+
+
+def interleave(lists: list[list[T]], key: Callable[[T], Any]) -> list[T]:
+    """One list from several, taking each one's next item in turn, each key once."""
+    seen: set[Any] = set()
+    out: list[T] = []
+    for row in range(max((len(items) for items in lists), default=0)):
+        for items in lists:
+            if row < len(items) and key(items[row]) not in seen:
+                seen.add(key(items[row]))
+                out.append(items[row])
+    return out
+
+
+def chronological(items: list[T], created: Callable[[T], datetime | None]) -> list[T]:
+    """Oldest first; rows without a date last."""
+    dated = [item for item in items if created(item) is not None]
+    return sorted(dated, key=lambda item: created(item)) + [item for item in items if created(item) is None]  # type: ignore[arg-type,return-value]

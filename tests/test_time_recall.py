@@ -1,0 +1,106 @@
+"""Issue #22, time-aware recall: the query's time words read relative to as_of become a boost (not
+a filter), an order question returns its hits chronologically, recency is a half-life; what was
+done is stated in `time_filter`; bad as_of / recency are errors naming the field."""
+import datetime as dt
+
+import pytest
+
+from conversations import services as conversations
+from core import recall, timerank
+from core.errors import InvalidInput
+
+UTC = dt.timezone.utc
+AS_OF = "2024-03-20T12:00:00Z"
+
+
+def test_plan_reads_time_words_relative_to_as_of_and_validates():
+    plan = timerank.plan("what did we decide about the cache last week", as_of=AS_OF)
+    report = plan.report()
+    assert (report["start"], report["end"], report["from_text"], report["used"]) == (
+        "2024-03-11T00:00:00+00:00", "2024-03-18T00:00:00+00:00", "last week", ["boost"])
+    assert plan.weight(dt.datetime(2024, 3, 12, tzinfo=UTC)) == 1 + timerank.RANGE_BOOST
+    assert plan.weight(dt.datetime(2024, 3, 19, tzinfo=UTC)) == 1.0
+    assert timerank.plan("the cache", as_of=AS_OF).report() is None
+    unread = timerank.plan("what did we ship in Q3", as_of=AS_OF).report()
+    assert unread["used"] == ["ignored"] and "Q3" in unread["message"]
+    recency = timerank.plan("the cache", as_of=AS_OF, recency=10)
+    assert recency.weight(dt.datetime(2024, 3, 10, 12, tzinfo=UTC)) == pytest.approx(0.5)
+    assert recency.report()["used"] == ["recency"]
+    for kwargs, field in (({"as_of": "someday"}, "as_of"), ({"as_of": "2024-02-30"}, "as_of"),
+                          ({"recency": 0}, "recency"), ({"recency": -3}, "recency"), ({"recency": True}, "recency"),
+                          ({"recency": "7"}, "recency")):
+        with pytest.raises(InvalidInput) as error:
+            timerank.plan("x", **kwargs)
+        assert error.value.field == field and field in error.value.message
+
+
+def test_order_questions_split_into_their_events():
+    assert timerank.split_events("Which did I do first, buy the new car or sell the old bike?") == [
+        "Which did I do first, buy the new car", "sell the old bike"]
+    assert len(timerank.split_events(
+        "How many days passed between when I started the pottery course and when I finished the vase?")) == 2
+    assert timerank.split_events("what did I do first") == []
+
+
+@pytest.fixture
+def dated(django_capture_on_commit_callbacks):
+    """Three conversations on different days, each mentioning the cache."""
+    with django_capture_on_commit_callbacks(execute=True):
+        for day, text in ((1, "we sold the old bike and talked about the redis cache"),
+                          (12, "we bought the new car and discussed the cache eviction policy"),
+                          (19, "cache warming was added to the deploy")):
+            conversation = conversations.conversation_begin(session_id="time")
+            conversations.message_store(conversation_id=conversation.id, role="user", content=text,
+                                        created_at=f"2024-03-{day:02d}T10:00:00Z")
+
+
+def _texts(out):
+    return [hit["text"] for hit in out["results"]]
+
+
+@pytest.mark.django_db
+def test_recall_boosts_the_named_range_and_says_so(dated):
+    plain = recall.recall(query="what about the cache", kinds=["message"], mode="fts", as_of=AS_OF)
+    assert plain["time_filter"] is None
+    out = recall.recall(query="what about the cache last week", kinds=["message"], mode="fts", as_of=AS_OF)
+    assert _texts(out)[0] == "we bought the new car and discussed the cache eviction policy"
+    assert len(out["results"]) == 3  # a boost, not a filter
+    assert out["time_filter"]["from_text"] == "last week" and out["time_filter"]["used"] == ["boost"]
+    newest = recall.recall(query="cache", kinds=["message"], mode="fts", as_of=AS_OF, recency=1)
+    assert _texts(newest)[0] == "cache warming was added to the deploy"
+    with pytest.raises(InvalidInput) as error:
+        recall.recall(query="cache", recency=0)
+    assert error.value.field == "recency"
+
+
+@pytest.mark.django_db
+def test_an_order_question_comes_back_oldest_first(dated):
+    out = recall.recall(query="Which did I do first, buy the new car or sell the old bike?", kinds=["message"],
+                        mode="fts", as_of=AS_OF)
+    assert _texts(out)[:2] == ["we sold the old bike and talked about the redis cache",
+                               "we bought the new car and discussed the cache eviction policy"]
+    assert out["time_filter"]["used"] == ["order"]
+    dates = [hit["created_at"] for hit in out["results"]]
+    assert dates == sorted(dates)
+
+
+@pytest.mark.django_db
+def test_rest_recall_takes_as_of_and_recency(api, dated):
+    out = api.post("/api/v1/recall", {"query": "the cache last week", "mode": "fts", "as_of": "2024-03-20"},
+                   format="json")
+    assert out.status_code == 200 and out.json()["time_filter"]["start"] == "2024-03-11T00:00:00+00:00"
+    for body, field in (({"query": "x", "as_of": "soon"}, "as_of"), ({"query": "x", "recency": 0}, "recency"),
+                        ({"query": "x", "recency": "abc"}, "recency")):
+        bad = api.post("/api/v1/recall", body, format="json")
+        assert bad.status_code == 400 and field in bad.json()["error"]["fields"], bad.content
+
+
+@pytest.mark.live
+def test_mcp_winni_recall_with_time(mcp_legacy, dated):
+    out = mcp_legacy.call("winni_recall", {"query": "the cache last week", "mode": "fts", "as_of": AS_OF})
+    assert out["time_filter"]["from_text"] == "last week"
+    assert out["results"][0]["text"] == "we bought the new car and discussed the cache eviction policy"
+    unread = mcp_legacy.call("winni_recall", {"query": "the cache in Q3", "mode": "fts"})
+    assert unread["time_filter"]["used"] == ["ignored"]
+    assert "as_of" in mcp_legacy.call_error("winni_recall", {"query": "x", "as_of": "the day after"})
+    assert "recency" in mcp_legacy.call_error("winni_recall", {"query": "x", "recency": -1})
