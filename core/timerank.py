@@ -106,6 +106,17 @@ def plan(query: str, *, as_of: Any = None, recency: Any = None) -> TimePlan:
     return TimePlan(as_of=moment, found=found, recency=half_life, as_of_given=as_of not in (None, ""))
 
 
+def without_time_words(query: str, time: TimePlan) -> str:
+    """The query without the phrase that named its range ("decisions last week" → "decisions"), for
+    searches that need every word to match (dewey_search's full text); the query itself when
+    nothing else would be left."""
+    found = time.found
+    if found is None or found.kind != "range" or not found.from_text or found.from_text not in query:
+        return query
+    rest = " ".join(query.replace(found.from_text, " ").split())
+    return rest if len(_WORD.findall(rest)) >= 1 else query
+
+
 def split_events(query: str) -> list[str]:
     """The events an order question names, each as a query of its own ("which did I do first, buy
     the car or sell the bike" → the two events); [] when it does not split into at least two."""

@@ -87,6 +87,7 @@ class SearchMemoryDict(TypedDict):
     query: str
     results: list[SearchResultDict]
     count: int
+    time_filter: dict[str, Any] | None
 
 
 def memory_dict(memory: Memory) -> MemoryDict:
@@ -175,6 +176,7 @@ def search_result_dict(hit: MemoryHit) -> SearchResultDict:
     }
 
 
-def search_memory_dict(query: str, hits: list[MemoryHit]) -> SearchMemoryDict:
+def search_memory_dict(query: str, hits: list[MemoryHit], time_filter: dict[str, Any] | None = None
+                       ) -> SearchMemoryDict:
     results = [search_result_dict(hit) for hit in hits]
-    return {"query": query, "results": results, "count": len(results)}
+    return {"query": query, "results": results, "count": len(results), "time_filter": time_filter}

@@ -13,7 +13,7 @@ from django.db.models import BooleanField, ExpressionWrapper, Value
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core import projects
+from core import projects, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import announce_changed
@@ -125,14 +125,16 @@ def memory_embedding_model(memory: Memory) -> str | None:
 
 
 def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
-                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False) -> list[MemoryHit]:
+                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False,
+                  time: timerank.TimePlan | None = None) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
     start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
     Superseded memories are left out unless include_superseded (then each names its successor).
     A superseded memory that matches hands its relevance to the memory that replaced it (the last
     of the chain, when that one is in the search's scope) if that is higher than the successor's
     own: the query asked about the fact, and the successor is what holds now (`via` names the old
-    memory).
+    memory). `time` (core.timerank.plan of the query, as_of and recency): hits dated in the range
+    the query names and newer hits (recency) rank higher; an order question comes back oldest first.
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
@@ -160,11 +162,17 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
             query_vector: list[float] | None = embedding.result() if embedding else embeddings.embed_query(query)
         except EmbeddingUnavailable:
             query_vector = None
+        depth = limit * timerank.DEPTH_FACTOR if time is not None and time.boosts else limit
         if query_vector is None:
-            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered, current=current)
+            hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current)
         else:
-            hits = _semantic(query_vector=query_vector, scope=scope, limit=limit, filtered=filtered, model=model,
+            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=model,
                              waiting=waiting, current=current)
+        if time is not None:
+            hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
+                                    created=lambda hit: hit.memory.created_at)[:limit]
+            if time.order:
+                hits = timerank.chronological(hits, lambda hit: hit.memory.created_at)
         log["results"] = len(hits)
     return hits
 

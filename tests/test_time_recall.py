@@ -104,3 +104,35 @@ def test_mcp_winni_recall_with_time(mcp_legacy, dated):
     assert unread["time_filter"]["used"] == ["ignored"]
     assert "as_of" in mcp_legacy.call_error("winni_recall", {"query": "x", "as_of": "the day after"})
     assert "recency" in mcp_legacy.call_error("winni_recall", {"query": "x", "recency": -1})
+
+
+@pytest.mark.django_db
+def test_dewey_search_and_search_memory_use_the_same_time_rules(api, dated):
+    from memory import services as memories
+    from memory.models import Memory
+
+    page = conversations.message_search(query="cache", mode="fts", as_of=AS_OF, recency=1)
+    assert page.hits[0].message.content == "cache warming was added to the deploy"
+    assert page.time_filter["used"] == ["recency"]
+    ordered = conversations.message_search(query="which did we do first, the cache or the car", mode="fts",
+                                           as_of=AS_OF)
+    dates = [hit.message.created_at for hit in ordered.hits]
+    assert dates == sorted(dates) and ordered.time_filter["used"] == ["order"]
+    searched = api.get("/api/v1/messages/search/", {"query": "cache last week", "mode": "fts", "as_of": AS_OF})
+    assert searched.status_code == 200
+    assert searched.json()["results"][0]["content"] == "we bought the new car and discussed the cache eviction policy"
+    assert searched.json()["time_filter"]["from_text"] == "last week"
+    bad = api.get("/api/v1/messages/search/", {"query": "cache", "recency": "0"})
+    assert bad.status_code == 400 and "recency" in bad.json()["error"]["fields"]
+
+    for day, text in ((2, "the cache server is memcached"), (18, "the cache server is redis")):
+        memory = memories.memory_store(content=text)[0]
+        Memory.objects.filter(pk=memory.pk).update(created_at=f"2024-03-{day:02d}T10:00:00Z")
+    found = api.post("/api/v1/memories/search", {"query": "the cache server", "as_of": AS_OF, "recency": 2},
+                     format="json").json()
+    assert found["results"][0]["content"] == "the cache server is redis" and found["time_filter"]["used"] == ["recency"]
+    early = api.post("/api/v1/memories/search", {"query": "the cache server in early March", "as_of": AS_OF},
+                     format="json").json()
+    assert early["time_filter"]["used"] == ["boost"]
+    bad = api.post("/api/v1/memories/search", {"query": "x", "as_of": "later"}, format="json")
+    assert bad.status_code == 400 and "as_of" in bad.json()["error"]["fields"]
