@@ -31,7 +31,8 @@ RANGE_BOOST = 0.5
 # the page can move up.
 DEPTH_FACTOR = 3
 MAX_PARTS = 3
-_SPLIT = re.compile(r"\s*,?\s+\b(?:or|and|than|before|after|then|versus|vs\.?)\b\s+", re.IGNORECASE)
+_SPLIT = re.compile(r"\s*,?\s+\b(?:or|and|than|before|after|then|since|when|while|until|versus|vs\.?)\b\s+",
+                    re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
 
 
@@ -121,7 +122,7 @@ def split_events(query: str) -> list[str]:
     """The events an order question names, each as a query of its own ("which did I do first, buy
     the car or sell the bike" → the two events); [] when it does not split into at least two."""
     parts = [part.strip(" ?.!,;:") for part in _SPLIT.split(query)]
-    parts = [part for part in parts if len(_WORD.findall(part)) >= 2]
+    parts = [part for part in parts if _WORD.search(part)]
     return parts[:MAX_PARTS] if len(parts) >= 2 else []
 
 
