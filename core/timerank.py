@@ -3,7 +3,8 @@
 search that ranks (winni_recall, dewey_search, search_memory).
 
 - A range the query names ("last week", "in March", "before 2024") is a **boost**, not a filter:
-  hits dated inside it weigh RANGE_BOOST more. Measured on LongMemEval, a hard filter from the
+  hits dated inside it weigh RANGE_BOOST more, hits near it a part of that (halving with each
+  half-range of distance). Measured on LongMemEval, a hard filter from the
   question's words lost answers (the evidence is often dated outside the words' literal range:
   "last month" said weeks later); a boost keeps them reachable.
 - A question that asks for an order or for the time between events ("which did I do first, A or
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Callable, TypeVar
 
 from core.timeexpr import TimeFilter, parse_time_filter
@@ -27,6 +28,8 @@ from core.validation import parse_as_of, validate_recency
 
 T = TypeVar("T")
 RANGE_BOOST = 0.5
+PROXIMITY_MIN_DAYS = 2.0
+PROXIMITY_OPEN_DAYS = 7.0
 # When time reorders the hits, each search asks for this many times the page, so a hit just past
 # the page can move up.
 DEPTH_FACTOR = 3
@@ -56,12 +59,31 @@ class TimePlan:
         if created is None:
             return 1.0
         weight = 1.0
-        if self.found is not None and self.found.kind == "range" and self.found.contains(created):
-            weight *= 1 + RANGE_BOOST
+        if self.found is not None and self.found.kind == "range":
+            weight *= 1 + RANGE_BOOST * self._closeness(created)
         if self.recency is not None:
             age_days = max(0.0, (self.as_of - created).total_seconds() / 86400)
             weight *= 0.5 ** (age_days / self.recency)
         return weight
+
+    def _closeness(self, created: datetime) -> float:
+        """1 inside the named range; outside, halving every `h` days of distance, where h is half
+        the range's length (at least PROXIMITY_MIN_DAYS; open ranges: PROXIMITY_OPEN_DAYS): people
+        say "a week ago" of something eight days back."""
+        found = self.found
+        assert found is not None
+        moment = created if created.tzinfo else created.replace(tzinfo=timezone.utc)
+        if found.contains(moment):
+            return 1.0
+        if found.start is not None and moment < found.start:
+            distance = (found.start - moment).total_seconds() / 86400
+        else:
+            distance = (moment - found.end).total_seconds() / 86400 if found.end is not None else 0.0
+        if found.start is not None and found.end is not None:
+            half_life = max(PROXIMITY_MIN_DAYS, (found.end - found.start).total_seconds() / 86400 / 2)
+        else:
+            half_life = PROXIMITY_OPEN_DAYS
+        return 0.5 ** (distance / half_life)
 
     def report(self) -> dict[str, Any] | None:
         """What the search did with time: None when the query named none and no recency was asked."""
@@ -76,7 +98,7 @@ class TimePlan:
         if self.recency is not None:
             used.append("recency")
         message = {
-            "range": "hits dated in this range rank higher (a boost, not a filter)",
+            "range": "hits dated in or near this range rank higher (a boost, not a filter)",
             "order": "asked for an order: each event searched on its own, hits in chronological order",
             "unread": f"could not read a date from {found.from_text!r}: ignored, searched without it"
                       if found is not None else "",

@@ -10,7 +10,7 @@ from core import recall, timerank
 from core.errors import InvalidInput
 
 UTC = dt.timezone.utc
-AS_OF = "2024-03-20T12:00:00Z"
+AS_OF = "2024-03-24T12:00:00Z"
 
 
 def test_plan_reads_time_words_relative_to_as_of_and_validates():
@@ -19,12 +19,14 @@ def test_plan_reads_time_words_relative_to_as_of_and_validates():
     assert (report["start"], report["end"], report["from_text"], report["used"]) == (
         "2024-03-11T00:00:00+00:00", "2024-03-18T00:00:00+00:00", "last week", ["boost"])
     assert plan.weight(dt.datetime(2024, 3, 12, tzinfo=UTC)) == 1 + timerank.RANGE_BOOST
-    assert plan.weight(dt.datetime(2024, 3, 19, tzinfo=UTC)) == 1.0
+    # Near the range: part of the boost, halving every half-range (3.5 days) of distance.
+    assert plan.weight(dt.datetime(2024, 3, 21, 12, tzinfo=UTC)) == pytest.approx(1 + timerank.RANGE_BOOST / 2)
+    assert plan.weight(dt.datetime(2024, 1, 1, tzinfo=UTC)) == pytest.approx(1.0, abs=1e-3)
     assert timerank.plan("the cache", as_of=AS_OF).report() is None
     unread = timerank.plan("what did we ship in Q3", as_of=AS_OF).report()
     assert unread["used"] == ["ignored"] and "Q3" in unread["message"]
     recency = timerank.plan("the cache", as_of=AS_OF, recency=10)
-    assert recency.weight(dt.datetime(2024, 3, 10, 12, tzinfo=UTC)) == pytest.approx(0.5)
+    assert recency.weight(dt.datetime(2024, 3, 14, 12, tzinfo=UTC)) == pytest.approx(0.5)
     assert recency.report()["used"] == ["recency"]
     for kwargs, field in (({"as_of": "someday"}, "as_of"), ({"as_of": "2024-02-30"}, "as_of"),
                           ({"recency": 0}, "recency"), ({"recency": -3}, "recency"), ({"recency": True}, "recency"),
@@ -51,7 +53,7 @@ def dated(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         for day, text in ((1, "we sold the old bike and talked about the redis cache"),
                           (12, "we bought the new car and discussed the cache eviction policy"),
-                          (19, "cache warming was added to the deploy")):
+                          (23, "cache warming was added to the deploy")):
             conversation = conversations.conversation_begin(session_id="time")
             conversations.message_store(conversation_id=conversation.id, role="user", content=text,
                                         created_at=f"2024-03-{day:02d}T10:00:00Z")
@@ -89,7 +91,7 @@ def test_an_order_question_comes_back_oldest_first(dated):
 
 @pytest.mark.django_db
 def test_rest_recall_takes_as_of_and_recency(api, dated):
-    out = api.post("/api/v1/recall", {"query": "the cache last week", "mode": "fts", "as_of": "2024-03-20"},
+    out = api.post("/api/v1/recall", {"query": "the cache last week", "mode": "fts", "as_of": "2024-03-24"},
                    format="json")
     assert out.status_code == 200 and out.json()["time_filter"]["start"] == "2024-03-11T00:00:00+00:00"
     for body, field in (({"query": "x", "as_of": "soon"}, "as_of"), ({"query": "x", "recency": 0}, "recency"),
