@@ -238,6 +238,11 @@ def main() -> None:
     parser.add_argument("--no-as-of", action="store_true",
                         help="do not pass the question's date as as_of (time words then read relative to now)")
     parser.add_argument("--recency", type=float, help="a recency half-life in days for every question")
+    parser.add_argument("--no-time", action="store_true",
+                        help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
+                             "in-process only)")
+    parser.add_argument("--skip-embedding", action="store_true",
+                        help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
     _django.setup("retrieval", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
 
@@ -250,6 +255,11 @@ def main() -> None:
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     client = _django.rest_client()
     modes = [mode for mode in args.modes.split(",") if mode]
+    if args.no_time:
+        from core import timerank
+
+        read = timerank.plan
+        timerank.plan = lambda query, **kwargs: read("", **kwargs)  # type: ignore[assignment]
     from memory import retrieval
 
     print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "
@@ -265,7 +275,7 @@ def main() -> None:
         started = time.perf_counter()
         from conversations.models import Message
 
-        embedded = _django.embed_pending("message", scope=Message.objects.filter(
+        embedded = 0 if args.skip_embedding else _django.embed_pending("message", scope=Message.objects.filter(
             conversation__session_id__in=[scope.name for scope in scopes]))
         embed_seconds = time.perf_counter() - started
         turns = sum(len(t) for s in scopes for _, _, t in s.sessions)

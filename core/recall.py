@@ -69,14 +69,17 @@ def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] |
     while True:
         hits = _engine(query=query, scopes=scopes, filtered=filtered, limit=depth, offset=0, mode=mode,
                        query_vector=query_vector, attach=attach)
-        kept = current_hits(hits)
+        kept = current_hits(hits, scopes=scopes, attach=attach)
         if len(kept) >= wanted or len(hits) < depth or depth >= STALE_DEPTH_MAX:
             return kept[offset:wanted]
         depth = min(depth * 4, STALE_DEPTH_MAX)
 
 
-def current_hits(hits: list[Hit]) -> list[Hit]:
-    """`hits` without the rows that no longer hold (see Searchable.current), order kept."""
+def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, attach: bool = True) -> list[Hit]:
+    """`hits` without the rows that no longer hold (see Searchable.current), best first. A stale
+    hit whose kind names successors hands its score to its successor when that one is in the
+    kind's scope (when `scopes` is given) and scored lower or not found: the query matched the old
+    fact, and the successor is what holds now."""
     by_kind: dict[str, list[str]] = {}
     for hit in hits:
         if searchable.get(hit.kind).current is not None:
@@ -88,7 +91,35 @@ def current_hits(hits: list[Hit]) -> list[Hit]:
         model = searchable.get(kind).model
         rows = searchable.current_only(kind, model.objects.filter(pk__in=keys)).values_list("pk", flat=True)
         holding.update((kind, str(pk)) for pk in rows)
-    return [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
+    kept = [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
+    if scopes is None:
+        return kept
+    by_key = {(hit.kind, hit.key): hit for hit in kept}
+    changed = False
+    for kind, keys in by_kind.items():
+        spec = searchable.get(kind)
+        stale = [key for key in keys if (kind, key) not in holding]
+        if spec.successors is None or not stale or kind not in scopes:
+            continue
+        successor = spec.successors(stale)
+        reachable = {str(pk): row for pk, row in (
+            (row.pk, row) for row in searchable.current_only(kind, scopes[kind]).filter(
+                pk__in=set(successor.values())))}
+        for hit in hits:
+            new_key = successor.get(hit.key) if hit.kind == kind else None
+            if new_key is None or new_key not in reachable:
+                continue
+            known = by_key.get((kind, new_key))
+            if known is None:
+                by_key[(kind, new_key)] = Hit(kind=kind, key=new_key, fused=hit.fused,
+                                              obj=reachable[new_key] if attach else None)
+                changed = True
+            elif hit.fused > known.fused:
+                known.fused = hit.fused
+                changed = True
+    if not changed:
+        return kept
+    return sorted(by_key.values(), key=lambda hit: -hit.fused)
 
 
 class ScoreDict(TypedDict):

@@ -214,22 +214,31 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
 SUCCESSION_MAX_HOPS = 50
 
 
-def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
-    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
-    last memory of its chain of successors when higher than that one's own; returns the scores and,
-    per successor that took a score over, the key of the superseded memory it came from."""
+def memory_successors(keys: list[str]) -> dict[str, str]:
+    """For each superseded memory among `keys`, the last memory of its chain of successors (the
+    memory kind's `successors` in the searchable registry)."""
     successor = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
-        pk__in=list(found), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
-    if not successor:
-        return found, {}
+        pk__in=list(keys), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
     final = dict(successor)
     for _ in range(SUCCESSION_MAX_HOPS):
+        if not final:
+            break
         onward = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
             pk__in=set(final.values()), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
         if not onward:
             break
         final = {old: onward.get(last, last) for old, last in final.items()}
-    scores = {key: score for key, score in found.items() if key not in successor}
+    return final
+
+
+def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
+    last memory of its chain of successors when higher than that one's own; returns the scores and,
+    per successor that took a score over, the key of the superseded memory it came from."""
+    final = memory_successors(list(found))
+    if not final:
+        return found, {}
+    scores = {key: score for key, score in found.items() if key not in final}
     via: dict[str, str] = {}
     for old, last in final.items():
         if found[old] > scores.get(last, float("-inf")):
