@@ -274,7 +274,7 @@ def recall(
         if time.order:
             parts = [timerank.reweigh(ranked(part, depth), time, score=lambda hit: hit.fused, created=created)
                      for part in timerank.split_events(query)]
-            hits = timerank.interleave([*parts, hits], key=lambda hit: (hit.kind, hit.key))
+            hits = timerank.interleave([hits, *parts], key=lambda hit: (hit.kind, hit.key))
         hits = hits[:limit]
         if time.order:
             hits = timerank.chronological(hits, created)

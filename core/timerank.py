@@ -9,8 +9,8 @@ search that ranks (winni_recall, dewey_search, search_memory).
   "last month" said weeks later); a boost keeps them reachable.
 - A question that asks for an order or for the time between events ("which did I do first, A or
   B", "how many days between A and B") is also asked for each event on its own (split_events);
-  the hits of the parts and of the whole question are interleaved, so both events' turns reach the
-  top, and the final list comes back in chronological order with its dates.
+  the hits of the whole question and of its parts are interleaved, so both events' turns reach the
+  top, and the best ORDER_WINDOW hits come back in chronological order with their dates.
 - `recency` (a half-life in days, off by default): a hit that old counts half, twice that a
   quarter, measured back from as_of.
 - A time word the parser cannot read ("in Q3") is ignored and the result says so; never an error.
@@ -34,6 +34,8 @@ PROXIMITY_OPEN_DAYS = 7.0
 # the page can move up.
 DEPTH_FACTOR = 3
 MAX_PARTS = 3
+# An order question's best hits that come back oldest first; the rest keep their rank order.
+ORDER_WINDOW = 10
 _SPLIT = re.compile(r"\s*,?\s+\b(?:or|and|than|before|after|then|since|when|while|until|versus|vs\.?)\b\s+",
                     re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
@@ -169,6 +171,9 @@ def interleave(lists: list[list[T]], key: Callable[[T], Any]) -> list[T]:
 
 
 def chronological(items: list[T], created: Callable[[T], datetime | None]) -> list[T]:
-    """Oldest first; rows without a date last."""
-    dated = [item for item in items if created(item) is not None]
-    return sorted(dated, key=lambda item: created(item)) + [item for item in items if created(item) is None]  # type: ignore[arg-type,return-value]
+    """The best ORDER_WINDOW items oldest first (rows without a date last among them), then the
+    rest in rank order: a long page sorted by date would put old, weak hits before the answer."""
+    head, tail = items[:ORDER_WINDOW], items[ORDER_WINDOW:]
+    dated = [item for item in head if created(item) is not None]
+    return (sorted(dated, key=lambda item: created(item))  # type: ignore[arg-type,return-value]
+            + [item for item in head if created(item) is None] + tail)
