@@ -242,8 +242,6 @@ def main() -> None:
                         help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
                              "in-process only)")
     parser.add_argument("--range-boost", type=float, help="A/B: core.timerank.RANGE_BOOST (in-process only)")
-    parser.add_argument("--no-split", action="store_true",
-                        help="A/B: order questions are not split into their events (in-process only)")
     parser.add_argument("--skip-embedding", action="store_true",
                         help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
@@ -263,13 +261,10 @@ def main() -> None:
 
         read = timerank.plan
         timerank.plan = lambda query, **kwargs: read("", **kwargs)  # type: ignore[assignment]
-    if args.range_boost is not None or args.no_split:
+    if args.range_boost is not None:
         from core import timerank
 
-        if args.range_boost is not None:
-            timerank.RANGE_BOOST = args.range_boost
-        if args.no_split:
-            timerank.split_events = lambda query: []  # type: ignore[assignment]
+        timerank.RANGE_BOOST = args.range_boost
     from memory import retrieval
 
     print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "

@@ -129,9 +129,9 @@ def dewey_search(
     or hybrid (both fused; best on the retrieval benchmark). Omitted: the server's default
     (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured). project: only that project's
     conversations. Time words in the query ("last week", "in March") are read relative to as_of
-    (ISO 8601, default now) and rank messages of that time higher within the page; an order
-    question ("which came first") lists them oldest first; recency (a half-life in days) favours
-    newer ones; time_filter in the result says what was done."""
+    (ISO 8601, default now) and rank messages of that time higher within the page; for an order
+    question ("which came first") time_filter.timeline lists them oldest first; recency (a
+    half-life in days) favours newer ones; time_filter in the result says what was done."""
     page = services.message_search(
         query=query,
         session_id=session_id,

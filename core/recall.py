@@ -245,7 +245,7 @@ def recall(
     """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
     are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
-    order the hits as core.timerank says; `time_filter` in the result tells what they did."""
+    list the hits as core.timerank says; `time_filter` in the result tells what they did."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
@@ -270,15 +270,9 @@ def recall(
 
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
         depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if time.boosts else limit
-        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)
-        if time.order:
-            parts = [timerank.reweigh(ranked(part, depth), time, score=lambda hit: hit.fused, created=created)
-                     for part in timerank.split_events(query)]
-            hits = timerank.interleave([hits, *parts], key=lambda hit: (hit.kind, hit.key))
-        hits = hits[:limit]
-        if time.order:
-            hits = timerank.chronological(hits, created)
+        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)[:limit]
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
+    timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
     return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
-            "degraded": degraded, "time_filter": time.report()}
+            "degraded": degraded, "time_filter": time.report(timeline)}

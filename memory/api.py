@@ -104,7 +104,7 @@ class MemorySearchApi(APIView):
     def _search(self, data: dict) -> Response:
         time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))
         hits = services.memory_search(**data, time=time)
-        return Response(outputs.search_memory_dict(data["query"], hits, time.report()))
+        return Response(outputs.search_memory_dict(data["query"], hits, time))
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="memories_search")
     def post(self, request: Request) -> Response:

@@ -50,7 +50,7 @@ def search_memory(
     time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
     hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
                                   end_date=end_date, include_superseded=include_superseded, time=time)
-    return outputs.search_memory_dict(query, hits, time.report())
+    return outputs.search_memory_dict(query, hits, time)
 
 
 @service_tool

@@ -134,7 +134,8 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     of the chain, when that one is in the search's scope) if that is higher than the successor's
     own: the query asked about the fact, and the successor is what holds now (`via` names the old
     memory). `time` (core.timerank.plan of the query, as_of and recency): hits dated in the range
-    the query names and newer hits (recency) rank higher; an order question comes back oldest first.
+    the query names and newer hits (recency) rank higher (an order question's timeline: the
+    interfaces, timerank.timeline).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
@@ -171,8 +172,6 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         if time is not None:
             hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
                                     created=lambda hit: hit.memory.created_at)[:limit]
-            if time.order:
-                hits = timerank.chronological(hits, lambda hit: hit.memory.created_at)
         log["results"] = len(hits)
     return hits
 

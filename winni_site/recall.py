@@ -39,8 +39,9 @@ def winni_recall(
     name: only its rows) to every kind. Superseded memories and medallions that are not active are
     left out unless include_superseded (a superseded memory then names its successor). Time words
     in the query ("last week", "in March", "before the migration's date") are read relative to
-    as_of (ISO 8601, default now) and rank hits of that time higher; a question about order ("which
-    came first") returns its hits oldest first; recency (a half-life in days) favours newer hits.
+    as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
+    ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
+    recency (a half-life in days) favours newer hits.
     time_filter in the result says what was understood and done."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}

@@ -273,7 +273,7 @@ def message_search(
     full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
     ranking over the same filtered rows (core.recall.rank). The query's time words (relative to
     as_of, default now) and recency (a half-life in days) reorder each page as core.timerank says
-    (a boost for the named range, oldest first for an order question); `time_filter` says so."""
+    (a boost for the named range; an order question's timeline); `time_filter` says so."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
     if mode not in recall.MODES:
         raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
@@ -296,10 +296,10 @@ def message_search(
                                               limit=limit, offset=offset, mode=mode)
         hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
         hits = timerank.reweigh(hits, time, score=lambda hit: hit.rank, created=lambda hit: hit.message.created_at)
-        if time.order:
-            hits = timerank.chronological(hits, lambda hit: hit.message.created_at)
         log.update(total=page.total, returned=len(hits))
-    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode, time.report())
+    timeline = timerank.timeline(hits, lambda hit: hit.message.created_at, lambda hit: str(hit.message.pk)) \
+        if time.order else None
+    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode, time.report(timeline))
 
 
 def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
