@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from contexts import outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
+from core.rest import StrictSerializer
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
 PROJECT_PARAMETER = OpenApiParameter(
@@ -20,7 +21,7 @@ def _project(request: Request) -> str | None:
     return request.query_params.get("project") or None
 
 
-class ContextInput(serializers.Serializer):
+class ContextInput(StrictSerializer):
     content = serializers.CharField(trim_whitespace=False, allow_blank=True)
     set_active = serializers.BooleanField(required=False, allow_null=True, default=None)
 

@@ -3,10 +3,12 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these on 
 
 from contexts.models import StartupContext, StartupContextAudit
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 
 
 class ContextDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     content: str
@@ -15,8 +17,9 @@ class ContextDict(TypedDict):
     updated_at: str
 
 
-class ContextSetDict(TypedDict):
-    id: str
+class ContextSetDict(RedactionCounts):
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -24,7 +27,8 @@ class ContextSetDict(TypedDict):
 
 
 class ContextSummaryDict(TypedDict):
-    id: str
+    context_id: str
+    id: str  # the same as context_id, kept for older clients
     name: str
     project: str | None
     is_active: bool
@@ -53,6 +57,7 @@ class AuditDict(TypedDict):
 
 def context_dict(context: StartupContext) -> ContextDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -65,6 +70,7 @@ def context_dict(context: StartupContext) -> ContextDict:
 
 def context_set_dict(context: StartupContext) -> ContextSetDict:
     return {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),
@@ -75,6 +81,7 @@ def context_set_dict(context: StartupContext) -> ContextSetDict:
 
 def context_summary_dict(context: StartupContext, *, include_content: bool) -> ContextSummaryDict:
     summary: ContextSummaryDict = {
+        "context_id": str(context.id),
         "id": str(context.id),
         "name": context.name,
         "project": slug_of(context),

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import outputs, services
+from core.rest import StrictSerializer
 
 ROLE_CHOICES = ["user", "assistant", "system", "tool"]
 STATUS_CHOICES = ["success", "error"]
@@ -19,7 +20,7 @@ def _validated(serializer_class: type[serializers.Serializer], data: object) -> 
     return dict(serializer.validated_data)
 
 
-class PageSerializer(serializers.Serializer):
+class PageSerializer(StrictSerializer):
     limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100)
     offset = serializers.IntegerField(required=False, default=0, min_value=0)
 
@@ -27,7 +28,7 @@ class PageSerializer(serializers.Serializer):
 class ConversationsApi(APIView):
     """POST: begin a conversation. GET: list conversations."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
         metadata = serializers.JSONField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
@@ -64,7 +65,7 @@ class SessionConversationListApi(APIView):
 class ConversationDetailApi(APIView):
     """GET: the conversation with its messages. DELETE (?force=true): remove it and its messages."""
 
-    class DeleteInputSerializer(serializers.Serializer):
+    class DeleteInputSerializer(StrictSerializer):
         force = serializers.BooleanField(required=False, default=False)
 
     @extend_schema(responses={200: dict}, operation_id="conversations_retrieve")
@@ -80,7 +81,7 @@ class ConversationDetailApi(APIView):
 
 
 class MessageStoreApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         role = serializers.ChoiceField(choices=ROLE_CHOICES)
         content = serializers.CharField(trim_whitespace=False, allow_blank=True)
         turn_number = serializers.IntegerField(required=False, allow_null=True, min_value=1)
@@ -97,7 +98,7 @@ class MessageStoreApi(APIView):
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         conversation_id = serializers.CharField(required=False, allow_null=True)
         session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
         metadata = serializers.JSONField(required=False, allow_null=True)
@@ -134,7 +135,7 @@ class MessageSearchApi(APIView):
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-class FiedlerResultSerializer(serializers.Serializer):
+class FiedlerResultSerializer(StrictSerializer):
     correlation_id = serializers.CharField(max_length=255)
     model = serializers.CharField(max_length=200)
     output = serializers.CharField(trim_whitespace=False, allow_blank=True)
@@ -174,7 +175,7 @@ class FiedlerResultsApi(APIView):
 
 
 class FiedlerResultsBatchApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         # Items are validated by the service, which names the failing item (results[2].model).
         results = serializers.ListField(child=serializers.JSONField())
 

@@ -4,10 +4,12 @@ from typing import Any, TypedDict
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 
 
 class MessageDict(TypedDict):
-    id: str
+    message_id: str
+    id: str  # the same as message_id, kept for older clients
     turn: int
     role: str
     content: str
@@ -25,14 +27,14 @@ class ConversationDict(TypedDict):
     messages: list[MessageDict]
 
 
-class BegunDict(TypedDict):
+class BegunDict(RedactionCounts):
     conversation_id: str
     session_id: str | None
     project: str | None
     created_at: str
 
 
-class StoredMessageDict(TypedDict):
+class StoredMessageDict(RedactionCounts):
     message_id: str
     conversation_id: str
     turn_number: int
@@ -59,6 +61,7 @@ def stored_message_dict(message: Message) -> StoredMessageDict:
 
 def message_dict(message: Message) -> MessageDict:
     return {
+        "message_id": str(message.id),
         "id": str(message.id),
         "turn": message.turn_number,
         "role": message.role,
@@ -80,7 +83,7 @@ def conversation_dict(conversation: Conversation, messages: list[Message]) -> Co
     }
 
 
-class BulkStoredDict(TypedDict):
+class BulkStoredDict(RedactionCounts):
     conversation_id: str
     stored: int
     message_ids: list[str]
@@ -89,7 +92,8 @@ class BulkStoredDict(TypedDict):
 
 
 class ConversationSummaryDict(TypedDict):
-    id: str
+    conversation_id: str
+    id: str  # the same as conversation_id, kept for older clients
     session_id: str | None
     project: str | None
     created_at: str
@@ -168,6 +172,7 @@ def conversation_list_dict(
     return {
         "conversations": [
             {
+                "conversation_id": str(conversation.id),
                 "id": str(conversation.id),
                 "session_id": conversation.session_id,
                 "project": slug_of(conversation),
@@ -233,15 +238,17 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-class FiedlerStoredDict(TypedDict):
-    id: str
+class FiedlerStoredDict(RedactionCounts):
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     created_at: str
     prompt_redacted: bool
 
 
 class FiedlerResultDict(TypedDict):
-    id: str
+    result_id: str
+    id: str  # the same as result_id, kept for older clients
     correlation_id: str
     model: str
     prompt: str | None
@@ -261,7 +268,7 @@ class FiedlerCorrelationDict(TypedDict):
     results: list[FiedlerResultDict]
 
 
-class FiedlerBatchDict(TypedDict):
+class FiedlerBatchDict(RedactionCounts):
     stored: int
     results: list[FiedlerStoredDict]
 
@@ -276,6 +283,7 @@ class FiedlerQueryDict(TypedDict):
 
 def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "created_at": result.created_at.isoformat(),
@@ -285,6 +293,7 @@ def fiedler_stored_dict(result: FiedlerResult) -> FiedlerStoredDict:
 
 def fiedler_result_dict(result: FiedlerResult) -> FiedlerResultDict:
     return {
+        "result_id": str(result.id),
         "id": str(result.id),
         "correlation_id": result.correlation_id,
         "model": result.model,

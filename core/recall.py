@@ -182,7 +182,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     narrowed: dict[str, bool] = {}
     for kind in kinds:
         spec = searchable.get(kind)
-        if any(name not in spec.filters for name in given) or (project.given and "project" not in spec.filters):
+        if any(name not in spec.filters for name in given) or (project.narrows and "project" not in spec.filters):
             continue
         if (start or end) and "created_at" not in {f.name for f in spec.model._meta.get_fields()}:
             continue
@@ -194,10 +194,10 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
         queryset = spec.model.objects.all()
         if lookups:
             queryset = queryset.filter(**lookups)
-        if project.given:
+        if project.narrows:
             queryset = project.apply(queryset, spec.filters["project"])
         scopes[kind] = queryset
-        narrowed[kind] = bool(lookups) or project.given
+        narrowed[kind] = bool(lookups) or project.narrows
     return scopes, narrowed
 
 

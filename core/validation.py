@@ -18,6 +18,10 @@ METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
 QUERY_EMPTY = "query must not be empty or whitespace"
 QUERY_NO_WORDS = "must contain at least one searchable word (it is empty or only stop words)"
 QUERY_MAX_CHARS = 1000
+# Any other query (recall, search_memory, the answer cache): the embedding model reads about 256
+# tokens (≈ 1,000 characters) of it anyway, and echoing a megabyte back helps nobody.
+QUERY_TEXT_MAX_CHARS = 10_000
+QUERY_TOO_LONG = "{field} is {size} characters; a search query may have at most {limit}"
 
 
 def validate_storable(value: str, *, field: str) -> str:
@@ -159,12 +163,16 @@ def validate_recency(value: Any, *, field: str = "recency") -> float | None:
 def validate_query(value: Any, *, field: str = "query", words: bool = False) -> str:
     """A search query, trimmed: a non-blank string PostgreSQL can store.
 
-    With `words` (full-text search in web-search syntax) it must also be at most QUERY_MAX_CHARS
+    Without `words` it is at most QUERY_TEXT_MAX_CHARS (PayloadTooLarge: REST 413, an MCP tool
+    error). With `words` (full-text search in web-search syntax) it must be at most QUERY_MAX_CHARS
     and hold at least one word the english configuration indexes (not only stop words); the
     message then says so, blank or not."""
     if not words:
         if not isinstance(value, str) or not value.strip():
             raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
+        if len(value) > QUERY_TEXT_MAX_CHARS:
+            raise PayloadTooLarge(QUERY_TOO_LONG.format(field=field, size=len(value), limit=QUERY_TEXT_MAX_CHARS),
+                                  field=field)
         return validate_storable(value, field=field).strip()
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {QUERY_NO_WORDS}", field=field)

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import InvalidInput
+from core.rest import StrictSerializer
 from medallions import outputs, schema, services
 
 STATUS_CHOICES = ["active", "superseded", "archived", "any"]
@@ -26,7 +27,7 @@ def _body_object(request: Request) -> dict[str, Any]:
 class MedallionListApi(APIView):
     """GET: the newest medallions for a scope (subset match); POST: create one."""
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(StrictSerializer):
         graph_nodes = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
         status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False, default="active")
@@ -50,7 +51,7 @@ class MedallionListApi(APIView):
         params = {key: request.query_params.getlist(key) for key in ("graph_nodes", "tags")}
         params.update({key: request.query_params[key] for key in ("status", "limit", "offset", "as_text", "project")
                        if key in request.query_params})
-        data = self.FilterSerializer(data=params)
+        data = self.FilterSerializer(data=params, context={"query_string": True})
         data.is_valid(raise_exception=True)
         f = data.validated_data
         medallions = services.medallions_latest_for_scope(
@@ -99,7 +100,7 @@ class MedallionSchemaApi(APIView):
 
 
 class MedallionCheckpointApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         scope = serializers.JSONField()
         evidence = serializers.JSONField(required=False, default=dict)
         wait_seconds = serializers.IntegerField(min_value=0, max_value=services.MAX_WAIT_SECONDS, required=False,

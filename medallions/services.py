@@ -27,6 +27,7 @@ from core import projects
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.models import Project
+from core.redaction import redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
@@ -118,8 +119,9 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object", field="meta")
     now = timezone.now()
+    # Secrets and `<private>` spans in the content go before anything is stored (core.redaction).
     full = {
-        **document,
+        **{key: redact_json(value, field=key) if key in SECTIONS else value for key, value in document.items()},
         "meta": {
             "id": str(existing.id) if existing else str(meta.get("id") or uuid.uuid4()),
             "schema_version": schema.SCHEMA_VERSION,
@@ -184,6 +186,7 @@ def _apply(medallion: Medallion, parsed: schema.Medallion) -> None:
     medallion.graph_nodes = data["scope"]["graph_nodes"]
     medallion.tags = data["scope"]["tags"]
     medallion.project = scope_project(data["scope"])
+    projects.require_visible(medallion.project, field="scope")  # a token limited to projects
     for section in SECTIONS:
         setattr(medallion, section, data[section])
     medallion.updated_at = parsed.meta.updated_at
@@ -210,7 +213,7 @@ def medallion_create(*, document: dict[str, Any], actor: str = "") -> Medallion:
 def _lock(medallion_id: Any) -> Medallion:
     """Fetch and lock the row; must run inside a transaction."""
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
-    medallion = Medallion.objects.select_for_update().filter(pk=pk).first()
+    medallion = projects.scope_queryset(Medallion.objects.select_for_update(), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -249,7 +252,7 @@ def medallion_archive(*, medallion_id: Any, actor: str = "") -> Medallion:
 def medallion_get(*, medallion_id: Any) -> Medallion:
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
     with storage_op("medallion.get", medallion_id=str(pk)):
-        medallion = Medallion.objects.defer("search_vector").filter(pk=pk).first()
+        medallion = projects.scope_queryset(Medallion.objects.defer("search_vector"), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -354,7 +357,9 @@ def validate_evidence(value: Any) -> dict[str, Any]:
         # Read now so an unknown id is refused at once; the worker reads it again, fresh.
         _conversation_transcript(conversation_id)
         clean["conversation_id"] = str(conversation_id)
-    return clean
+    # The evidence is stored on the job: secrets and `<private>` spans go first (core.redaction).
+    return {**clean, **redact_json({key: clean[key] for key in ("session_summary", "transcripts", "artefacts")},
+                                   field="evidence")}
 
 
 def _conversation_transcript(conversation_id: Any) -> str:
@@ -427,6 +432,7 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
     from medallions.tasks import medallion_job_run as run_task
 
     scope = validate_scope(scope, required=True)
+    projects.require_visible(scope_project(scope), field="scope")  # a token limited to projects
     clean = validate_evidence(evidence)
     with storage_op("medallion.job_create", actor=actor) as log, transaction.atomic():
         job = MedallionJob.objects.create(graph_nodes=scope["graph_nodes"], tags=scope["tags"],
@@ -441,6 +447,8 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
 def medallion_job_get(*, job_id: Any) -> MedallionJob:
     pk = parse_id(job_id, field="job_id", what="job")
     job = MedallionJob.objects.select_related("medallion").filter(pk=pk).first()
+    if job is not None and not projects.project_visible(scope_project({"tags": job.tags, "graph_nodes": job.graph_nodes})):
+        job = None  # another project's, for a token limited to projects
     if job is None:
         raise NotFound(f"job {pk} not found", field="job_id")
     return job

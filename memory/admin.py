@@ -165,3 +165,6 @@ class EmbeddingModelAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # chosen by settings and `winni_reembed`: shown read-only
+

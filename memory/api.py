@@ -6,15 +6,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import timerank
+from core import access, timerank
 from core.actors import actor_name_from_rest
+from core.rest import StrictSerializer
 from memory import outputs, services
 
 PAGE_SIZE_MAX = 100
 
 
 class MemoryCreateListApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         content = serializers.CharField(trim_whitespace=False, allow_blank=True)
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
                                      required=False, allow_null=True)
@@ -24,7 +25,7 @@ class MemoryCreateListApi(APIView):
         project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         supersedes = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
 
-    class ListSerializer(serializers.Serializer):
+    class ListSerializer(StrictSerializer):
         tag = serializers.ListField(child=serializers.CharField(), required=False)
         project = serializers.CharField(required=False)
         page = serializers.IntegerField(required=False, min_value=1, default=1)
@@ -39,7 +40,8 @@ class MemoryCreateListApi(APIView):
 
     @extend_schema(parameters=[ListSerializer], responses={200: dict}, operation_id="memories_list")
     def get(self, request: Request) -> Response:
-        params = self.ListSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")})
+        params = self.ListSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")},
+                                     context={"query_string": True})
         params.is_valid(raise_exception=True)
         page, size = params.validated_data["page"], params.validated_data["page_size"]
         queryset = services.memory_list(tags=params.validated_data.get("tag") or None,
@@ -51,7 +53,7 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    class UpdateSerializer(serializers.Serializer):
+    class UpdateSerializer(StrictSerializer):
         content = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
                                      required=False, allow_null=True)
@@ -89,7 +91,8 @@ class MemoryHistoryApi(APIView):
 
 
 class MemorySearchApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
+    class InputSerializer(StrictSerializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         limit = serializers.IntegerField(required=False, default=5)
         tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
@@ -117,6 +120,6 @@ class MemorySearchApi(APIView):
         raw = {**request.query_params.dict()}
         if "tags" in request.query_params:
             raw["tags"] = request.query_params.getlist("tags")
-        data = self.InputSerializer(data=raw)
+        data = self.InputSerializer(data=raw, context={"query_string": True})
         data.is_valid(raise_exception=True)
         return self._search(data.validated_data)

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from core import timerank
 from core.actors import actor_name_from_mcp
-from core.mcp import McpRegistry, Prompt, service_tool
+from core.mcp import McpRegistry, Prompt, read_tool, service_tool
 from memory import outputs, personas, services
 
 
@@ -34,7 +34,7 @@ def store_memory(
     return outputs.stored_memory_dict(memory, created, similar)
 
 
-@service_tool
+@read_tool
 def search_memory(
     query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
     start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
@@ -67,7 +67,7 @@ def update_memory(
     return outputs.updated_memory_dict(memory, changed)
 
 
-@service_tool
+@read_tool
 def memory_history(memory_id: str) -> outputs.MemoryHistoryDict:
     """Every version of a memory, the current one first: content, tags, when and by whom each was
     written and why, and when it was replaced."""

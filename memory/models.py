@@ -57,6 +57,7 @@ class Memory(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name_plural = "memories"
         constraints = [
             models.CheckConstraint(condition=~Q(content=""), name="memory_content_not_empty"),
             models.UniqueConstraint(fields=["project", "content_hash"], condition=Q(project__isnull=False),

@@ -3,6 +3,7 @@ from typing import Any, TypedDict
 
 from core import timerank
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 from core.timerank import TimePlan
 from memory.models import Memory, MemoryVersion
 from memory.services import MemoryHit, SimilarMemory
@@ -61,7 +62,7 @@ class SimilarDict(TypedDict):
     tags: list[str]
 
 
-class StoredMemoryDict(TypedDict):
+class StoredMemoryDict(RedactionCounts):
     memory_id: str
     timestamp: str
     project: str | None

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.live
 def test_set_get_list_delete(mcp):
     assert mcp.call("dewey_get_startup_context") is None
     set_ = mcp.call("dewey_set_startup_context", {"name": "alpha", "content": "# Alpha\nremember X"})
-    assert set_["name"] == "alpha" and set_["is_active"] is True and set(set_) == {"id", "name", "project", "is_active", "created_at"}
+    assert set_["name"] == "alpha" and set_["is_active"] is True and set(set_) == {"context_id", "id", "name", "project", "is_active", "created_at"}
     mcp.call("dewey_set_startup_context", {"name": "beta", "content": "# Beta", "set_active": False})
     got = mcp.call("dewey_get_startup_context")
     assert (got["name"], got["content"], got["is_active"]) == ("alpha", "# Alpha\nremember X", True)

@@ -2,7 +2,12 @@
 
 The mounted MCP app's lifespan must run at the top (it starts the session manager's task group),
 so lifespan events go to it. Every request gets a request id (for the logs and the
-X-Request-ID response header) and a body-size limit (413 beyond WINNI_MAX_REQUEST_BYTES)."""
+X-Request-ID response header) and a body-size limit (413 beyond WINNI_MAX_REQUEST_BYTES).
+
+Errors under /mcp are JSON like everywhere else: `/mcp/` is served as `/mcp` (no redirect), any
+other path under it is a JSON 404, a plain-text error of the SDK (a bad Host or Origin header,
+say) is rewritten into the error shape, and a token that was sent but is unknown or revoked is
+reported as such, not as "Authentication required"."""
 import json
 import os
 
@@ -18,6 +23,8 @@ from core.logs import new_request_id, request_id_var  # noqa: E402
 from winni_site.mcp import build_mcp_app  # noqa: E402
 
 mcp_app = build_mcp_app()
+INVALID_TOKEN = "invalid or revoked token"
+ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
 async def _reject(send, status: int, code: str, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -25,6 +32,46 @@ async def _reject(send, status: int, code: str, message: str) -> None:  # type: 
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
+
+
+def _json_errors(send, *, bearer: bool):  # type: ignore[no-untyped-def]
+    """`send` for the MCP app: an error response that is not JSON becomes the error shape, and a
+    401 for a request that carried a bearer token says the token is invalid or revoked (without
+    saying which). Other responses pass through untouched (streamed)."""
+    held: dict = {}
+
+    async def wrapped(message):  # type: ignore[no-untyped-def]
+        if message["type"] == "http.response.start":
+            response_headers = dict(message.get("headers") or [])
+            content_type = response_headers.get(b"content-type", b"")
+            status = message["status"]
+            if status == 401 and bearer or status >= 400 and b"json" not in content_type:
+                held["start"] = message
+                held["body"] = b""
+                return
+            return await send(message)
+        if message["type"] == "http.response.body" and "start" in held:
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start = held.pop("start")
+            status = start["status"]
+            kept = [(key, value) for key, value in start.get("headers") or []
+                    if key.lower() not in (b"content-type", b"content-length", b"www-authenticate")]
+            if status == 401:
+                body = json.dumps({"error": "invalid_token", "error_description": INVALID_TOKEN}).encode()
+                kept.append((b"www-authenticate",
+                             f'Bearer error="invalid_token", error_description="{INVALID_TOKEN}"'.encode()))
+            else:
+                text = held["body"].decode("utf-8", "replace").strip()[:500] or f"HTTP {status}"
+                code = ERROR_CODES.get(status, "invalid" if status < 500 else "server_error")
+                body = json.dumps(error_body(code, text)).encode()
+            await send({**start, "headers": [*kept, (b"content-type", b"application/json"),
+                                             (b"content-length", str(len(body)).encode())]})
+            return await send({"type": "http.response.body", "body": body})
+        return await send(message)
+
+    return wrapped
 
 
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]
@@ -50,8 +97,14 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
                 f"request body is {int(length)} bytes; the limit is {settings.WINNI_MAX_REQUEST_BYTES} (WINNI_MAX_REQUEST_BYTES)",
             )
         path = scope.get("path", "")
-        if path == "/mcp" or path.startswith("/mcp/"):
-            return await mcp_app(scope, receive, send_with_request_id)
+        if path == "/mcp/":
+            scope = {**scope, "path": "/mcp", "raw_path": b"/mcp"}
+        elif path.startswith("/mcp/"):
+            return await _reject(send_with_request_id, 404, "not_found",
+                                 f"no MCP endpoint at {path}; the MCP endpoint is /mcp")
+        if scope["path"] == "/mcp":
+            bearer = headers.get(b"authorization", b"").lower().startswith(b"bearer ")
+            return await mcp_app(scope, receive, _json_errors(send_with_request_id, bearer=bearer))
         return await django_app(scope, receive, send_with_request_id)
     finally:
         request_id_var.reset(token)

@@ -75,10 +75,12 @@ STORES: list[Portable] = [
              omit={"medallions.MedallionRevision": frozenset({"job_id"})}),
 ]
 # Models of Winni's apps that are deliberately not exported: credentials, this installation's job
-# and run history, statistics derived from other rows. Every other model must be in STORES
-# (tests/test_ops_export.py checks), so a new model forces a decision.
+# and run history (automatic recall's injection log too), statistics derived from other rows.
+# Every other model must be in STORES (tests/test_ops_export.py checks), so a new model forces a
+# decision.
 NOT_EXPORTED = {
     "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
+    "winni_site.injection",
 }
 
 

@@ -12,8 +12,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import projects
-from core.mcp import McpRegistry, service_tool
+from core.errors import NotFound
+from core.mcp import McpRegistry, read_tool
 from core.models import Project
+from core.rest import StrictSerializer
 
 
 class KeyDict(TypedDict):
@@ -51,7 +53,7 @@ def project_list_dict(project: Any = None) -> ProjectListDict:
     return {"projects": rows, "count": len(rows)}
 
 
-@service_tool
+@read_tool
 def winni_projects(project: str | None = None) -> ProjectListDict:
     """The projects Winni knows (one per repository: found by its git remote, root commit or
     path when a session starts in it), most recently active first, each with its slug (what
@@ -75,6 +77,8 @@ class ProjectDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         project = projects.project_get(name=slug)
         found = projects.project_list(project=project)
+        if not found:  # outside the token's projects
+            raise NotFound(f"project {slug!r} not found", field="slug")
         return Response(project_dict(*found[0]))
 
 
@@ -83,7 +87,7 @@ class ProjectMergeApi(APIView):
     become the target's aliases, and this project is deleted."""
 
     @extend_schema_serializer(component_name="ProjectMerge")
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         into = serializers.CharField(max_length=projects.NAME_MAX)
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="projects_merge")

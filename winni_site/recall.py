@@ -1,6 +1,7 @@
-"""winni_recall's two interfaces, the MCP tool and REST `GET|POST /api/v1/recall`: one hybrid,
-ranked list over every searchable kind. The service is core.recall; recall spans every app, so its
-interfaces belong to the assembly."""
+"""Recall's interfaces. winni_recall (MCP) and REST `GET|POST /api/v1/recall`: one hybrid, ranked
+list over every searchable kind (the service is core.recall). winni_context (MCP) and REST
+`POST /api/v1/recall/context`: the short block automatic recall adds to a prompt (the service is
+winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
@@ -10,11 +11,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core.mcp import McpRegistry, service_tool
+from core import access
+from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
+from core.rest import StrictSerializer
+from winni_site.autorecall import ContextDict, context_for_prompt
 
 
-@service_tool
+@read_tool
 def winni_recall(
     query: str,
     kinds: list[str] | None = None,
@@ -49,11 +53,29 @@ def winni_recall(
                   include_superseded=include_superseded, as_of=as_of, recency=recency)
 
 
-MCP = McpRegistry(tools=[winni_recall])
+@read_tool
+def winni_context(
+    prompt: str,
+    project: str | None = None,
+    session_id: str | None = None,
+    max_chars: int | None = None,
+) -> ContextDict:
+    """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
+    the project's active decisions, invariants and open questions, past turns of other sessions and
+    a cached answer to the same question, each with its source (kind, id, date, session, turn).
+    Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
+    (unknown or none: the whole store). session_id: leaves out that session's own turns and what was
+    already given to it (then records what it gives). max_chars 200-50000 (default
+    WINNI_RECALL_INJECT_MAX_CHARS)."""
+    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars)
+
+
+MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 
 class RecallApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
+    class InputSerializer(StrictSerializer):
         query = serializers.CharField(trim_whitespace=False, allow_blank=True)
         kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
         limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT)
@@ -69,8 +91,8 @@ class RecallApi(APIView):
         as_of = serializers.CharField(required=False, allow_null=True, allow_blank=True)
         recency = serializers.FloatField(required=False, allow_null=True)
 
-    def _answer(self, raw: dict[str, Any]) -> Response:
-        data = self.InputSerializer(data=raw)
+    def _answer(self, raw: dict[str, Any], *, query_string: bool = False) -> Response:
+        data = self.InputSerializer(data=raw, context={"query_string": query_string})
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
@@ -88,4 +110,20 @@ class RecallApi(APIView):
         for name in ("kinds", "tags"):
             if name in request.query_params:
                 raw[name] = request.query_params.getlist(name)
-        return self._answer(raw)
+        return self._answer(raw, query_string=True)
+
+
+class RecallContextApi(APIView):
+    token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
+
+    class InputSerializer(StrictSerializer):
+        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True)
+        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        max_chars = serializers.IntegerField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="recall_context")
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(context_for_prompt(**data.validated_data))

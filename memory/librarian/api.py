@@ -5,10 +5,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.rest import StrictSerializer
 from memory.librarian import outputs, services
 
 
-class _QuerySerializer(serializers.Serializer):
+class _QuerySerializer(StrictSerializer):
     query = serializers.CharField(trim_whitespace=False, allow_blank=True)
     project = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None)
 
@@ -69,7 +70,7 @@ class CacheFeedbackApi(APIView):
 
 
 class CacheStatsApi(APIView):
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(StrictSerializer):
         class Meta:
             ref_name = "CacheStatsInput"
 

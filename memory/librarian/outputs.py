@@ -2,6 +2,7 @@
 from typing import Any, TypedDict
 
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 from memory.librarian.models import QueryMemory
 from memory.librarian.services import AskResult
 
@@ -14,7 +15,7 @@ class SourceDict(TypedDict, total=False):
     score: float
 
 
-class AskDict(TypedDict):
+class AskDict(RedactionCounts):
     answer: str
     cached: bool
     cache_tier: str | None
@@ -30,7 +31,7 @@ class AskDict(TypedDict):
     sources: list[SourceDict]
 
 
-class EntryDict(TypedDict):
+class EntryDict(RedactionCounts):
     query: str
     project: str | None
     answer: str | None
@@ -56,7 +57,7 @@ class FeedbackDict(EntryDict):
     dropped: bool
 
 
-class ForgottenDict(TypedDict):
+class ForgottenDict(RedactionCounts):
     forgotten: bool
     query: str
     had_answer: bool
