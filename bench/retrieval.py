@@ -5,7 +5,9 @@ conversation / LongMemEval question, one Winni conversation per haystack session
 date as created_at); the vectors are then computed with the embedding worker's own function in
 batches (in-process instead of a Celery worker). Every question is asked once per mode through
 REST /api/v1/recall (kinds=message, session_id=scope) and scored at turn and session level,
-next to a plain BM25 baseline (bm25s + Snowball stemming) on the same turn texts.
+next to a plain BM25 baseline (bm25s + Snowball stemming) on the same turn texts. Each question
+passes when it is asked as `as_of` (LongMemEval: its question_date; LoCoMo: the last session's
+date), so time words in it ("last week", "which came first") are read as the asker meant them.
 
     .venv/bin/python bench/retrieval.py                      # both dev files
     .venv/bin/python bench/retrieval.py --data other.json.gz --limit 20
@@ -27,8 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCH = str(Path(__file__).resolve().parent)
+sys.path.insert(0, BENCH)
 import _django  # noqa: E402
+
+# bench/secrets.py would shadow the standard library's secrets module (Django and torch import it).
+sys.path[:] = [entry for entry in sys.path if entry not in (BENCH, "")]
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
 DEFAULT_FILES = [DATA / "locomo_dev.json.gz", DATA / "longmemeval_s_dev.json.gz"]
@@ -44,6 +50,7 @@ class Question:
     category: str
     turns: set[str]  # evidence turn keys
     sessions: set[str]  # evidence session keys
+    as_of: str | None = None  # when the question is asked (LongMemEval: question_date), ISO 8601
 
 
 @dataclass
@@ -85,6 +92,8 @@ def load_locomo(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
             sessions.append((f"D{number}", when.replace(tzinfo=dt.timezone.utc).isoformat(), turns))
         scope = Scope(name=f"{prefix}:{item['sample_id']}", sessions=sessions)
         known = {key for _, _, turns in sessions for key, _, _ in turns}
+        # LoCoMo's questions carry no date: they are asked after the last session.
+        asked = max(when for _, when, _ in sessions) if sessions else None
         for qa in item["qa"]:
             if qa.get("category") == 5:
                 continue  # adversarial: no answer to find
@@ -92,9 +101,15 @@ def load_locomo(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
             if turns:
                 scope.questions.append(Question(
                     text=qa["question"], category=LOCOMO_CATEGORIES.get(qa["category"], str(qa["category"])),
-                    turns=turns, sessions={key.split(":")[0] for key in turns}))
+                    turns=turns, sessions={key.split(":")[0] for key in turns}, as_of=asked))
         scopes.append(scope)
     return scopes
+
+
+def _longmemeval_date(text: str) -> str:
+    """'2023/05/30 (Tue) 23:40' → ISO 8601 (UTC)."""
+    when = dt.datetime.strptime(text.split(" (")[0] + " " + text.split(") ")[-1], "%Y/%m/%d %H:%M")
+    return when.replace(tzinfo=dt.timezone.utc).isoformat()
 
 
 def load_longmemeval(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
@@ -106,7 +121,7 @@ def load_longmemeval(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
         for index, (sid, date, turns) in enumerate(
             zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"])
         ):
-            when = dt.datetime.strptime(date.split(" (")[0] + " " + date.split(") ")[-1], "%Y/%m/%d %H:%M")
+            when = dt.datetime.fromisoformat(_longmemeval_date(date))
             key = f"S{index}:{sid}"
             rows = []
             for number, turn in enumerate(turns):
@@ -115,12 +130,13 @@ def load_longmemeval(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
                 rows.append((f"{key}#{number}", turn["role"], turn["content"]))
                 if turn.get("has_answer"):
                     evidence_turns.add(f"{key}#{number}")
-            sessions.append((key, when.replace(tzinfo=dt.timezone.utc).isoformat(), rows))
+            sessions.append((key, when.isoformat(), rows))
         answer = set(item["answer_session_ids"])
         evidence_sessions = {key for key, _, _ in sessions if key.split(":", 1)[1] in answer}
         scope = Scope(name=f"{prefix}:{item['question_id']}", sessions=sessions)
+        asked = _longmemeval_date(item["question_date"]) if item.get("question_date") else None
         scope.questions.append(Question(text=item["question"], category=item["question_type"],
-                                        turns=evidence_turns, sessions=evidence_sessions))
+                                        turns=evidence_turns, sessions=evidence_sessions, as_of=asked))
         scopes.append(scope)
     return scopes
 
@@ -219,6 +235,15 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="only the first N conversations / questions per file")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of fts,semantic,hybrid")
     parser.add_argument("--fresh", action="store_true", help="ingest again even when the scope exists")
+    parser.add_argument("--no-as-of", action="store_true",
+                        help="do not pass the question's date as as_of (time words then read relative to now)")
+    parser.add_argument("--recency", type=float, help="a recency half-life in days for every question")
+    parser.add_argument("--no-time", action="store_true",
+                        help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
+                             "in-process only)")
+    parser.add_argument("--range-boost", type=float, help="A/B: core.timerank.RANGE_BOOST (in-process only)")
+    parser.add_argument("--skip-embedding", action="store_true",
+                        help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
     _django.setup("retrieval", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
 
@@ -231,6 +256,15 @@ def main() -> None:
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     client = _django.rest_client()
     modes = [mode for mode in args.modes.split(",") if mode]
+    if args.no_time:
+        from core import timerank
+
+        read = timerank.plan
+        timerank.plan = lambda query, **kwargs: read("", **kwargs)  # type: ignore[assignment]
+    if args.range_boost is not None:
+        from core import timerank
+
+        timerank.RANGE_BOOST = args.range_boost
     from memory import retrieval
 
     print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "
@@ -246,7 +280,7 @@ def main() -> None:
         started = time.perf_counter()
         from conversations.models import Message
 
-        embedded = _django.embed_pending("message", scope=Message.objects.filter(
+        embedded = 0 if args.skip_embedding else _django.embed_pending("message", scope=Message.objects.filter(
             conversation__session_id__in=[scope.name for scope in scopes]))
         embed_seconds = time.perf_counter() - started
         turns = sum(len(t) for s in scopes for _, _, t in s.sessions)
@@ -265,9 +299,13 @@ def main() -> None:
                     bar.update(1)
                     for mode in modes:
                         began = time.perf_counter()
-                        answer = client.post("/api/v1/recall", {"query": question.text, "kinds": ["message"],
-                                                                "limit": DEPTH, "mode": mode,
-                                                                "session_id": scope.name}, format="json")
+                        body = {"query": question.text, "kinds": ["message"], "limit": DEPTH, "mode": mode,
+                                "session_id": scope.name}
+                        if question.as_of and not args.no_as_of:
+                            body["as_of"] = question.as_of
+                        if args.recency:
+                            body["recency"] = args.recency
+                        answer = client.post("/api/v1/recall", body, format="json")
                         latency[mode].append((time.perf_counter() - began) * 1000)
                         assert answer.status_code == 200, answer.content
                         ranked_sets[mode] = [mapping[(hit["conversation_id"], hit["turn"])]

@@ -123,6 +123,8 @@ class MessageSearchApi(APIView):
         context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10)
         mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, allow_null=True, default=None)
         project = serializers.CharField(required=False)
+        as_of = serializers.CharField(required=False)
+        recency = serializers.FloatField(required=False)
 
     @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="messages_search")
     def get(self, request: Request) -> Response:

@@ -119,6 +119,8 @@ def dewey_search(
     context_lines: int = Field(default=2, ge=0, le=10),
     mode: Literal["fts", "semantic", "hybrid"] | None = None,
     project: str | None = None,
+    as_of: str | None = None,
+    recency: float | None = None,
 ) -> outputs.SearchPageDict:
     """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
     Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;
@@ -126,7 +128,10 @@ def dewey_search(
     context_lines messages before and after it. mode: fts (full text only), semantic (by meaning)
     or hybrid (both fused; best on the retrieval benchmark). Omitted: the server's default
     (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured). project: only that project's
-    conversations."""
+    conversations. Time words in the query ("last week", "in March") are read relative to as_of
+    (ISO 8601, default now) and rank messages of that time higher within the page; for an order
+    question ("which came first") time_filter.timeline lists them oldest first; recency (a
+    half-life in days) favours newer ones; time_filter in the result says what was done."""
     page = services.message_search(
         query=query,
         session_id=session_id,
@@ -139,6 +144,8 @@ def dewey_search(
         context_lines=context_lines,
         mode=mode,
         project=project,
+        as_of=as_of,
+        recency=recency,
     )
     return outputs.search_page_dict(page)
 

@@ -153,6 +153,7 @@ class SearchPageDict(TypedDict):
     limit: int
     offset: int
     mode: str
+    time_filter: dict[str, Any] | None
 
 
 def bulk_stored_dict(conversation: Conversation, messages: list[Message]) -> BulkStoredDict:
@@ -230,6 +231,7 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
         "limit": page.limit,
         "offset": page.offset,
         "mode": page.mode,
+        "time_filter": page.time_filter,
     }
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, TypedDict
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from core import projects, searchable
+from core import projects, searchable, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
@@ -69,14 +69,17 @@ def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] |
     while True:
         hits = _engine(query=query, scopes=scopes, filtered=filtered, limit=depth, offset=0, mode=mode,
                        query_vector=query_vector, attach=attach)
-        kept = current_hits(hits)
+        kept = current_hits(hits, scopes=scopes, attach=attach)
         if len(kept) >= wanted or len(hits) < depth or depth >= STALE_DEPTH_MAX:
             return kept[offset:wanted]
         depth = min(depth * 4, STALE_DEPTH_MAX)
 
 
-def current_hits(hits: list[Hit]) -> list[Hit]:
-    """`hits` without the rows that no longer hold (see Searchable.current), order kept."""
+def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, attach: bool = True) -> list[Hit]:
+    """`hits` without the rows that no longer hold (see Searchable.current), best first. A stale
+    hit whose kind names successors hands its score to its successor when that one is in the
+    kind's scope (when `scopes` is given) and scored lower or not found: the query matched the old
+    fact, and the successor is what holds now."""
     by_kind: dict[str, list[str]] = {}
     for hit in hits:
         if searchable.get(hit.kind).current is not None:
@@ -88,7 +91,35 @@ def current_hits(hits: list[Hit]) -> list[Hit]:
         model = searchable.get(kind).model
         rows = searchable.current_only(kind, model.objects.filter(pk__in=keys)).values_list("pk", flat=True)
         holding.update((kind, str(pk)) for pk in rows)
-    return [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
+    kept = [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
+    if scopes is None:
+        return kept
+    by_key = {(hit.kind, hit.key): hit for hit in kept}
+    changed = False
+    for kind, keys in by_kind.items():
+        spec = searchable.get(kind)
+        stale = [key for key in keys if (kind, key) not in holding]
+        if spec.successors is None or not stale or kind not in scopes:
+            continue
+        successor = spec.successors(stale)
+        reachable = {str(pk): row for pk, row in (
+            (row.pk, row) for row in searchable.current_only(kind, scopes[kind]).filter(
+                pk__in=set(successor.values())))}
+        for hit in hits:
+            new_key = successor.get(hit.key) if hit.kind == kind else None
+            if new_key is None or new_key not in reachable:
+                continue
+            known = by_key.get((kind, new_key))
+            if known is None:
+                by_key[(kind, new_key)] = Hit(kind=kind, key=new_key, fused=hit.fused,
+                                              obj=reachable[new_key] if attach else None)
+                changed = True
+            elif hit.fused > known.fused:
+                known.fused = hit.fused
+                changed = True
+    if not changed:
+        return kept
+    return sorted(by_key.values(), key=lambda hit: -hit.fused)
 
 
 class ScoreDict(TypedDict):
@@ -121,6 +152,7 @@ class RecallDict(TypedDict):
     results: list[RecallHitDict]
     count: int
     degraded: bool
+    time_filter: dict[str, Any] | None  # what the query's time words (and recency) did: core.timerank
 
 
 def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
@@ -207,24 +239,40 @@ def recall(
     mode: str = "hybrid",
     filters: dict[str, Any] | None = None,
     include_superseded: Any = False,
+    as_of: Any = None,
+    recency: Any = None,
 ) -> RecallDict:
     """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
-    are not active); each such memory hit names its successor (`superseded_by`)."""
+    are not active); each such memory hit names its successor (`superseded_by`). The query's time
+    words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
+    list the hits as core.timerank says; `time_filter` in the result tells what they did."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
+    time = timerank.plan(query, as_of=as_of, recency=recency)
     scopes, narrowed = recall_scopes(kinds, filters or {})
     degraded = False
+
+    def ranked(text: str, depth: int) -> list[Hit]:
+        nonlocal degraded
+        if not degraded:
+            try:
+                return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode=mode,  # type: ignore[arg-type]
+                            include_superseded=include_superseded)
+            except EmbeddingUnavailable:
+                # semantic needs the provider; say so and answer lexically rather than not at all.
+                degraded = True
+        return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode="fts",
+                    include_superseded=include_superseded)
+
+    def created(hit: Hit) -> Any:
+        return getattr(hit.obj, "created_at", None)
+
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
-        try:
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode,  # type: ignore[arg-type]
-                        include_superseded=include_superseded)
-        except EmbeddingUnavailable:
-            # semantic needs the provider; say so and answer lexically rather than not at all.
-            degraded = True
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode="fts",
-                        include_superseded=include_superseded)
+        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if time.boosts else limit
+        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)[:limit]
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
+    timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
     return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
-            "degraded": degraded}
+            "degraded": degraded, "time_filter": time.report(timeline)}

@@ -98,6 +98,10 @@ class Searchable:
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.
     current: Callable[[Any], Any] | None = None
+    # For keys of rows that no longer hold, the key of the row that replaced each (the last of its
+    # chain), where one did: ranking hands a stale hit's score to it (a superseded memory's match
+    # goes to the memory that superseded it).
+    successors: Callable[[list[str]], dict[str, str]] | None = None
 
 
 _registry: dict[str, Searchable] = {}

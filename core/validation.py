@@ -128,6 +128,38 @@ def parse_date_range(start_date: Any, end_date: Any) -> tuple[dt.datetime | None
     return start, end
 
 
+RECENCY_MAX_DAYS = 36500.0
+
+
+def parse_as_of(value: Any, *, field: str = "as_of") -> dt.datetime:
+    """The moment a search's time words are read from ("yesterday" is the day before it): an ISO 8601
+    date-time (a naive one is UTC) or a date (its midnight, UTC); None or "" is now."""
+    if value is None or value == "":
+        return timezone.now()
+    if isinstance(value, str) and len(value.strip()) == 10:
+        try:
+            return dt.datetime.combine(dt.date.fromisoformat(value.strip()), dt.time(), tzinfo=dt.timezone.utc)
+        except ValueError:
+            pass
+    try:
+        parsed = parse_timestamp(value, field=field)
+    except InvalidInput:
+        parsed = None
+    if parsed is None:
+        raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {str(value)[:60]!r}", field=field)
+    return parsed
+
+
+def validate_recency(value: Any, *, field: str = "recency") -> float | None:
+    """A ranking half-life in days (newer rows weigh more: a row that old counts half), or None (off)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= RECENCY_MAX_DAYS:
+        raise InvalidInput(f"{field} must be a half-life in days greater than 0 (at most {RECENCY_MAX_DAYS:g}), "
+                           f"got {str(value)[:20]!r}", field=field)
+    return float(value)
+
+
 def validate_query(value: Any, *, field: str = "query", words: bool = False) -> str:
     """A search query, trimmed: a non-blank string PostgreSQL can store.
 

@@ -6,7 +6,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import access
+from core import access, timerank
 from core.actors import actor_name_from_rest
 from core.rest import StrictSerializer
 from memory import outputs, services
@@ -101,10 +101,13 @@ class MemorySearchApi(APIView):
         start_date = serializers.CharField(required=False, allow_null=True)
         end_date = serializers.CharField(required=False, allow_null=True)
         include_superseded = serializers.BooleanField(required=False, default=False)
+        as_of = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        recency = serializers.FloatField(required=False, allow_null=True)
 
     def _search(self, data: dict) -> Response:
-        hits = services.memory_search(**data)
-        return Response(outputs.search_memory_dict(data["query"], hits))
+        time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))
+        hits = services.memory_search(**data, time=time)
+        return Response(outputs.search_memory_dict(data["query"], hits, time))
 
     @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="memories_search")
     def post(self, request: Request) -> Response:

@@ -15,12 +15,12 @@ class MemoryConfig(AppConfig):
         from core.searchable import Searchable, register, searchable_changed
         from memory import embeddings, retrieval, vectors
         from memory.models import Memory
-        from memory.services import memories_merge
+        from memory.services import memories_merge, memory_successors
 
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
                             filters={"tags": "tags__contains", "project": "project"},
                             current=lambda rows: rows.filter(superseded_by__isnull=True),
-                            hit_fields=_memory_hit_fields))
+                            successors=memory_successors, hit_fields=_memory_hit_fields))
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.

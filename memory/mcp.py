@@ -4,6 +4,7 @@ from typing import Any, Callable
 
 from pydantic import Field
 
+from core import timerank
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Prompt, read_tool, service_tool
 from memory import outputs, personas, services
@@ -37,15 +38,19 @@ def store_memory(
 def search_memory(
     query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
     start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
+    as_of: str | None = None, recency: float | None = None,
 ) -> outputs.SearchMemoryDict:
     """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
     them; project: only that project's; start_date/end_date (ISO 8601; a date alone is the whole
     day): only memories stored in that range. Each result has a relevance_score 0-100; results
     under 30 are left out. Superseded memories are left out unless include_superseded (each then
-    names its successor in superseded_by)."""
+    names its successor in superseded_by). Time words in the query ("last week", "in March") are
+    read relative to as_of (ISO 8601, default now) and rank memories of that time higher; recency
+    (a half-life in days) favours newer ones; time_filter in the result says what was done."""
+    time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
     hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
-                                  end_date=end_date, include_superseded=include_superseded)
-    return outputs.search_memory_dict(query, hits)
+                                  end_date=end_date, include_superseded=include_superseded, time=time)
+    return outputs.search_memory_dict(query, hits, time)
 
 
 @service_tool

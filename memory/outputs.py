@@ -1,8 +1,10 @@
 """The return shapes of seed 003 (store_memory, search_memory), shared by MCP tools and REST views."""
 from typing import Any, TypedDict
 
+from core import timerank
 from core.projects import slug_of
 from core.redaction import RedactionCounts
+from core.timerank import TimePlan
 from memory.models import Memory, MemoryVersion
 from memory.services import MemoryHit, SimilarMemory
 
@@ -88,6 +90,7 @@ class SearchMemoryDict(TypedDict):
     query: str
     results: list[SearchResultDict]
     count: int
+    time_filter: dict[str, Any] | None
 
 
 def memory_dict(memory: Memory) -> MemoryDict:
@@ -176,6 +179,9 @@ def search_result_dict(hit: MemoryHit) -> SearchResultDict:
     }
 
 
-def search_memory_dict(query: str, hits: list[MemoryHit]) -> SearchMemoryDict:
+def search_memory_dict(query: str, hits: list[MemoryHit], time: TimePlan | None = None) -> SearchMemoryDict:
     results = [search_result_dict(hit) for hit in hits]
-    return {"query": query, "results": results, "count": len(results)}
+    timeline = timerank.timeline(hits, lambda hit: hit.memory.created_at, lambda hit: str(hit.memory.pk)) \
+        if time is not None and time.order else None
+    return {"query": query, "results": results, "count": len(results),
+            "time_filter": time.report(timeline) if time is not None else None}

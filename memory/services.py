@@ -13,7 +13,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core import projects
+from core import projects, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import redact, redact_json
@@ -132,14 +132,17 @@ def memory_embedding_model(memory: Memory) -> str | None:
 
 
 def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
-                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False) -> list[MemoryHit]:
+                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False,
+                  time: timerank.TimePlan | None = None) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
     start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
     Superseded memories are left out unless include_superseded (then each names its successor).
     A superseded memory that matches hands its relevance to the memory that replaced it (the last
     of the chain, when that one is in the search's scope) if that is higher than the successor's
     own: the query asked about the fact, and the successor is what holds now (`via` names the old
-    memory).
+    memory). `time` (core.timerank.plan of the query, as_of and recency): hits dated in the range
+    the query names and newer hits (recency) rank higher (an order question's timeline: the
+    interfaces, timerank.timeline).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
@@ -167,11 +170,15 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
             query_vector: list[float] | None = embedding.result() if embedding else embeddings.embed_query(query)
         except EmbeddingUnavailable:
             query_vector = None
+        depth = limit * timerank.DEPTH_FACTOR if time is not None and time.boosts else limit
         if query_vector is None:
-            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered, current=current)
+            hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current)
         else:
-            hits = _semantic(query_vector=query_vector, scope=scope, limit=limit, filtered=filtered, model=model,
+            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=model,
                              waiting=waiting, current=current)
+        if time is not None:
+            hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
+                                    created=lambda hit: hit.memory.created_at)[:limit]
         log["results"] = len(hits)
     return hits
 
@@ -213,22 +220,31 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
 SUCCESSION_MAX_HOPS = 50
 
 
-def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
-    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
-    last memory of its chain of successors when higher than that one's own; returns the scores and,
-    per successor that took a score over, the key of the superseded memory it came from."""
+def memory_successors(keys: list[str]) -> dict[str, str]:
+    """For each superseded memory among `keys`, the last memory of its chain of successors (the
+    memory kind's `successors` in the searchable registry)."""
     successor = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
-        pk__in=list(found), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
-    if not successor:
-        return found, {}
+        pk__in=list(keys), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
     final = dict(successor)
     for _ in range(SUCCESSION_MAX_HOPS):
+        if not final:
+            break
         onward = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
             pk__in=set(final.values()), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
         if not onward:
             break
         final = {old: onward.get(last, last) for old, last in final.items()}
-    scores = {key: score for key, score in found.items() if key not in successor}
+    return final
+
+
+def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
+    last memory of its chain of successors when higher than that one's own; returns the scores and,
+    per successor that took a score over, the key of the superseded memory it came from."""
+    final = memory_successors(list(found))
+    if not final:
+        return found, {}
+    scores = {key: score for key, score in found.items() if key not in final}
     via: dict[str, str] = {}
     for old, last in final.items():
         if found[old] > scores.get(last, float("-inf")):

@@ -42,6 +42,10 @@ def test_a_superseded_memory_is_kept_but_leaves_search_and_recall(deploy):
     assert [hit.memory.pk for hit in found][:1] == [new.pk] and old.pk not in [hit.memory.pk for hit in found]
     # The query matched the old fact best: its successor took that match over, and says so.
     assert found[0].via.pk == old.pk and found[0].relevance == 100.0
+    # winni_recall too: the old fact's match goes to the memory that replaced it.
+    for mode in ("fts", "hybrid"):
+        top = recall.recall(query="Fabric scripts", kinds=["memory"], mode=mode)["results"][0]
+        assert top["id"] == str(new.pk) and top["text"] == new.content, mode
     # Asked for explicitly: there, and it names its successor.
     wide = services.memory_search(query="We deploy the web app with Fabric scripts", include_superseded=True)
     assert wide[0].memory.pk == old.pk and wide[0].memory.superseded_by_id == new.pk

@@ -32,6 +32,8 @@ def winni_recall(
     end_date: str | None = None,
     project: str | None = None,
     include_superseded: bool = False,
+    as_of: str | None = None,
+    recency: float | None = None,
 ) -> RecallDict:
     """Search everything Winni keeps (past messages, memories, and any other registered store)
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
@@ -39,11 +41,16 @@ def winni_recall(
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
     such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
     name: only its rows) to every kind. Superseded memories and medallions that are not active are
-    left out unless include_superseded (a superseded memory then names its successor)."""
+    left out unless include_superseded (a superseded memory then names its successor). Time words
+    in the query ("last week", "in March", "before the migration's date") are read relative to
+    as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
+    ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
+    recency (a half-life in days) favours newer hits.
+    time_filter in the result says what was understood and done."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                  include_superseded=include_superseded)
+                  include_superseded=include_superseded, as_of=as_of, recency=recency)
 
 
 @read_tool
@@ -81,12 +88,15 @@ class RecallApi(APIView):
         end_date = serializers.CharField(required=False, allow_null=True)
         project = serializers.CharField(required=False, allow_null=True)
         include_superseded = serializers.BooleanField(required=False, default=False)
+        as_of = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        recency = serializers.FloatField(required=False, allow_null=True)
 
     def _answer(self, raw: dict[str, Any], *, query_string: bool = False) -> Response:
         data = self.InputSerializer(data=raw, context={"query_string": query_string})
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
+        head.update({name: values.pop(name, None) for name in ("as_of", "recency")})
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
 

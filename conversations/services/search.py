@@ -14,7 +14,7 @@ from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
 from conversations.services.messages import planner_rows, validate_role, validate_session_id
-from core import projects, recall
+from core import projects, recall, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
@@ -254,6 +254,7 @@ class SearchPage:
     limit: int
     offset: int
     mode: str = "fts"
+    time_filter: dict[str, Any] | None = None
 
 
 def message_search(
@@ -269,29 +270,40 @@ def message_search(
     context_lines: int = 2,
     mode: str | None = None,
     project: Any = None,
+    as_of: Any = None,
+    recency: Any = None,
 ) -> SearchPage:
     """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
     full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
-    ranking over the same filtered rows (core.recall.rank)."""
+    ranking over the same filtered rows (core.recall.rank). The query's time words (relative to
+    as_of, default now) and recency (a half-life in days) reorder each page as core.timerank says
+    (a boost for the named range; an order question's timeline); `time_filter` says so."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
     if mode not in recall.MODES:
         raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
     offset = validate_offset(offset)
     context_lines = validate_context_lines(context_lines)
+    time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
     filters = message_search_filters(
         session_id=session_id, conversation_id=conversation_id, role=role, start_date=start_date, end_date=end_date,
         project=project,
     )
+    # Every word must match in full text: the words that named the range ("last week") are not
+    # what the messages say.
+    searched = timerank.without_time_words(query, time) if isinstance(query, str) else query
     with storage_op("message.search", limit=limit, offset=offset) as log:
         if mode == "fts":
-            page = message_fts_ranked(query=query, filters=filters, limit=limit, offset=offset)
+            page = message_fts_ranked(query=searched, filters=filters, limit=limit, offset=offset)
         else:
-            page = _message_ranked_by_meaning(query=validate_query(query, words=True), filters=filters, limit=limit,
-                                              offset=offset, mode=mode)
+            page = _message_ranked_by_meaning(query=validate_query(searched, words=True), filters=filters,
+                                              limit=limit, offset=offset, mode=mode)
         hits = message_hits(ranked=page.hits, query=query, context_lines=context_lines)
+        hits = timerank.reweigh(hits, time, score=lambda hit: hit.rank, created=lambda hit: hit.message.created_at)
         log.update(total=page.total, returned=len(hits))
-    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode)
+    timeline = timerank.timeline(hits, lambda hit: hit.message.created_at, lambda hit: str(hit.message.pk)) \
+        if time.order else None
+    return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode, time.report(timeline))
 
 
 def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
