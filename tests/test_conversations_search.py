@@ -54,6 +54,15 @@ def test_the_snippet_of_a_long_message_shows_where_it_matches():
     assert len(whole) == 1 and "**tenants** **migration** is short" in whole[0]
 
 
+def test_snippet_windows_take_queries_with_regex_characters_literally():
+    filler = "nothing to see here. " * 200
+    _store(filler + "edit src/app/config.yaml (v2) [beta] with a+b*c? and $HOME^2 | tee" + filler)
+    for query in ["config.yaml (v2) [beta]", "a+b*c? $HOME^2 | tee", "src/app/config.yaml"]:
+        hits = services.message_search(query=query, mode="hybrid").hits
+        # Cut around the match (PostgreSQL keeps the path as one word, so it may not be bold).
+        assert len(hits) == 1 and "config.yaml" in hits[0].snippet and len(hits[0].snippet) < 1000, query
+
+
 def test_ties_go_to_the_newer_message():
     old_at = "2024-01-01T10:00:00Z"
     new_at = "2024-06-01T10:00:00Z"
