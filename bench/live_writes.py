@@ -169,6 +169,7 @@ def main() -> None:
     parser.add_argument("--writer-procs", type=int, default=2, help="processes the writing clients run in")
     parser.add_argument("--web-workers", type=int, default=2, help="uvicorn worker processes")
     parser.add_argument("--worker-concurrency", type=int, default=2, help="Celery worker pool processes")
+    parser.add_argument("--worker-nice", type=int, default=10, help="WINNI_WORKER_NICE of the worker")
     parser.add_argument("--preload", type=int, default=2000, help="memories stored (and embedded) before the burst")
     parser.add_argument("--search-pause-ms", type=float, default=100, help="pause between two searches")
     parser.add_argument("--idle-seconds", type=float, default=15, help="searching before the burst")
@@ -178,14 +179,15 @@ def main() -> None:
     total = int(args.rate * args.seconds)
     print(machine())
     print(f"target: {args.rate:g} store_memory/s for {args.seconds:g} s ({total} calls) from {args.writers} clients; "
-          f"{args.web_workers} uvicorn worker(s), Celery prefork × {args.worker_concurrency}, model {MODEL}")
+          f"{args.web_workers} uvicorn worker(s), Celery prefork × {args.worker_concurrency} at nice {args.worker_nice}, "
+          f"model {MODEL}")
     from realistic import RealisticCorpus, memory_texts, queries
 
     corpus = RealisticCorpus(conversations=200, messages=2000, seed=3)
     texts = memory_texts(corpus, args.preload + total)
     search_queries = [q for _, q in queries(corpus, 500)]
     settings = {"WINNI_EMBEDDING_PROVIDER": "local", "WINNI_EMBEDDING_MODEL": MODEL,
-                "WINNI_WORKER_CONCURRENCY": str(args.worker_concurrency)}
+                "WINNI_WORKER_CONCURRENCY": str(args.worker_concurrency), "WINNI_WORKER_NICE": str(args.worker_nice)}
     with winni_server("live", workers=args.web_workers, **settings) as (server, token, data_dir):
         env = {**os.environ, "WINNI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev",
                "WINNI_LOG_LEVEL": "WARNING", **settings}

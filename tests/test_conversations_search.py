@@ -34,6 +34,35 @@ def test_ranked_case_insensitive_with_stemming_and_snippet():
     assert "**index**" in page.hits[1].snippet.lower()
 
 
+def test_the_snippet_of_a_long_message_shows_where_it_matches():
+    """A snippet is cut from a window around the first match, not from the whole (up to 20 KB)
+    message; a match the window misses (a stem that is not a substring: staging → stage) falls
+    back to the whole message."""
+    filler = " ".join(f"line {n} of the build log reads ok" for n in range(800))  # ≈ 28,000 characters
+    assert len(filler) > 10 * services.search.SNIPPET_WINDOW
+    _store(filler + " then the migration of the tenants table failed with a deadlock. " + filler)
+    _store(filler + " we were staging the release candidate. " + filler)
+    _store("the tenants migration is short")
+    page = services.message_search(query="tenants deadlock", mode="fts")
+    assert len(page.hits) == 1
+    snippet = page.hits[0].snippet
+    assert "**deadlock**" in snippet and "**tenants**" in snippet and len(snippet) < 1000
+    staged = services.message_search(query="stage", mode="fts").hits
+    assert len(staged) == 1 and "**staging**" in staged[0].snippet
+    short = services.message_search(query="tenants migration", mode="fts").hits
+    whole = [hit.snippet for hit in short if hit.message.content.startswith("the tenants")]
+    assert len(whole) == 1 and "**tenants** **migration** is short" in whole[0]
+
+
+def test_snippet_windows_take_queries_with_regex_characters_literally():
+    filler = "nothing to see here. " * 200
+    _store(filler + "edit src/app/config.yaml (v2) [beta] with a+b*c? and $HOME^2 | tee" + filler)
+    for query in ["config.yaml (v2) [beta]", "a+b*c? $HOME^2 | tee", "src/app/config.yaml"]:
+        hits = services.message_search(query=query, mode="hybrid").hits
+        # Cut around the match (PostgreSQL keeps the path as one word, so it may not be bold).
+        assert len(hits) == 1 and "config.yaml" in hits[0].snippet and len(hits[0].snippet) < 1000, query
+
+
 def test_ties_go_to_the_newer_message():
     old_at = "2024-01-01T10:00:00Z"
     new_at = "2024-06-01T10:00:00Z"

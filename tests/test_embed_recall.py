@@ -163,6 +163,41 @@ def test_bm25_prefers_rare_terms():
     assert scope.get(pk=ranked[0][0]).content == "server rollback done"
 
 
+def test_bm25_scores_are_okapi_bm25_over_term_counts_and_vector_lengths():
+    """The scores match the formula computed here from each row's tsvector (term counts, number of
+    lexemes), long rows with repeated terms included: reading only the query's lexemes of each
+    vector (setweight + ts_filter) counts what unnesting all of them counted."""
+    from django.db import connection
+
+    conversation = conversations.conversation_begin(session_id="okapi")
+    texts = ["deploy the server", "deploy deploy deploy the worker after the server restarts",
+             " ".join(["the rollback of the deploy failed"] * 40 + [f"word{n}" for n in range(300)]),
+             "nothing to see here", "rollback rollback and the server rollback again"]
+    for text in texts:
+        conversations.message_store(conversation_id=conversation.id, role="user", content=text)
+    scope = searchable.get("message").model.objects.filter(conversation__session_id="okapi")
+    lexemes = retrieval.query_lexemes("deploy server rollback")
+    got = dict(retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=True))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT m.id::text, length(m.search_vector), u.lexeme, cardinality(u.positions) "
+                       "FROM conversations_message m, unnest(m.search_vector) u WHERE m.id = ANY(%s)",
+                       [[m.pk for m in scope]])
+        rows = cursor.fetchall()
+    lengths = {key: length for key, length, _, _ in rows}
+    tf = {(key, lexeme): count for key, _, lexeme, count in rows if lexeme in lexemes}
+    candidates = {key for key, _ in tf}
+    avgdl = sum(lengths[key] for key in candidates) / len(candidates)
+    df = {lexeme: sum(1 for key in candidates if (key, lexeme) in tf) for lexeme in lexemes}
+    size = scope.count()
+    expected = {key: sum(
+        math.log(1 + (size - df[lexeme] + 0.5) / (df[lexeme] + 0.5)) * tf[(key, lexeme)] * 2.2
+        / (tf[(key, lexeme)] + 1.2 * (0.25 + 0.75 * lengths[key] / avgdl))
+        for lexeme in lexemes if (key, lexeme) in tf) for key in candidates}
+    assert set(got) == set(expected) and len(got) == 4
+    for key, score in expected.items():
+        assert got[key] == pytest.approx(score, rel=1e-9)
+
+
 # --- the pipeline ----------------------------------------------------------------------------
 
 

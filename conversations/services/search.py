@@ -200,6 +200,42 @@ _HEADLINE_OPTIONS = (
     f"StartSel={SNIPPET_START}, StopSel={SNIPPET_STOP}, MaxWords=35, MinWords=15, MaxFragments=2, "
     "FragmentDelimiter=\" … \""
 )
+# A snippet is cut from at most this many characters of a message: from SNIPPET_LEAD before the
+# first word that starts like one of the query's lexemes (its stem less the last letter, so
+# 'staging' is found for 'stage'), else from its start. ts_headline parses and stems every word
+# of the text it is given: over whole tool outputs of up to 20,000 characters, 20 hits took p50
+# 34 / p95 120 ms (60K coding-agent messages). Only when no word starts like a lexeme the message
+# holds (a stem that is no word's start) does the snippet read the whole message, as before. The
+# lead is short so that the match is among the words shown when ts_headline finds no fragment
+# holding the whole query and shows the text's first words (the whole message showed its start,
+# often without any match).
+SNIPPET_WINDOW = 2_000
+SNIPPET_LEAD = 80
+# The messages of a page with their snippets (parameters: query, query, lead, window, window, ids,
+# options twice).
+_HITS_SQL = rf"""
+    WITH l AS (SELECT tsvector_to_array(to_tsvector('english', %s)) AS lexemes),
+    q AS (SELECT websearch_to_tsquery('english', %s) AS tq, l.lexemes,
+                 -- a word that starts like one of the lexemes (stem less its last letter: staging → stag)
+                 '\m(' || (SELECT string_agg(regexp_replace(left(x, greatest(length(x) - 1, 3)),
+                                                             '([^[:alnum:]_ ])', '\\\1', 'g'), '|')
+                            FROM unnest(l.lexemes) x) || ')' AS starts
+          FROM l),
+    windowed AS (
+        SELECT {_MESSAGE_COLUMNS}, m.search_vector, q.tq, q.lexemes, long.at,
+               CASE WHEN long.at IS NULL THEN m.content
+                    ELSE substr(m.content, greatest(1, coalesce(nullif(long.at, 0), 1) - %s), %s) END AS excerpt
+        FROM conversations_message m CROSS JOIN q
+        LEFT JOIN LATERAL (SELECT coalesce(regexp_instr(m.content, q.starts, 1, 1, 0, 'i'), 0) AS at
+                           WHERE length(m.content) > %s) long ON true
+        WHERE m.id = ANY(%s)
+    )
+    SELECT id, conversation_id, turn_number, role, content, metadata, created_at,
+           CASE WHEN at = 0 AND length(ts_filter(setweight(search_vector, 'A', lexemes), '{{a}}')) > 0
+                THEN ts_headline('english', content, tq, %s)
+                ELSE ts_headline('english', excerpt, tq, %s) END AS snippet
+    FROM windowed
+"""
 
 
 def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int) -> list[SearchHit]:
@@ -211,11 +247,8 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
     ids = [item.message_id for item in ranked]
     by_id = {
         m.id: m
-        for m in Message.objects.raw(
-            f"SELECT {_MESSAGE_COLUMNS}, ts_headline('english', m.content, websearch_to_tsquery('english', %s), %s) "
-            "AS snippet FROM conversations_message m WHERE m.id = ANY(%s)",
-            [query, _HEADLINE_OPTIONS, ids],
-        )
+        for m in Message.objects.raw(_HITS_SQL, [query, query, SNIPPET_LEAD, SNIPPET_WINDOW, SNIPPET_WINDOW, ids,
+                                                 _HEADLINE_OPTIONS, _HEADLINE_OPTIONS])
     }
     conversations = Conversation.objects.select_related("project").in_bulk({m.conversation_id for m in by_id.values()})
     neighbours: dict[uuid.UUID, list[Message]] = {}
