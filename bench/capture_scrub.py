@@ -66,8 +66,8 @@ def capture_event(capture, session: str, event: str, **fields) -> None:  # type:
 
 
 def cost(capture, timer, settings, events_2k: int, events_20k: int) -> None:  # type: ignore[no-untyped-def]
+    from bench.scrub_secrets import events
     from bench.secret_corpus import percentile, planted_documents
-    from bench.secrets import events
 
     rng = random.Random(7)
     planted = [d.text for d in planted_documents(seed=99, per_format=3)]
@@ -101,7 +101,7 @@ def cost(capture, timer, settings, events_2k: int, events_20k: int) -> None:  # 
 def false_positives(capture, timer, locomo: int, source: int) -> None:  # type: ignore[no-untyped-def]
     from tqdm import tqdm
 
-    from bench.secrets import locomo_turns, source_files
+    from bench.scrub_secrets import locomo_turns, source_files
 
     print("\n## False positives in the capture path (every redaction in ordinary text)")
     total_lines = total_found = 0
@@ -145,7 +145,7 @@ def main() -> None:
     _django.setup("capture-scrub", WINNI_EMBEDDING_PROVIDER="hash")
     from django.conf import settings
 
-    from bench.secrets import machine, mask
+    from bench.scrub_secrets import machine, mask
     from core import redaction
     from core.scrub import find_secrets
     from winni_site import capture

@@ -29,12 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this folder comes first on sys.path, and its secrets.py (the secret-scrubbing
-# benchmark) would hide the standard library's, which the MCP client imports.
 BENCH = str(Path(__file__).resolve().parent)
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != BENCH]
-import secrets  # noqa: E402, F401 - the standard library's, before bench/ is back on the path
-
 sys.path.insert(0, BENCH)
 from ops_support import ROOT, percentile, winni_server  # noqa: E402
 from tqdm import tqdm  # noqa: E402

@@ -28,9 +28,6 @@ BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, BENCH)
 import _django  # noqa: E402
 
-# bench/secrets.py would shadow the standard library's secrets module (Django and torch import it).
-sys.path[:] = [entry for entry in sys.path if entry not in (BENCH, "")]
-
 PAIRS = Path(__file__).with_name("near_duplicate_pairs.jsonl")
 SWEEP = (0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
 FLOOR = 0.3  # the sweep needs each pair's similarity down to here

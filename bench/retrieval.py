@@ -33,9 +33,6 @@ BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, BENCH)
 import _django  # noqa: E402
 
-# bench/secrets.py would shadow the standard library's secrets module (Django and torch import it).
-sys.path[:] = [entry for entry in sys.path if entry not in (BENCH, "")]
-
 DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
 DEFAULT_FILES = [DATA / "locomo_dev.json.gz", DATA / "longmemeval_s_dev.json.gz"]
 KS = (5, 10)

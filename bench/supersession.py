@@ -28,9 +28,6 @@ BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, BENCH)
 import _django  # noqa: E402
 
-# bench/secrets.py would shadow the standard library's secrets module (Django and torch import it).
-sys.path[:] = [entry for entry in sys.path if entry not in (BENCH, "")]
-
 COMPONENTS = [
     "billing service", "search index", "login page", "nightly export", "payment webhook", "image resizer",
     "audit log", "rate limiter", "email queue", "feature flag service", "mobile backend", "staging cluster",

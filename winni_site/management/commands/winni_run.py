@@ -239,6 +239,8 @@ class Console:
             if self.verbose:
                 self._write(f"{unit.name} | {line}")
             return
+        if not self.verbose and record.get("logger") == "py.warnings" and ROOT_WARNING in str(record.get("msg")):
+            return  # Celery's warning about running as root: in the log file only (a calm console)
         if CONSOLE_LEVELS.get(str(record.get("level")), 30) >= self.level:
             self._write(_human(unit.name, record), error=record.get("level") in ("error", "critical"))
 
@@ -267,6 +269,10 @@ def _json_line(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return record if isinstance(record, dict) and "level" in record and "msg" in record else None
+
+
+# Celery warns on every start when the worker runs as root (a container, a single-user VM).
+ROOT_WARNING = "running the worker with superuser privileges"
 
 
 def _human(unit: str, record: dict[str, Any]) -> str:

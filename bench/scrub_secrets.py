@@ -1,7 +1,7 @@
 """Secret scrubbing (core.scrub): detection on planted secrets, false positives on ordinary text,
 and the time it adds per captured event.
 
-    .venv/bin/python bench/secrets.py [--per-format 20] [--events-2k 1000] [--events-20k 300] [--entropy]
+    .venv/bin/python bench/scrub_secrets.py [--per-format 20] [--events-2k 1000] [--events-20k 300] [--entropy]
 
 1. Detection: bench/secret_corpus.py plants `--per-format` fake secrets of each of its 42 formats
    into realistic tool outputs; a secret counts as redacted when no 12-character stretch of it
