@@ -15,7 +15,7 @@ from django.utils.safestring import mark_safe
 
 from contexts import services
 from contexts.models import StartupContext, StartupContextAudit
-from core.errors import ApplicationError
+from core.admin_mixins import NoDjangoLogEntries, ServiceErrorsAsMessages
 
 
 def _actor(request: HttpRequest) -> str:
@@ -36,7 +36,7 @@ class StartupContextForm(forms.ModelForm):
 
 
 @admin.register(StartupContext)
-class StartupContextAdmin(admin.ModelAdmin):
+class StartupContextAdmin(NoDjangoLogEntries, ServiceErrorsAsMessages, admin.ModelAdmin):
     form = StartupContextForm
     list_display_links = ("name",)
     list_filter = ("project", "is_active")
@@ -82,20 +82,6 @@ class StartupContextAdmin(admin.ModelAdmin):
             "<table><thead><tr><th>when</th><th>action</th><th>who</th><th>sha256 before</th>"
             "<th>sha256 after</th></tr></thead><tbody>{}</tbody></table>", body,
         )
-
-    # The HISTORY button shows Winni's own trail (the audit rows), written by the services whichever
-    # interface made the change; Django's LogEntry would be a second trail nobody reads.
-    def log_addition(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_change(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_deletion(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_deletions(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
     def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
                      ) -> HttpResponse:
@@ -154,12 +140,6 @@ class StartupContextAdmin(admin.ModelAdmin):
         for context in queryset:
             services.context_delete(name=context.name, force=True, actor=_actor(request), project=context.project)
 
-    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return super().changeform_view(request, *args, **kwargs)
-        except ApplicationError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
 
 
 @admin.register(StartupContextAudit)

@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from core.admin_mixins import NoDjangoLogEntries
 from core.errors import ApplicationError
 from medallions import schema, services
 from medallions.models import Medallion, MedallionJob, Status
@@ -240,7 +241,7 @@ class MedallionForm(forms.ModelForm):
 
 
 @admin.register(Medallion)
-class MedallionAdmin(admin.ModelAdmin):
+class MedallionAdmin(NoDjangoLogEntries, admin.ModelAdmin):
     form = MedallionForm
     list_display = ("__str__", "project", "status", "decision_count", "question_count", "schema_version",
                     "updated_at")
@@ -271,20 +272,6 @@ class MedallionAdmin(admin.ModelAdmin):
     @admin.display(description="open questions")
     def question_count(self, obj: Medallion) -> int:
         return len(obj.open_questions or [])
-
-    # The HISTORY button shows Winni's own trail (revisions), written by the services whichever
-    # interface made the change; Django's LogEntry would be a second trail nobody reads.
-    def log_addition(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_change(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_deletion(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def log_deletions(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
     def history_view(self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
                      ) -> HttpResponse:

@@ -11,6 +11,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
 from core import projects
+from core.admin_mixins import ServiceErrorsAsMessages
 from core.errors import ApplicationError
 from core.models import Project, ProjectKey
 from winni_site import auth, charts, dashboard
@@ -32,7 +33,7 @@ class ApiTokenForm(forms.ModelForm):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
     """Tokens for /mcp and /api/. Superusers create them here (the secret is shown once, on the
     page that follows; only its SHA-256 is stored) and revoke them (a revoked token stops working
     at once and stays listed). Both go through winni_site.auth, like `manage.py winni_token`."""
@@ -88,12 +89,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/winni_site/apitoken/created.html", context)
 
-    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return super().changeform_view(request, *args, **kwargs)
-        except ApplicationError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
 
     @admin.action(description="Revoke the selected tokens (they stop working at once)")
     def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
@@ -158,7 +153,7 @@ def _count_subquery(store: projects.ProjectStore) -> Subquery:
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
     form = ProjectForm
     change_form_template = "admin/core/project/change_form.html"
     list_display = ("slug", "name", "last_activity_at", "rows", "created_at")
@@ -193,12 +188,6 @@ class ProjectAdmin(admin.ModelAdmin):
                                             remote=form.cleaned_data.get("remote") or None)
         obj.pk, obj.slug, obj.created_at = saved.pk, saved.slug, saved.created_at
 
-    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        try:
-            return super().changeform_view(request, *args, **kwargs)
-        except ApplicationError as exc:
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict[str, Any] | None = None) -> HttpResponse:
