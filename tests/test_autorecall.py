@@ -55,7 +55,7 @@ def shop(db: Any, django_capture_on_commit_callbacks: Any) -> dict[str, Any]:
 
 
 def test_a_related_prompt_brings_back_the_decision_with_its_source(shop):
-    out = autorecall.context_for_prompt(prompt="Which database driver do we use for PostgreSQL?",
+    out = autorecall.context_for_prompt(prompt="Which PostgreSQL database driver do we use, psycopg 3?",
                                         project="shop", session_id="session-two")
     assert out["gate"]["injected"] is True
     assert out["text"].startswith(autorecall.HEADER)

@@ -28,6 +28,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -59,7 +60,7 @@ QUERY_CHARS = 2_000
 CANDIDATES = 20
 MEDALLIONS = 3
 # Characters of one item's snippet at most (a long turn is cut around its matched words).
-SNIPPET_CHARS = 700
+SNIPPET_CHARS = 500
 HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
           "dewey_get_conversation, medallion_get or winni_recall)")
 FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
@@ -67,12 +68,20 @@ FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item n
 # The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
 # An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight and is at
 # least SIMILARITY_MIN close in meaning, or is SIMILARITY_ALONE close in meaning whatever its words.
-OVERLAP_MIN = 0.5
-SIMILARITY_MIN = 0.25
-SIMILARITY_ALONE = 0.75
+OVERLAP_MIN = 0.3
+SIMILARITY_MIN = 0.4
+SIMILARITY_ALONE = 0.6
 # After the first item passes, the block carries the next ones while their recall score is at least
 # this share of the best one's.
 RELATIVE_MIN = 0.25
+# A prompt at least this close in meaning to a generic instruction (GENERIC_PROMPTS) gets nothing.
+GENERIC_MAX = 0.55
+# A prompt with fewer specific words than this ("perfect", "run mypy", "undo that") gets nothing
+# but a cached answer: one word says too little about what it asks.
+MIN_TERMS = 2
+# At most this many items of one session lead the block; the rest follow after every other
+# session's (evidence spread over several sessions needs a turn of each).
+PER_SESSION = 1
 
 # Lexemes (english stems) of generic coding-agent instructions: they say what to do now, not what
 # was known before, so they neither open the gate nor count in an item's overlap. Learnt from the
@@ -317,6 +326,26 @@ def _cached_answer(prompt: str, project: Project | None) -> Candidate | None:
 
 
 _item_vectors: dict[str, list[float]] = {}
+GENERIC_PROMPTS = Path(__file__).resolve().parent / "autorecall_generic.txt"
+_generic_vectors: dict[str, Any] = {}
+
+
+def _generic_similarity(query_vector: list[float] | None) -> float:
+    """The prompt's cosine similarity to the nearest generic instruction of GENERIC_PROMPTS (their
+    vectors are computed once per process and model)."""
+    if query_vector is None:
+        return 0.0
+    import numpy as np
+
+    model = embeddings.model_name()
+    if model not in _generic_vectors:
+        texts = [line.strip() for line in GENERIC_PROMPTS.read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        try:
+            _generic_vectors[model] = np.asarray(embeddings.embed_texts(texts), dtype=np.float32)
+        except EmbeddingUnavailable:
+            return 0.0
+    return float(np.max(_generic_vectors[model] @ np.asarray(query_vector, dtype=np.float32)))
 
 
 def _similarities(query_vector: list[float] | None, candidates: list[Candidate]) -> None:
@@ -350,6 +379,9 @@ class Gate:
     similarity_min: float = SIMILARITY_MIN
     similarity_alone: float = SIMILARITY_ALONE
     relative_min: float = RELATIVE_MIN
+    generic_max: float = GENERIC_MAX
+    per_session: int = PER_SESSION
+    min_terms: int = MIN_TERMS
 
     def passes(self, candidate: Candidate) -> bool:
         if candidate.kind == "answer":
@@ -360,7 +392,8 @@ class Gate:
 
     def as_dict(self) -> dict[str, float]:
         return {"overlap_min": self.overlap_min, "similarity_min": self.similarity_min,
-                "similarity_alone": self.similarity_alone, "relative_min": self.relative_min}
+                "similarity_alone": self.similarity_alone, "relative_min": self.relative_min,
+                "generic_max": self.generic_max, "per_session": self.per_session, "min_terms": self.min_terms}
 
 
 GATE = Gate()
@@ -415,7 +448,7 @@ def injections_reset(*, session_id: str) -> int:
 
 def _line(candidate: Candidate) -> str:
     source = candidate.source
-    parts = [candidate.kind, source.get("date") or ""]
+    parts = [candidate.kind if candidate.kind != "message" else "", source.get("date") or ""]
     if candidate.kind == "message":
         parts += [f"session {source.get('session_id')}", f"turn {source.get('turn')} ({source.get('role')})",
                   f"conversation {source.get('conversation_id')}"]
@@ -471,6 +504,9 @@ class Candidates:
 
     terms: list[str]
     weights: dict[str, float]
+    prompt: str = ""
+    # The prompt's cosine similarity to the nearest generic instruction (GENERIC_PROMPTS).
+    generic: float = 0.0
     answer: Candidate | None = None
     medallion_items: list[Candidate] = field(default_factory=list)
     recalled: list[Candidate] = field(default_factory=list)
@@ -487,7 +523,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
     (prompt_lexemes,) = _lexemes_of([query])
     weights = _weights(prompt_lexemes)
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
-                       answer=_cached_answer(prompt, project))
+                       answer=_cached_answer(prompt, project), prompt=prompt)
     if not weights:
         return found
     query_vector: list[float] | None
@@ -495,6 +531,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
         query_vector = embeddings.embed_query(query)
     except EmbeddingUnavailable:
         query_vector = None
+    found.generic = _generic_similarity(query_vector)
     found.recalled = _recalled(query, project, session_id, query_vector)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
@@ -511,12 +548,27 @@ def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
     while their score holds up, once one of them passes."""
+    if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
+        return [found.answer] if found.answer else []
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
     opened = [c for c in found.recalled if gate.passes(c)]
     top = max((c.score for c in opened), default=0.0)
     recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
         if opened else []
-    return ([found.answer] if found.answer else []) + medallion_items + recalled
+    return ([found.answer] if found.answer else []) + medallion_items + spread(recalled, gate.per_session)
+
+
+def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
+    """The candidates in order, except that a session's items after its first `per_session` wait
+    until every session has had its first ones."""
+    first: list[Candidate] = []
+    later: list[Candidate] = []
+    seen: dict[Any, int] = {}
+    for candidate in candidates:
+        session = candidate.source.get("conversation_id") or candidate.key
+        seen[session] = seen.get(session, 0) + 1
+        (first if seen[session] <= per_session else later).append(candidate)
+    return first + later
 
 
 # --- file recall ---------------------------------------------------------------------------------
@@ -596,6 +648,11 @@ def _context(prompt: str, project: Project | None, session_id: str | None, max_c
     }
     if not found.weights and found.answer is None:
         return _empty("no specific words in the prompt", **gate)
+    gate["generic_similarity"] = round(found.generic, 4)
+    if found.generic >= GATE.generic_max and found.answer is None:
+        return _empty("a generic instruction", **gate)
+    if len(found.weights) < GATE.min_terms and found.answer is None:
+        return _empty("too few specific words in the prompt", **gate)
     ordered = block_items(found)
     if not ordered:
         return _empty("nothing relevant enough", **gate)
