@@ -148,6 +148,8 @@ def main() -> None:
     parser.add_argument("--realistic", type=int, default=3000, help="messages of the realistic coding corpus")
     parser.add_argument("--calibrate", action="store_true", help="search the gate's thresholds")
     parser.add_argument("--explore", action="store_true", help="the block's shape: items per session, snippet size")
+    parser.add_argument("--candidates", type=int, default=0, help="rows asked of hybrid recall (default: the service's)")
+    parser.add_argument("--only-latency", action="store_true", help="measure the hooks' latency, nothing else")
     parser.add_argument("--latency", type=int, default=0, help="time N prompts through each hook type")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
@@ -176,6 +178,13 @@ def main() -> None:
     print(f"corpus: {messages} messages ({len(locomo)} LoCoMo projects, {len(lme)} LongMemEval_S projects, "
           f"realistic {args.realistic}); loaded in {time.perf_counter() - started:.0f} s")
 
+    if args.candidates:
+        autorecall.CANDIDATES = args.candidates
+    if args.only_latency:
+        latency(args.latency or 100, [(q.text, slug_of(s.name)) for s in locomo for q in s.questions],
+                sum(generic_prompts(), []), messages)
+        return
+
     def gather(asked: list[Asked], desc: str) -> list[Any]:
         out = []
         for one in tqdm(asked, desc=desc, unit="q"):
@@ -203,7 +212,7 @@ def main() -> None:
         "unanswerable_held": gather(unanswerable[1::2], "unanswerable (held out)"),
     }
     if args.latency:
-        latency(args.latency, [a.prompt for a in locomo_asked], calibration + held_out, messages)
+        latency(args.latency, [(a.prompt, a.project) for a in locomo_asked], calibration + held_out, messages)
     gate = autorecall.GATE
     if args.calibrate:
         gate = calibrate(found)
@@ -212,7 +221,7 @@ def main() -> None:
         explore(gate, found, locomo_asked, lme_asked)
 
 
-def latency(count: int, questions: list[str], generic: list[str], messages: int) -> None:
+def latency(count: int, questions: list[tuple[str, str]], generic: list[str], messages: int) -> None:
     """What Claude Code waits for on a prompt, through a real server (uvicorn, one worker): the
     command hook (a new `python3 -I -S claude_hook.py` process: start-up, the capture + recall
     request, printing) and the http hook's request (the hook input posted to /api/v1/capture/hook
@@ -237,7 +246,8 @@ def latency(count: int, questions: list[str], generic: list[str], messages: int)
         # The hooks name the project by its folder, as a session in /bench/<slug> would.
         ProjectKey.objects.get_or_create(kind=KeyKind.PATH, value=f"/bench/{project.slug}", defaults={"project": project})
     rng = random.Random(3)
-    prompts = [(rng.choice(questions) if i % 2 == 0 else rng.choice(generic)) for i in range(count)]
+    # (prompt, project): a LoCoMo question in its conversation's project, or a generic prompt anywhere.
+    prompts = [rng.choice(questions) if i % 2 == 0 else (rng.choice(generic), rng.choice(slugs)) for i in range(count)]
     server = LiveServer(dict(os.environ))
     samples: dict[str, list[float]] = {"command": [], "http": []}
     injected = {"command": 0, "http": 0}
@@ -246,10 +256,21 @@ def latency(count: int, questions: list[str], generic: list[str], messages: int)
         env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/winni-bench-autorecall-home", "WINNI_URL": server.url,
                "WINNI_TOKEN": token, "WINNI_HOOK_SPOOL": "/tmp/winni-bench-autorecall-home/spool.jsonl",
                "WINNI_HOOK_LOG": "/tmp/winni-bench-autorecall-home/hook.log", "WINNI_HOOK_TIMEOUT": "5"}
-        for index, prompt in enumerate(tqdm_iter(prompts, "hook latency")):
+        home = Path(env["HOME"])
+        home.mkdir(exist_ok=True)
+        (home / "spool.jsonl").unlink(missing_ok=True)
+        for warm in range(3):  # the server's first requests load the embedding model
+            conn = http.client.HTTPConnection(host, port, timeout=180)
+            conn.request("POST", "/api/v1/capture/hook", headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {token}"}, body=json.dumps(
+                {"session_id": f"latency-warm-{warm}", "hook_event_name": "UserPromptSubmit",
+                 "prompt": questions[warm][0], "cwd": f"/bench/{questions[warm][1]}"}))
+            conn.getresponse().read()
+            conn.close()
+        for index, (prompt, slug) in enumerate(tqdm_iter(prompts, "hook latency")):
             for kind in ("command", "http"):
                 payload = {"session_id": f"latency-{kind}-{index}", "hook_event_name": "UserPromptSubmit",
-                           "prompt": prompt, "cwd": f"/bench/{rng.choice(slugs)}"}
+                           "prompt": prompt, "cwd": f"/bench/{slug}"}
                 began = time.perf_counter()
                 if kind == "command":
                     done = subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload),

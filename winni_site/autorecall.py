@@ -199,29 +199,24 @@ def _overlap(weights: dict[str, float], lexemes: set[str]) -> float:
 _WORD = re.compile(r"\w[\w./-]*\w|\w")
 
 
-def _snippet(text: str, matched: set[str], stems: dict[str, str], limit: int) -> str:
-    """`text` cut to `limit` characters around its first words whose lexemes are in `matched`."""
+def _snippet(text: str, matched: set[str], limit: int) -> str:
+    """`text` cut to `limit` characters around its matched words: the window that holds the most
+    words whose lexeme (an english stem: a prefix of the word, as a rule) is in `matched`."""
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    start = 0
-    for found in _WORD.finditer(text):
-        if stems.get(found.group().lower()) in matched:
-            start = max(0, found.start() - limit // 4)
-            break
+    prefixes = tuple(sorted(matched))
+    hits = [found.start() for found in _WORD.finditer(text) if prefixes and found.group().lower().startswith(prefixes)]
+    hits = hits[:500]
+    start, best = 0, 0
+    for position in hits:
+        begin = max(0, position - limit // 4)
+        count = sum(1 for other in hits if begin <= other < begin + limit - 20)
+        if count > best:
+            start, best = begin, count
     end = min(len(text), start + limit)
     start = max(0, end - limit)
     return ("… " if start else "") + text[start:end].strip() + (" …" if end < len(text) else "")
-
-
-def _stems(words: set[str]) -> dict[str, str]:
-    """Each word's english lexeme (one round trip)."""
-    if not words:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT w, (tsvector_to_array(to_tsvector('english', w)))[1] FROM unnest(%s::text[]) w",
-                       [sorted(words)])
-        return {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}
 
 
 # --- candidates ----------------------------------------------------------------------------------
@@ -666,8 +661,6 @@ def _context(prompt: str, project: Project | None, session_id: str | None, max_c
 
 def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
            header: str = HEADER) -> ContextDict:
-    words = {word.lower() for c in fresh for word in _WORD.findall(" ".join(c.text.split())[:20_000])}
-    stems = _stems(words)
     lines: list[str] = []
     items: list[Item] = []
     used = len(header) + 1
@@ -676,7 +669,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if room < 60:
             break
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
-        candidate.snippet = _snippet(candidate.text, matched, stems, min(SNIPPET_CHARS, room))
+        candidate.snippet = _snippet(candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
         if used + len(line) + 1 > max_chars:
             continue
