@@ -388,3 +388,30 @@ def test_the_transcript_folds_what_winni_added_and_the_dashboard_counts_it(shop,
 
     today = board.recall_per_day(1)[-1]
     assert today[1] == 1 and today[2] == 0.5  # one block; one of two prompts received one
+
+
+def test_the_project_page_shows_and_sets_automatic_recall(shop, admin_client):
+    url = f"/admin/core/project/{shop['shop'].pk}/change/"
+    import re
+
+    def checkbox() -> str:
+        return re.search(r'<input type="checkbox" name="recall_inject"[^>]*>', admin_client.get(url).content.decode())[0]
+
+    assert "checked" in checkbox()
+    autorecall.project_recall_set(project="shop", enabled=False)
+    assert "checked" not in checkbox()
+    form = admin_client.get(url).context["adminform"].form
+    data = {"name": "shop", "recall_inject": "on"}
+    for formset in admin_client.get(url).context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        data.update({f"{management.prefix}-{name}": value for name, value in management.initial.items()})
+        for inline_form in formset.formset.forms:
+            data.update({f"{inline_form.prefix}-{name}": value for name, value in inline_form.initial.items()
+                         if value is not None})
+            data[f"{inline_form.prefix}-id"] = inline_form.instance.pk
+            data[f"{inline_form.prefix}-project"] = shop["shop"].pk
+    assert form is not None
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    shop["shop"].refresh_from_db()
+    assert autorecall.project_recall_enabled(shop["shop"]) is True
