@@ -389,19 +389,20 @@ def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: li
 
     from winni_site import autorecall
 
-    print("\n| per session | snippet chars | LoCoMo evidence any | LongMemEval_S every evidence session |")
-    print("|---|---|---|---|")
+    print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session |")
+    print("|---|---|---|---|---|")
     default = autorecall.SNIPPET_CHARS
     try:
-        for per_session, snippet in itertools.product((1, 2, 3), (300, 500, 700)):
+        for per_session, snippet, relative in itertools.product((1, 2), (300, 500), (0.0, 0.1, 0.25)):
             autorecall.SNIPPET_CHARS = snippet
-            variant = dataclasses.replace(gate, per_session=per_session)
+            variant = dataclasses.replace(gate, per_session=per_session, relative_min=relative)
             hits = sum(bool(set(keys_of(items_for(f, variant, 4000), a.mapping)) & a.gold_turns)
                        for a, f in zip(locomo, found["locomo"]))
             lme_hits = sum(a.gold_sessions <= {retrieval_bench.session_of(k) for k in
                                                keys_of(items_for(f, variant, 4000), a.mapping) if k}
                            for a, f in zip(lme, found["lme"]))
-            print(f"| {per_session} | {snippet} | {hits / len(locomo) * 100:.1f} % | {lme_hits / max(1, len(lme)):.3f} |")
+            print(f"| {per_session} | {snippet} | {relative} | {hits / len(locomo) * 100:.1f} % "
+                  f"| {lme_hits / max(1, len(lme)):.3f} |")
     finally:
         autorecall.SNIPPET_CHARS = default
 
