@@ -8,8 +8,9 @@ project's medallions, past turns of other sessions, the answer cache), so it liv
 What it does with a prompt:
 1. Its words: the english lexemes of the prompt (as full-text search indexes them), less the
    generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
-   learnt from bench/autorecall_generic.txt's calibration half). A prompt with no other word gets
-   nothing: "run the tests", "thanks", "continue" never search.
+   learnt from bench/autorecall_generic.txt's calibration half). A prompt with fewer than two other
+   words gets nothing ("run the tests", "thanks", "continue" never search), nor one close in
+   meaning to a generic instruction (winni_site/autorecall_generic.txt).
 2. Candidates: hybrid recall (core.recall.rank) over memories (the project's and the global ones)
    and past turns of the project's other sessions (this session's turns are already in the model's
    context, the prompt just captured among them); the active decisions, invariants and open
@@ -18,7 +19,8 @@ What it does with a prompt:
    when some candidate shares enough of the prompt's specific words (their weight by how rare
    each is in the store: `overlap`) with enough meaning (`similarity`, cosine of the embeddings),
    or is very close in meaning alone. Otherwise: an empty text, no header.
-4. The block: the candidates in rank order, each a snippet cut around the matched words, with its
+4. The block: the candidates in rank order (one per conversation first), each a snippet cut
+   around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
    recorded (winni_site.models.Injection)."""
@@ -59,6 +61,8 @@ QUERY_CHARS = 2_000
 # Candidates asked of hybrid recall, and medallions read for their items.
 CANDIDATES = 20
 MEDALLIONS = 3
+# Characters of a candidate's text read for its words (a pasted 1 MB log is not read whole).
+TEXT_CHARS = 20_000
 # Characters of one item's snippet at most (a long turn is cut around its matched words).
 SNIPPET_CHARS = 500
 HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
@@ -202,7 +206,7 @@ _WORD = re.compile(r"\w[\w./-]*\w|\w")
 def _snippet(text: str, matched: set[str], limit: int) -> str:
     """`text` cut to `limit` characters around its matched words: the window that holds the most
     words whose lexeme (an english stem: a prefix of the word, as a rule) is in `matched`."""
-    text = " ".join(text.split())
+    text = " ".join(text[:TEXT_CHARS].split())
     if len(text) <= limit:
         return text
     prefixes = tuple(sorted(matched))
@@ -251,11 +255,11 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     except EmbeddingUnavailable:
         hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="fts")
     conversations = {}
-    message_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
-    if message_ids:
+    conversation_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
+    if conversation_ids:
         from conversations.models import Conversation
 
-        conversations = {c.id: c for c in Conversation.objects.filter(id__in=message_ids).only("id", "session_id")}
+        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only("id", "session_id")}
     found = []
     for hit in hits:
         obj = hit.obj
@@ -530,7 +534,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
     found.recalled = _recalled(query, project, session_id, query_vector)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
-    for candidate, lexemes in zip(everything, _lexemes_of([c.text for c in everything])):
+    for candidate, lexemes in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
         candidate.lexemes = lexemes
         candidate.overlap = _overlap(weights, lexemes)
     _similarities(query_vector, found.medallion_items)
@@ -616,7 +620,7 @@ def _file_context(file_path: str, name: str, project: Project | None, session_id
     weights = {lexeme: 1.0 for lexeme in lexemes}
     everything = _medallion_items(project) + _recalled(file_path, project, session_id, None, mode="fts",
                                                        spoken_only=True)
-    for candidate, found in zip(everything, _lexemes_of([c.text for c in everything])):
+    for candidate, found in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
         candidate.lexemes = found
     # Names the file: its path or its name as written (a word boundary before it).
     pattern = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*" + re.escape(name) + r"\b")
