@@ -153,8 +153,15 @@ def test_winni_context_through_mcp(live_shop, mcp: McpClient):
     out = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
     assert "psycopg 3" in out["text"] and out["items"]
     assert {"kind", "id", "score", "source"} <= set(out["items"][0])
+    assert "tomatoes" not in out["text"]  # the project filter: another project's turns stay out
     again = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
     assert not {i["id"] for i in again["items"]} & {i["id"] for i in out["items"]}
+    capture.capture_hook_event(payload={"hook_event_name": "SessionStart", "session_id": "mcp-session",
+                                        "source": "clear"})
+    after = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
+    assert [i["id"] for i in after["items"]] == [i["id"] for i in out["items"]]
+    garden = mcp.call("winni_context", {"prompt": "When do the tomatoes need watering?", "project": "garden"})
+    assert "tomatoes" in garden["text"] and "psycopg" not in garden["text"]
     assert mcp.call("winni_context", {"prompt": "run the tests", "project": "shop"})["text"] == ""
     assert mcp.call("winni_context", {"prompt": "  "})["items"] == []
     small = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "max_chars": 300})
