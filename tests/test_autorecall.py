@@ -422,3 +422,22 @@ def test_the_project_page_shows_and_sets_automatic_recall(shop, admin_client):
     assert response.status_code == 302, response.content.decode()[:2000]
     shop["shop"].refresh_from_db()
     assert autorecall.project_recall_enabled(shop["shop"]) is True
+
+
+def test_a_long_text_is_cut_around_its_densest_matched_words():
+    text = "filler " * 300 + "the psycopg driver pool " + "filler " * 50 + "psycopg psycopg driver " + "tail " * 300
+    snippet = autorecall._snippet(text, {"psycopg", "driver"}, 200)
+    assert len(snippet) <= 204 and snippet.startswith("… ") and snippet.endswith(" …")
+    assert "psycopg psycopg driver" in snippet  # the window holding the most matches, not the first one
+    assert "pool" not in snippet
+    assert autorecall._snippet("short text", {"x"}, 200) == "short text"
+
+
+def test_one_row_per_conversation_leads_the_block():
+    def row(conversation: str, n: int) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id=f"{conversation}{n}", text="t",
+                                    source={"conversation_id": conversation})
+
+    rows = [row("a", 1), row("a", 2), row("b", 1), row("a", 3), row("c", 1)]
+    assert [c.id for c in autorecall.spread(rows, 1)] == ["a1", "b1", "c1", "a2", "a3"]
+    assert [c.id for c in autorecall.spread(rows, 2)] == ["a1", "a2", "b1", "c1", "a3"]
