@@ -199,6 +199,8 @@ def test_recall_context_over_rest(shop, api, settings):
     settings.WINNI_MAX_CONTENT_BYTES = 100
     big = api.post(url, {"prompt": "psycopg " * 30}, format="json")
     assert big.status_code == 413 and "prompt" in big.content.decode()
+    paths = api.get("/api/schema/?format=json").json()["paths"]
+    assert "/api/v1/recall/context" in paths and "/api/v1/capture/hook" in paths
 
 
 # --- delivery to Claude Code: the capture request answers the block -------------------------------
