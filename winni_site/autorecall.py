@@ -275,7 +275,32 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             text = obj.content
         found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source, score=hit.fused,
                                similarity=hit.similarity))
+    if query_vector is not None:
+        _stored_similarities(query_vector, [c for c in found if c.similarity is None])
     return found
+
+
+def _stored_similarities(query_vector: list[float], candidates: list[Candidate]) -> None:
+    """Set the similarity of candidates that full-text search found but the vector side did not
+    rank (outside its nearest rows), from their stored vectors: the gate reads every candidate's
+    closeness in meaning, and "not among the nearest 50" is not "unrelated"."""
+    if not candidates:
+        return
+    from memory import vectors
+
+    model = vectors.ActiveModel().model
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
+            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
+            [vectors.vector_literal(query_vector), model.name, sorted({c.kind for c in candidates}),
+             [c.id for c in candidates]])
+        found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
+    for candidate in candidates:
+        candidate.similarity = found.get((candidate.kind, candidate.id), candidate.similarity)
 
 
 def _medallion_items(project: Project | None) -> list[Candidate]:
