@@ -238,7 +238,8 @@ def latency(count: int, questions: list[tuple[str, str]], generic: list[str], me
     from winni_site import auth
     from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
 
-    _, token = auth.token_create(name=f"bench-latency-{uuid.uuid4().hex[:8]}")
+    run = uuid.uuid4().hex[:8]
+    _, token = auth.token_create(name=f"bench-latency-{run}")
     from core.models import KeyKind, ProjectKey
 
     slugs = list(Project.objects.filter(slug__startswith="locomo").values_list("slug", flat=True))
@@ -246,8 +247,10 @@ def latency(count: int, questions: list[tuple[str, str]], generic: list[str], me
         # The hooks name the project by its folder, as a session in /bench/<slug> would.
         ProjectKey.objects.get_or_create(kind=KeyKind.PATH, value=f"/bench/{project.slug}", defaults={"project": project})
     rng = random.Random(3)
-    # (prompt, project): a LoCoMo question in its conversation's project, or a generic prompt anywhere.
-    prompts = [rng.choice(questions) if i % 2 == 0 else (rng.choice(generic), rng.choice(slugs)) for i in range(count)]
+    # (prompt, project): a LoCoMo question in its conversation's project, or a generic prompt anywhere;
+    # each hook type gets its own draw (the same prompt twice would find its first capture).
+    draws = {kind: [rng.choice(questions) if i % 2 == 0 else (rng.choice(generic), rng.choice(slugs))
+                    for i in range(count)] for kind in ("command", "http")}
     server = LiveServer(dict(os.environ))
     samples: dict[str, list[float]] = {"command": [], "http": []}
     injected = {"command": 0, "http": 0}
@@ -267,9 +270,10 @@ def latency(count: int, questions: list[tuple[str, str]], generic: list[str], me
                  "prompt": questions[warm][0], "cwd": f"/bench/{questions[warm][1]}"}))
             conn.getresponse().read()
             conn.close()
-        for index, (prompt, slug) in enumerate(tqdm_iter(prompts, "hook latency")):
+        for index in tqdm_iter(list(range(count)), "hook latency"):
             for kind in ("command", "http"):
-                payload = {"session_id": f"latency-{kind}-{index}", "hook_event_name": "UserPromptSubmit",
+                prompt, slug = draws[kind][index]
+                payload = {"session_id": f"latency-{kind}-{run}-{index}", "hook_event_name": "UserPromptSubmit",
                            "prompt": prompt, "cwd": f"/bench/{slug}"}
                 began = time.perf_counter()
                 if kind == "command":
@@ -287,6 +291,9 @@ def latency(count: int, questions: list[tuple[str, str]], generic: list[str], me
     finally:
         server.stop()
         Conversation.objects.filter(session_id__startswith="latency-").delete()
+        from winni_site.models import Injection
+
+        Injection.objects.filter(session_id__startswith="latency-").delete()
     print(f"\nhook latency, {count} prompts (half LoCoMo questions, half generic), corpus {messages} messages:")
     for kind, values in samples.items():
         p50, p95 = _django.percentiles(values)
