@@ -109,6 +109,19 @@ class Asked:
 # --- the gate, offline -----------------------------------------------------------------------
 
 
+def realistic_facts(messages: int) -> list[Any]:
+    """The facts the loaded realistic corpus states (each asked as a question; its ticket id in the
+    block means the statement reached the model)."""
+    if not messages:
+        return []
+    from bench.realistic import RealisticCorpus
+
+    corpus = RealisticCorpus(conversations=max(10, messages // 50), messages=messages, seed=0)
+    for _ in corpus:
+        pass
+    return [fact for project in corpus.projects for fact in project.facts if fact.said > 0]
+
+
 def opens(found: Any, gate: Any) -> bool:
     from winni_site import autorecall
 
@@ -134,6 +147,10 @@ def main() -> None:
     parser.add_argument("--lme-limit", type=int, default=20, help="LongMemEval_S questions (each its own haystack)")
     parser.add_argument("--realistic", type=int, default=3000, help="messages of the realistic coding corpus")
     parser.add_argument("--calibrate", action="store_true", help="search the gate's thresholds")
+    parser.add_argument("--explore", action="store_true", help="the block's shape: items per session, snippet size")
+    parser.add_argument("--candidates", type=int, default=0, help="rows asked of hybrid recall (default: the service's)")
+    parser.add_argument("--only-latency", action="store_true", help="measure the hooks' latency, nothing else")
+    parser.add_argument("--latency", type=int, default=0, help="time N prompts through each hook type")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from django.db import connection
@@ -161,6 +178,13 @@ def main() -> None:
     print(f"corpus: {messages} messages ({len(locomo)} LoCoMo projects, {len(lme)} LongMemEval_S projects, "
           f"realistic {args.realistic}); loaded in {time.perf_counter() - started:.0f} s")
 
+    if args.candidates:
+        autorecall.CANDIDATES = args.candidates
+    if args.only_latency:
+        latency(args.latency or 100, [(q.text, slug_of(s.name)) for s in locomo for q in s.questions],
+                sum(generic_prompts(), []), messages)
+        return
+
     def gather(asked: list[Asked], desc: str) -> list[Any]:
         out = []
         for one in tqdm(asked, desc=desc, unit="q"):
@@ -177,7 +201,9 @@ def main() -> None:
     random.Random(7).shuffle(unanswerable)
     unanswerable = unanswerable[:200]
     calibration, held_out = generic_prompts()
+    facts = realistic_facts(args.realistic)
     found = {
+        "realistic": gather([Asked(f.question, None, set(), set(), {}) for f in facts], "realistic questions"),
         "locomo": gather(locomo_asked, "LoCoMo"),
         "lme": gather(lme_asked, "LongMemEval_S"),
         "generic_cal": gather([Asked(p, None, set(), set(), {}) for p in calibration], "generic (cal)"),
@@ -185,10 +211,99 @@ def main() -> None:
         "unanswerable_cal": gather(unanswerable[0::2], "unanswerable (cal)"),
         "unanswerable_held": gather(unanswerable[1::2], "unanswerable (held out)"),
     }
+    if args.latency:
+        latency(args.latency, [(a.prompt, a.project) for a in locomo_asked], calibration + held_out, messages)
     gate = autorecall.GATE
     if args.calibrate:
         gate = calibrate(found)
-    report(gate, found, locomo_asked, lme_asked)
+    report(gate, found, locomo_asked, lme_asked, [fact.ticket for fact in facts])
+    if args.explore:
+        explore(gate, found, locomo_asked, lme_asked)
+
+
+def latency(count: int, questions: list[tuple[str, str]], generic: list[str], messages: int) -> None:
+    """What Claude Code waits for on a prompt, through a real server (uvicorn, one worker): the
+    command hook (a new `python3 -I -S claude_hook.py` process: start-up, the capture + recall
+    request, printing) and the http hook's request (the hook input posted to /api/v1/capture/hook
+    on a new connection). Half the prompts are LoCoMo questions asked in their project, half
+    generic prompts; every one is a new session's prompt (deleted afterwards)."""
+    import http.client
+    import json
+    import os
+    import subprocess
+
+    from conversations.models import Conversation
+    from core.models import Project
+    from tests.support import LiveServer
+    from winni_site import auth
+    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+
+    run = uuid.uuid4().hex[:8]
+    _, token = auth.token_create(name=f"bench-latency-{run}")
+    from core.models import KeyKind, ProjectKey
+
+    slugs = list(Project.objects.filter(slug__startswith="locomo").values_list("slug", flat=True))
+    for project in Project.objects.filter(slug__in=slugs):
+        # The hooks name the project by its folder, as a session in /bench/<slug> would.
+        ProjectKey.objects.get_or_create(kind=KeyKind.PATH, value=f"/bench/{project.slug}", defaults={"project": project})
+    rng = random.Random(3)
+    # (prompt, project): a LoCoMo question in its conversation's project, or a generic prompt anywhere;
+    # each hook type gets its own draw (the same prompt twice would find its first capture).
+    draws = {kind: [rng.choice(questions) if i % 2 == 0 else (rng.choice(generic), rng.choice(slugs))
+                    for i in range(count)] for kind in ("command", "http")}
+    server = LiveServer(dict(os.environ))
+    samples: dict[str, list[float]] = {"command": [], "http": []}
+    injected = {"command": 0, "http": 0}
+    try:
+        host, port = "127.0.0.1", server.port
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/winni-bench-autorecall-home", "WINNI_URL": server.url,
+               "WINNI_TOKEN": token, "WINNI_HOOK_SPOOL": "/tmp/winni-bench-autorecall-home/spool.jsonl",
+               "WINNI_HOOK_LOG": "/tmp/winni-bench-autorecall-home/hook.log", "WINNI_HOOK_TIMEOUT": "5"}
+        home = Path(env["HOME"])
+        home.mkdir(exist_ok=True)
+        (home / "spool.jsonl").unlink(missing_ok=True)
+        for warm in range(3):  # the server's first requests load the embedding model
+            conn = http.client.HTTPConnection(host, port, timeout=180)
+            conn.request("POST", "/api/v1/capture/hook", headers={
+                "Content-Type": "application/json", "Authorization": f"Bearer {token}"}, body=json.dumps(
+                {"session_id": f"latency-warm-{warm}", "hook_event_name": "UserPromptSubmit",
+                 "prompt": questions[warm][0], "cwd": f"/bench/{questions[warm][1]}"}))
+            conn.getresponse().read()
+            conn.close()
+        for index in tqdm_iter(list(range(count)), "hook latency"):
+            for kind in ("command", "http"):
+                prompt, slug = draws[kind][index]
+                payload = {"session_id": f"latency-{kind}-{run}-{index}", "hook_event_name": "UserPromptSubmit",
+                           "prompt": prompt, "cwd": f"/bench/{slug}"}
+                began = time.perf_counter()
+                if kind == "command":
+                    done = subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload),
+                                          capture_output=True, text=True, env=env, timeout=30)
+                    out = done.stdout
+                else:
+                    conn = http.client.HTTPConnection(host, port, timeout=10)
+                    conn.request("POST", "/api/v1/capture/hook", body=json.dumps(payload),
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+                    out = conn.getresponse().read().decode()
+                    conn.close()
+                samples[kind].append((time.perf_counter() - began) * 1000)
+                injected[kind] += "additionalContext" in out
+    finally:
+        server.stop()
+        Conversation.objects.filter(session_id__startswith="latency-").delete()
+        from winni_site.models import Injection
+
+        Injection.objects.filter(session_id__startswith="latency-").delete()
+    print(f"\nhook latency, {count} prompts (half LoCoMo questions, half generic), corpus {messages} messages:")
+    for kind, values in samples.items():
+        p50, p95 = _django.percentiles(values)
+        print(f"  {kind}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {injected[kind]} of {count} injected")
+
+
+def tqdm_iter(items: list[Any], desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="prompt")
 
 
 def rate(found: list[Any], gate: Any) -> float:
@@ -196,20 +311,41 @@ def rate(found: list[Any], gate: Any) -> float:
 
 
 def calibrate(found: dict[str, list[Any]]) -> Any:
+    """The gate from the calibration sets. generic_max: the lowest that takes at most 1 % of the
+    LoCoMo questions for generic instructions (the held-out generic prompts then say how many
+    instructions it catches). The other thresholds: the most LoCoMo questions opened with at most
+    10 % of the calibration unanswerable questions (and calibration generic prompts) opened."""
     from winni_site import autorecall
 
+    generic_max = 0.95
+    questions = found["locomo"] + found["realistic"]
+    for candidate in (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        if sum(f.generic >= candidate for f in found["locomo"]) <= 0.01 * len(found["locomo"]) \
+                and not any(f.generic >= candidate for f in found["realistic"]):
+            generic_max = candidate
+            break
+    print(f"\ngeneric_max {generic_max}: questions taken for instructions "
+          f"{sum(f.generic >= generic_max for f in questions)} of {len(questions)} (LoCoMo and the realistic corpus'); "
+          f"realistic questions' generic similarity max {max((f.generic for f in found['realistic']), default=0):.2f}")
+    min_terms = 1
+    for candidate in (3, 2):
+        if sum(len(f.weights) < candidate for f in found["locomo"]) <= 0.01 * len(found["locomo"]):
+            min_terms = candidate
+            break
+    print(f"min_terms {min_terms}: LoCoMo questions with fewer specific words "
+          f"{sum(len(f.weights) < min_terms for f in found['locomo'])}")
     best = None
-    grid = itertools.product((0.3, 0.4, 0.5, 0.6, 0.7, 0.8), (0.0, 0.2, 0.3, 0.4, 0.5),
-                             (0.6, 0.7, 0.8, 2.0))
     rows = []
-    for overlap_min, similarity_min, alone in grid:
-        gate = autorecall.Gate(overlap_min=overlap_min, similarity_min=similarity_min, similarity_alone=alone)
+    for overlap_min, similarity_min, alone in itertools.product((0.3, 0.4, 0.5, 0.6, 0.7), (0.0, 0.2, 0.3, 0.4, 0.5),
+                                                                (0.6, 0.7, 0.8, 2.0)):
+        gate = autorecall.Gate(overlap_min=overlap_min, similarity_min=similarity_min, similarity_alone=alone,
+                               generic_max=generic_max, min_terms=min_terms)
         silent = max(rate(found["generic_cal"], gate), rate(found["unanswerable_cal"], gate))
         opened = rate(found["locomo"], gate)
         rows.append((opened, silent, gate))
         if silent <= 0.10 and (best is None or opened > best[0]):
             best = (opened, silent, gate)
-    print("\ncalibration (LoCoMo opened, worst calibration silence breach → gate), best 8 under 10 %:")
+    print("calibration (LoCoMo opened, worst calibration silence breach → gate), best 8 under 10 %:")
     for opened, silent, gate in sorted((r for r in rows if r[1] <= 0.10), key=lambda r: -r[0])[:8]:
         print(f"  opened {opened:.3f} silence-breach {silent:.3f} {gate.as_dict()}")
     assert best is not None, "no gate keeps the calibration sets at or under 10 %"
@@ -217,10 +353,18 @@ def calibrate(found: dict[str, list[Any]]) -> Any:
     return best[2]
 
 
-def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked]) -> None:
+def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked], tickets: list[str]) -> None:
     print(f"\ngate {gate.as_dict()}")
     for name in ("generic_cal", "generic_held", "unanswerable_cal", "unanswerable_held"):
         print(f"  {name}: {len(found[name])} prompts, injected {rate(found[name], gate) * 100:.1f} %")
+        if name.endswith("held"):
+            opened = [f for f in found[name] if opens(f, gate)]
+            print("    injected: " + "; ".join(f"{f.prompt!r} (generic {f.generic:.2f})" for f in opened[:30]))
+    if found["realistic"]:
+        got = sum(opens(f, gate) for f in found["realistic"])
+        stated = sum(ticket in block_text(f, gate, 4000) for f, ticket in zip(found["realistic"], tickets))
+        print(f"  realistic coding questions: {len(found['realistic'])}, injected {got}, the fact's statement "
+              f"(its ticket id) in the block {stated}")
     print("| budget (chars) | LoCoMo evidence any / all | LoCoMo opened | LongMemEval_S every evidence session "
           "| avg injected chars (tokens) |")
     print("|---|---|---|---|---|")
@@ -246,11 +390,39 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
               f"| {lme_hits / max(1, len(lme)):.3f} | {avg:.0f} ({avg / 4:.0f}) |")
 
 
-def block_chars(found: Any, gate: Any, budget: int) -> int:
+def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked]) -> None:
+    """The block's shape at the default budget: items per session before the others, snippet size."""
+    import dataclasses
+
+    from winni_site import autorecall
+
+    print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session |")
+    print("|---|---|---|---|---|")
+    default = autorecall.SNIPPET_CHARS
+    try:
+        for per_session, snippet, relative in itertools.product((1, 2), (300, 500), (0.0, 0.1, 0.25)):
+            autorecall.SNIPPET_CHARS = snippet
+            variant = dataclasses.replace(gate, per_session=per_session, relative_min=relative)
+            hits = sum(bool(set(keys_of(items_for(f, variant, 4000), a.mapping)) & a.gold_turns)
+                       for a, f in zip(locomo, found["locomo"]))
+            lme_hits = sum(a.gold_sessions <= {retrieval_bench.session_of(k) for k in
+                                               keys_of(items_for(f, variant, 4000), a.mapping) if k}
+                           for a, f in zip(lme, found["lme"]))
+            print(f"| {per_session} | {snippet} | {relative} | {hits / len(locomo) * 100:.1f} % "
+                  f"| {lme_hits / max(1, len(lme)):.3f} |")
+    finally:
+        autorecall.SNIPPET_CHARS = default
+
+
+def block_text(found: Any, gate: Any, budget: int) -> str:
     from winni_site import autorecall
 
     ordered = autorecall.block_items(found, gate)
-    return len(autorecall._block(ordered, found.weights, budget, {})["text"]) if ordered else 0
+    return autorecall._block(ordered, found.weights, budget, {})["text"] if ordered else ""
+
+
+def block_chars(found: Any, gate: Any, budget: int) -> int:
+    return len(block_text(found, gate, budget))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ def shop(db: Any, django_capture_on_commit_callbacks: Any) -> dict[str, Any]:
 
 
 def test_a_related_prompt_brings_back_the_decision_with_its_source(shop):
-    out = autorecall.context_for_prompt(prompt="Which database driver do we use for PostgreSQL?",
+    out = autorecall.context_for_prompt(prompt="Which PostgreSQL database driver do we use, psycopg 3?",
                                         project="shop", session_id="session-two")
     assert out["gate"]["injected"] is True
     assert out["text"].startswith(autorecall.HEADER)
@@ -153,8 +153,15 @@ def test_winni_context_through_mcp(live_shop, mcp: McpClient):
     out = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
     assert "psycopg 3" in out["text"] and out["items"]
     assert {"kind", "id", "score", "source"} <= set(out["items"][0])
+    assert "tomatoes" not in out["text"]  # the project filter: another project's turns stay out
     again = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
     assert not {i["id"] for i in again["items"]} & {i["id"] for i in out["items"]}
+    capture.capture_hook_event(payload={"hook_event_name": "SessionStart", "session_id": "mcp-session",
+                                        "source": "clear"})
+    after = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "session_id": "mcp-session"})
+    assert [i["id"] for i in after["items"]] == [i["id"] for i in out["items"]]
+    garden = mcp.call("winni_context", {"prompt": "When do the tomatoes need watering?", "project": "garden"})
+    assert "tomatoes" in garden["text"] and "psycopg" not in garden["text"]
     assert mcp.call("winni_context", {"prompt": "run the tests", "project": "shop"})["text"] == ""
     assert mcp.call("winni_context", {"prompt": "  "})["items"] == []
     small = mcp.call("winni_context", {"prompt": prompt, "project": "shop", "max_chars": 300})
@@ -192,6 +199,8 @@ def test_recall_context_over_rest(shop, api, settings):
     settings.WINNI_MAX_CONTENT_BYTES = 100
     big = api.post(url, {"prompt": "psycopg " * 30}, format="json")
     assert big.status_code == 413 and "prompt" in big.content.decode()
+    paths = api.get("/api/schema/?format=json").json()["paths"]
+    assert "/api/v1/recall/context" in paths and "/api/v1/capture/hook" in paths
 
 
 # --- delivery to Claude Code: the capture request answers the block -------------------------------
@@ -391,3 +400,49 @@ def test_the_transcript_folds_what_winni_added_and_the_dashboard_counts_it(shop,
 
     today = board.recall_per_day(1)[-1]
     assert today[1] == 1 and today[2] == 0.5  # one block; one of two prompts received one
+
+
+def test_the_project_page_shows_and_sets_automatic_recall(shop, admin_client):
+    url = f"/admin/core/project/{shop['shop'].pk}/change/"
+    import re
+
+    def checkbox() -> str:
+        return re.search(r'<input type="checkbox" name="recall_inject"[^>]*>', admin_client.get(url).content.decode())[0]
+
+    assert "checked" in checkbox()
+    autorecall.project_recall_set(project="shop", enabled=False)
+    assert "checked" not in checkbox()
+    form = admin_client.get(url).context["adminform"].form
+    data = {"name": "shop", "recall_inject": "on"}
+    for formset in admin_client.get(url).context["inline_admin_formsets"]:
+        management = formset.formset.management_form
+        data.update({f"{management.prefix}-{name}": value for name, value in management.initial.items()})
+        for inline_form in formset.formset.forms:
+            data.update({f"{inline_form.prefix}-{name}": value for name, value in inline_form.initial.items()
+                         if value is not None})
+            data[f"{inline_form.prefix}-id"] = inline_form.instance.pk
+            data[f"{inline_form.prefix}-project"] = shop["shop"].pk
+    assert form is not None
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    shop["shop"].refresh_from_db()
+    assert autorecall.project_recall_enabled(shop["shop"]) is True
+
+
+def test_a_long_text_is_cut_around_its_densest_matched_words():
+    text = "filler " * 300 + "the psycopg driver pool " + "filler " * 50 + "psycopg psycopg driver " + "tail " * 300
+    snippet = autorecall._snippet(text, {"psycopg", "driver"}, 200)
+    assert len(snippet) <= 204 and snippet.startswith("… ") and snippet.endswith(" …")
+    assert "psycopg psycopg driver" in snippet  # the window holding the most matches, not the first one
+    assert "pool" not in snippet
+    assert autorecall._snippet("short text", {"x"}, 200) == "short text"
+
+
+def test_one_row_per_conversation_leads_the_block():
+    def row(conversation: str, n: int) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id=f"{conversation}{n}", text="t",
+                                    source={"conversation_id": conversation})
+
+    rows = [row("a", 1), row("a", 2), row("b", 1), row("a", 3), row("c", 1)]
+    assert [c.id for c in autorecall.spread(rows, 1)] == ["a1", "b1", "c1", "a2", "a3"]
+    assert [c.id for c in autorecall.spread(rows, 2)] == ["a1", "a2", "b1", "c1", "a3"]

@@ -111,17 +111,20 @@ def _requests_with(fake: FakeAnthropic, words: str) -> list[dict]:
     return [r for r in fake.main_requests() if words in json.dumps(r["messages"])]
 
 
-def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, monkeypatch):
+@pytest.mark.parametrize("hook_type", ["command", "http"])
+def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, monkeypatch, hook_type):
     """A first session settles a decision and names a file; a second session's related prompt makes
     the model's request hold that decision with its source, an unrelated prompt adds nothing, and a
-    third session reading the file gets what was said about it."""
+    third session reading the file gets what was said about it. Both kinds of hook: the command
+    hook (claude_hook.py) and hooks of type http (Claude Code posts to Winni itself)."""
     home, project = tmp_path / "home", tmp_path / "shop-repo"
     (home / ".claude").mkdir(parents=True)
     (project / "billing").mkdir(parents=True)
     (project / "billing" / "invoices.py").write_text("def render():\n    return 'pdf'\n")
     subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
     monkeypatch.setenv("HOME", str(home))
-    call_command("install_claude_hooks", "--user", "--url", winni_server.url, "--token", live_token)
+    call_command("install_claude_hooks", "--user", "--url", winni_server.url, "--token", live_token,
+                 "--hook-type", hook_type)
     fake = FakeAnthropic(tool_name="Read", tool_input={"file_path": str(project / "billing" / "invoices.py")})
     try:
         env = claude_env(home, fake.url)
@@ -154,3 +157,7 @@ def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, 
     from winni_site.models import Injection
 
     assert set(Injection.objects.values_list("session_id", "trigger")) == {(second, "prompt"), (third, "file")}
+    # Every prompt was captured, in one project (the repository's).
+    conversations = Conversation.objects.filter(session_id__in=[first, second, third])
+    assert conversations.count() == 3 and len({c.project_id for c in conversations}) == 1
+    assert Conversation.objects.get(session_id=second).messages.filter(role="user").count() == 2

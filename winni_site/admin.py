@@ -139,11 +139,21 @@ class ProjectKeyInline(admin.TabularInline):
 class ProjectForm(forms.ModelForm):
     path = forms.CharField(required=False, help_text="The git root it lives in: capture finds the project there.")
     remote = forms.CharField(required=False, help_text="Its git remote URL (origin).")
+    recall_inject = forms.BooleanField(
+        required=False, label="Automatic recall",
+        help_text="The Claude Code hooks add what Winni knows to each prompt of this project's sessions "
+                  "(WINNI_RECALL_INJECT turns it off everywhere).")
 
     class Meta:
         model = Project
         fields = ("name",)
         widgets = {"name": forms.TextInput(attrs={"size": 60})}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from winni_site.autorecall import project_recall_enabled
+
+        self.fields["recall_inject"].initial = project_recall_enabled(self.instance if self.instance.pk else None)
 
 
 def _count_subquery(store: projects.ProjectStore) -> Subquery:
@@ -162,7 +172,7 @@ class ProjectAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
     inlines = [ProjectKeyInline]
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("name", "slug", "created_at", "last_activity_at") if obj else ("name", "path", "remote")
+        return ("name", "slug", "recall_inject", "created_at", "last_activity_at") if obj else ("name", "path", "remote")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("slug", "created_at", "last_activity_at") if obj else ()
@@ -180,6 +190,10 @@ class ProjectAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         if change:
+            if "recall_inject" in form.changed_data:
+                from winni_site.autorecall import project_recall_set
+
+                obj.settings = project_recall_set(project=obj.slug, enabled=form.cleaned_data["recall_inject"]).settings
             if "name" not in form.changed_data:
                 return
             saved = projects.project_rename(project=obj, name=obj.name)

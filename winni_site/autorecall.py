@@ -8,8 +8,9 @@ project's medallions, past turns of other sessions, the answer cache), so it liv
 What it does with a prompt:
 1. Its words: the english lexemes of the prompt (as full-text search indexes them), less the
    generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
-   learnt from bench/autorecall_generic.txt's calibration half). A prompt with no other word gets
-   nothing: "run the tests", "thanks", "continue" never search.
+   learnt from bench/autorecall_generic.txt's calibration half). A prompt with fewer than two other
+   words gets nothing ("run the tests", "thanks", "continue" never search), nor one close in
+   meaning to a generic instruction (winni_site/autorecall_generic.txt).
 2. Candidates: hybrid recall (core.recall.rank) over memories (the project's and the global ones)
    and past turns of the project's other sessions (this session's turns are already in the model's
    context, the prompt just captured among them); the active decisions, invariants and open
@@ -18,7 +19,8 @@ What it does with a prompt:
    when some candidate shares enough of the prompt's specific words (their weight by how rare
    each is in the store: `overlap`) with enough meaning (`similarity`, cosine of the embeddings),
    or is very close in meaning alone. Otherwise: an empty text, no header.
-4. The block: the candidates in rank order, each a snippet cut around the matched words, with its
+4. The block: the candidates in rank order (one per conversation first), each a snippet cut
+   around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
    recorded (winni_site.models.Injection)."""
@@ -28,6 +30,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -58,8 +61,10 @@ QUERY_CHARS = 2_000
 # Candidates asked of hybrid recall, and medallions read for their items.
 CANDIDATES = 20
 MEDALLIONS = 3
+# Characters of a candidate's text read for its words (a pasted 1 MB log is not read whole).
+TEXT_CHARS = 20_000
 # Characters of one item's snippet at most (a long turn is cut around its matched words).
-SNIPPET_CHARS = 700
+SNIPPET_CHARS = 500
 HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
           "dewey_get_conversation, medallion_get or winni_recall)")
 FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
@@ -67,12 +72,20 @@ FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item n
 # The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
 # An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight and is at
 # least SIMILARITY_MIN close in meaning, or is SIMILARITY_ALONE close in meaning whatever its words.
-OVERLAP_MIN = 0.5
-SIMILARITY_MIN = 0.25
-SIMILARITY_ALONE = 0.75
+OVERLAP_MIN = 0.3
+SIMILARITY_MIN = 0.4
+SIMILARITY_ALONE = 0.6
 # After the first item passes, the block carries the next ones while their recall score is at least
 # this share of the best one's.
 RELATIVE_MIN = 0.25
+# A prompt at least this close in meaning to a generic instruction (GENERIC_PROMPTS) gets nothing.
+GENERIC_MAX = 0.55
+# A prompt with fewer specific words than this ("perfect", "run mypy", "undo that") gets nothing
+# but a cached answer: one word says too little about what it asks.
+MIN_TERMS = 2
+# At most this many items of one session lead the block; the rest follow after every other
+# session's (evidence spread over several sessions needs a turn of each).
+PER_SESSION = 1
 
 # Lexemes (english stems) of generic coding-agent instructions: they say what to do now, not what
 # was known before, so they neither open the gate nor count in an item's overlap. Learnt from the
@@ -190,29 +203,24 @@ def _overlap(weights: dict[str, float], lexemes: set[str]) -> float:
 _WORD = re.compile(r"\w[\w./-]*\w|\w")
 
 
-def _snippet(text: str, matched: set[str], stems: dict[str, str], limit: int) -> str:
-    """`text` cut to `limit` characters around its first words whose lexemes are in `matched`."""
-    text = " ".join(text.split())
+def _snippet(text: str, matched: set[str], limit: int) -> str:
+    """`text` cut to `limit` characters around its matched words: the window that holds the most
+    words whose lexeme (an english stem: a prefix of the word, as a rule) is in `matched`."""
+    text = " ".join(text[:TEXT_CHARS].split())
     if len(text) <= limit:
         return text
-    start = 0
-    for found in _WORD.finditer(text):
-        if stems.get(found.group().lower()) in matched:
-            start = max(0, found.start() - limit // 4)
-            break
+    prefixes = tuple(sorted(matched))
+    hits = [found.start() for found in _WORD.finditer(text) if prefixes and found.group().lower().startswith(prefixes)]
+    hits = hits[:500]
+    start, best = 0, 0
+    for position in hits:
+        begin = max(0, position - limit // 4)
+        count = sum(1 for other in hits if begin <= other < begin + limit - 20)
+        if count > best:
+            start, best = begin, count
     end = min(len(text), start + limit)
     start = max(0, end - limit)
     return ("… " if start else "") + text[start:end].strip() + (" …" if end < len(text) else "")
-
-
-def _stems(words: set[str]) -> dict[str, str]:
-    """Each word's english lexeme (one round trip)."""
-    if not words:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT w, (tsvector_to_array(to_tsvector('english', w)))[1] FROM unnest(%s::text[]) w",
-                       [sorted(words)])
-        return {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}
 
 
 # --- candidates ----------------------------------------------------------------------------------
@@ -251,11 +259,11 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     except EmbeddingUnavailable:
         hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="fts")
     conversations = {}
-    message_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
-    if message_ids:
+    conversation_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
+    if conversation_ids:
         from conversations.models import Conversation
 
-        conversations = {c.id: c for c in Conversation.objects.filter(id__in=message_ids).only("id", "session_id")}
+        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only("id", "session_id")}
     found = []
     for hit in hits:
         obj = hit.obj
@@ -271,7 +279,32 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             text = obj.content
         found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source, score=hit.fused,
                                similarity=hit.similarity))
+    if query_vector is not None:
+        _stored_similarities(query_vector, [c for c in found if c.similarity is None])
     return found
+
+
+def _stored_similarities(query_vector: list[float], candidates: list[Candidate]) -> None:
+    """Set the similarity of candidates that full-text search found but the vector side did not
+    rank (outside its nearest rows), from their stored vectors: the gate reads every candidate's
+    closeness in meaning, and "not among the nearest 50" is not "unrelated"."""
+    if not candidates:
+        return
+    from memory import vectors
+
+    model = vectors.ActiveModel().model
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
+            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
+            [vectors.vector_literal(query_vector), model.name, sorted({c.kind for c in candidates}),
+             [c.id for c in candidates]])
+        found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
+    for candidate in candidates:
+        candidate.similarity = found.get((candidate.kind, candidate.id), candidate.similarity)
 
 
 def _medallion_items(project: Project | None) -> list[Candidate]:
@@ -321,6 +354,26 @@ def _cached_answer(prompt: str, project: Project | None) -> Candidate | None:
 
 
 _item_vectors: dict[str, list[float]] = {}
+GENERIC_PROMPTS = Path(__file__).resolve().parent / "autorecall_generic.txt"
+_generic_vectors: dict[str, Any] = {}
+
+
+def _generic_similarity(query_vector: list[float] | None) -> float:
+    """The prompt's cosine similarity to the nearest generic instruction of GENERIC_PROMPTS (their
+    vectors are computed once per process and model)."""
+    if query_vector is None:
+        return 0.0
+    import numpy as np
+
+    model = embeddings.model_name()
+    if model not in _generic_vectors:
+        texts = [line.strip() for line in GENERIC_PROMPTS.read_text().splitlines()
+                 if line.strip() and not line.startswith("#")]
+        try:
+            _generic_vectors[model] = np.asarray(embeddings.embed_texts(texts), dtype=np.float32)
+        except EmbeddingUnavailable:
+            return 0.0
+    return float(np.max(_generic_vectors[model] @ np.asarray(query_vector, dtype=np.float32)))
 
 
 def _similarities(query_vector: list[float] | None, candidates: list[Candidate]) -> None:
@@ -354,6 +407,9 @@ class Gate:
     similarity_min: float = SIMILARITY_MIN
     similarity_alone: float = SIMILARITY_ALONE
     relative_min: float = RELATIVE_MIN
+    generic_max: float = GENERIC_MAX
+    per_session: int = PER_SESSION
+    min_terms: int = MIN_TERMS
 
     def passes(self, candidate: Candidate) -> bool:
         if candidate.kind == "answer":
@@ -364,7 +420,8 @@ class Gate:
 
     def as_dict(self) -> dict[str, float]:
         return {"overlap_min": self.overlap_min, "similarity_min": self.similarity_min,
-                "similarity_alone": self.similarity_alone, "relative_min": self.relative_min}
+                "similarity_alone": self.similarity_alone, "relative_min": self.relative_min,
+                "generic_max": self.generic_max, "per_session": self.per_session, "min_terms": self.min_terms}
 
 
 GATE = Gate()
@@ -419,7 +476,7 @@ def injections_reset(*, session_id: str) -> int:
 
 def _line(candidate: Candidate) -> str:
     source = candidate.source
-    parts = [candidate.kind, source.get("date") or ""]
+    parts = [candidate.kind if candidate.kind != "message" else "", source.get("date") or ""]
     if candidate.kind == "message":
         parts += [f"session {source.get('session_id')}", f"turn {source.get('turn')} ({source.get('role')})",
                   f"conversation {source.get('conversation_id')}"]
@@ -475,6 +532,9 @@ class Candidates:
 
     terms: list[str]
     weights: dict[str, float]
+    prompt: str = ""
+    # The prompt's cosine similarity to the nearest generic instruction (GENERIC_PROMPTS).
+    generic: float = 0.0
     answer: Candidate | None = None
     medallion_items: list[Candidate] = field(default_factory=list)
     recalled: list[Candidate] = field(default_factory=list)
@@ -491,7 +551,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
     (prompt_lexemes,) = _lexemes_of([query])
     weights = _weights(prompt_lexemes)
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
-                       answer=_cached_answer(prompt, project))
+                       answer=_cached_answer(prompt, project), prompt=prompt)
     if not weights:
         return found
     query_vector: list[float] | None
@@ -499,10 +559,11 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
         query_vector = embeddings.embed_query(query)
     except EmbeddingUnavailable:
         query_vector = None
+    found.generic = _generic_similarity(query_vector)
     found.recalled = _recalled(query, project, session_id, query_vector)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
-    for candidate, lexemes in zip(everything, _lexemes_of([c.text for c in everything])):
+    for candidate, lexemes in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
         candidate.lexemes = lexemes
         candidate.overlap = _overlap(weights, lexemes)
     _similarities(query_vector, found.medallion_items)
@@ -515,12 +576,27 @@ def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
     while their score holds up, once one of them passes."""
+    if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
+        return [found.answer] if found.answer else []
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
     opened = [c for c in found.recalled if gate.passes(c)]
     top = max((c.score for c in opened), default=0.0)
     recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
         if opened else []
-    return ([found.answer] if found.answer else []) + medallion_items + recalled
+    return ([found.answer] if found.answer else []) + medallion_items + spread(recalled, gate.per_session)
+
+
+def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
+    """The candidates in order, except that a session's items after its first `per_session` wait
+    until every session has had its first ones."""
+    first: list[Candidate] = []
+    later: list[Candidate] = []
+    seen: dict[Any, int] = {}
+    for candidate in candidates:
+        session = candidate.source.get("conversation_id") or candidate.key
+        seen[session] = seen.get(session, 0) + 1
+        (first if seen[session] <= per_session else later).append(candidate)
+    return first + later
 
 
 # --- file recall ---------------------------------------------------------------------------------
@@ -573,7 +649,7 @@ def _file_context(file_path: str, name: str, project: Project | None, session_id
     weights = {lexeme: 1.0 for lexeme in lexemes}
     everything = _medallion_items(project) + _recalled(file_path, project, session_id, None, mode="fts",
                                                        spoken_only=True)
-    for candidate, found in zip(everything, _lexemes_of([c.text for c in everything])):
+    for candidate, found in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
         candidate.lexemes = found
     # Names the file: its path or its name as written (a word boundary before it).
     pattern = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*" + re.escape(name) + r"\b")
@@ -600,6 +676,11 @@ def _context(prompt: str, project: Project | None, session_id: str | None, max_c
     }
     if not found.weights and found.answer is None:
         return _empty("no specific words in the prompt", **gate)
+    gate["generic_similarity"] = round(found.generic, 4)
+    if found.generic >= GATE.generic_max and found.answer is None:
+        return _empty("a generic instruction", **gate)
+    if len(found.weights) < GATE.min_terms and found.answer is None:
+        return _empty("too few specific words in the prompt", **gate)
     ordered = block_items(found)
     if not ordered:
         return _empty("nothing relevant enough", **gate)
@@ -613,8 +694,6 @@ def _context(prompt: str, project: Project | None, session_id: str | None, max_c
 
 def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
            header: str = HEADER) -> ContextDict:
-    words = {word.lower() for c in fresh for word in _WORD.findall(" ".join(c.text.split())[:20_000])}
-    stems = _stems(words)
     lines: list[str] = []
     items: list[Item] = []
     used = len(header) + 1
@@ -623,7 +702,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if room < 60:
             break
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
-        candidate.snippet = _snippet(candidate.text, matched, stems, min(SNIPPET_CHARS, room))
+        candidate.snippet = _snippet(candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
         if used + len(line) + 1 > max_chars:
             continue
