@@ -34,12 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# bench/secrets.py would shadow the standard library's secrets module (numpy and Django use it):
-# load the real one first, then the bench modules as a package.
+# The bench modules as a package (bench.retrieval, bench._django), from the project root.
 _HERE = Path(__file__).resolve().parent
-sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]
-import secrets  # noqa: E402,F401
-
 sys.path.insert(0, str(_HERE.parent))
 from bench import _django  # noqa: E402
 from bench import retrieval as retrieval_bench  # noqa: E402
