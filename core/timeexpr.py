@@ -18,8 +18,9 @@ does only what a search filter needs and dateparser does not give:
   days between"): then hits should come back in chronological order, with their dates.
 
 Calendar days are those of as_of's time zone (a naive as_of is UTC); start and end come back in
-UTC. Measured against parsedatetime, timefhuman, ctparse and Microsoft Recognizers-Text in
-/work/notes/timeexpr-FINDINGS.md."""
+UTC. dateparser was chosen after comparing it with parsedatetime, timefhuman, ctparse and
+Microsoft Recognizers-Text on the same phrases: it gives each date's period, which is what makes a
+range, and is maintained."""
 from __future__ import annotations
 
 import re
