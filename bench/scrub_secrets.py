@@ -39,7 +39,7 @@ from tqdm import tqdm  # noqa: E402
 from bench.secret_corpus import FORMATS, held_out_documents, leaked, percentile, planted_documents, timed, tool_output  # noqa: E402
 from core.scrub import find_secrets, scrub  # noqa: E402
 
-LOCOMO = Path(os.environ.get("WINNI_LOCOMO", "/work/shared/bench-data/locomo_dev.json.gz"))
+LOCOMO = Path(os.environ.get("WINNI_LOCOMO", Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo_dev.json.gz"))
 SOURCE_GLOBS = ("*.py", "*.md", "*.html", "*.txt", "*.yml")
 NAME_BASED = {"dotenv-secret", "named-secret"}
 

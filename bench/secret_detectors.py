@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.secret_corpus import held_out_documents, leaked, percentile, planted_documents, timed, tool_output  # noqa: E402
 
-LOCOMO = Path("/work/shared/bench-data/locomo_dev.json.gz")
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo_dev.json.gz"
 SOURCE_GLOBS = ("*.py", "*.md", "*.html", "*.txt", "*.yml")
 
 

@@ -1,6 +1,6 @@
 """core.timeexpr: time expressions in a query → a half-open UTC range relative to as_of, an
-order intent, or nothing. Pure (no database). The phrasings are the labelled set of
-/work/notes/timeexpr-FINDINGS.md; as_of is a Wednesday afternoon."""
+order intent, or nothing. Pure (no database). The phrasings are the labelled set the parser was
+chosen with (core/timeexpr.py); as_of is a Wednesday afternoon."""
 from datetime import datetime, timedelta, timezone
 
 import pytest
