@@ -106,11 +106,11 @@ def project_find(value: str) -> Project | None:
 
 def project_for_write(value: Any, *, field: str = "project") -> Project | None:
     """The project a write names (None when none is given: a global row). A name that matches no
-    project is refused, naming the field: projects are made by capture or `winni_project create`,
-    never by a typo."""
+    project is refused (NotFound, like any reference to a row that does not exist), naming the
+    field: projects are made by capture or `winni_project create`, never by a typo."""
     if value is None or value == "":
         return None
-    return project_get(name=value, field=field, error=InvalidInput)
+    return project_get(name=value, field=field, error=NotFound)
 
 
 @dataclass(frozen=True)
@@ -486,7 +486,7 @@ def project_merge(*, source: Any, target: Any, dry_run: bool = False) -> dict[st
     source_project = project_get(name=source, field="source")
     target_project = project_get(name=target, field="target")
     if source_project.pk == target_project.pk:
-        raise InvalidInput(f"{MERGE_SAME} ({source_project.slug!r})", field="target")
+        raise Conflict(f"{MERGE_SAME} ({source_project.slug!r})", field="target")
     if dry_run:
         return project_list(project=source_project)[0][1]
     moved: dict[str, int] = {}

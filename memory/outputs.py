@@ -17,6 +17,17 @@ class MemoryDict(TypedDict):
     message_id: str | None
 
 
+class MemoryDetailDict(MemoryDict):
+    embedding_model: str | None
+
+
+class MemoryListDict(TypedDict):
+    total: int
+    page: int
+    page_size: int
+    results: list[MemoryDict]
+
+
 class StoredMemoryDict(TypedDict):
     memory_id: str
     timestamp: str

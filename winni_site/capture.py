@@ -200,6 +200,10 @@ def capture_hook_event(
     hook read: git root, origin remote, root commit) and the payload's cwd (session_project)."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
+    for key in ("cwd", "transcript_path"):
+        value = payload.get(key)
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInput(f"payload.{key} must be a string without NUL characters", field=f"payload.{key}")
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
     if event == "UserPromptSubmit":
