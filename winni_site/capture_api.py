@@ -187,7 +187,9 @@ class CaptureSessionStartApi(APIView):
     class InputSerializer(StrictSerializer):
         source = serializers.ChoiceField(choices=list(capture.SESSION_START_SOURCES), required=False,
                                          default="startup", help_text="Claude Code's SessionStart source")
-        cwd = serializers.CharField(required=False, trim_whitespace=False, help_text="the session's directory")
+        # The hook sends `cwd=` when Claude Code gave none.
+        cwd = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                    help_text="the session's directory")
         project = ProjectField(required=False, help_text="an existing project's slug or name")
         git_root = serializers.CharField(required=False, trim_whitespace=False,
                                          help_text="the session's repository (docs/projects.md)")
@@ -209,7 +211,7 @@ class CaptureSessionStartApi(APIView):
         params = data.validated_data
         repository = {name: params[name] for name in REPOSITORY_PARAMETERS if params.get(name)}
         text = capture.session_start_text(
-            source=params["source"], cwd=params.get("cwd"), project=params.get("project"),
+            source=params["source"], cwd=params.get("cwd") or None, project=params.get("project"),
             repository=repository or None,
         )
         return Response({"text": text})
