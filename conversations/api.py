@@ -109,7 +109,11 @@ class SessionConversationListApi(APIView):
                     "`GET /conversations/?session_id=`).",
         parameters=[InputSerializer, OpenApiParameter("session_id", {"type": "string", "maxLength": 500},
                                                       OpenApiParameter.PATH, description="the session id")],
-        responses={200: answer(outputs.ConversationListDict, "one page")},
+        responses={200: answer(outputs.ConversationListDict, "one page", {
+            "conversations": [{"conversation_id": CID, "id": CID, "session_id": "7d1c9b0e-claude-session",
+                               "project": "winni", "created_at": NOW, "updated_at": NOW, "message_count": 2,
+                               "metadata": None}],
+            "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0})},
     )
     def get(self, request: Request, session_id: str) -> Response:
         data = _validated(self.InputSerializer, request.query_params)
@@ -278,7 +282,15 @@ class MessageSearchApi(APIView):
                     "filters, a highlighted snippet and the surrounding messages of each hit. A query of stop "
                     "words only finds nothing; a start after the end is an empty range.",
         parameters=[InputSerializer],
-        responses={200: answer(outputs.SearchPageDict, "one page of hits, best first")},
+        responses={200: answer(outputs.SearchPageDict, "one page of hits, best first", {
+            "query": "money amounts", "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0, "mode": "hybrid",
+            "results": [{"conversation_id": CID, "message_id": MID, "turn": 1, "role": "user",
+                         "content": "How do we store money amounts?", "rank": 0.912,
+                         "snippet": "How do we store <b>money</b> <b>amounts</b>?", "created_at": NOW,
+                         "session_id": "7d1c9b0e-claude-session", "project": "winni", "conversation_metadata": None,
+                         "context": [{"message_id": "5c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", "turn": 2,
+                                      "role": "assistant", "content": "As integer cents, never floats.",
+                                      "truncated": False, "created_at": NOW}]}]})},
     )
     def get(self, request: Request) -> Response:
         page = services.message_search(**_validated(self.InputSerializer, request.query_params))

@@ -79,6 +79,14 @@ EXAMPLE = {**EXAMPLE_INPUT, "meta": {"id": MID, "schema_version": schema.SCHEMA_
                                      "model_info": {"provider": "", "model": ""}}}
 
 
+JOB_PENDING = {"job_id": "8b7a6c5d-4e3f-4a2b-9c1d-0e1f2a3b4c5d", "status": "pending", "operation": "",
+               "scope": {"graph_nodes": ["billing/invoices"], "tags": ["repo:winni"]}, "provider": "extractive",
+               "created_at": NOW, "started_at": None, "finished_at": None, "medallion_id": None, "medallion": None,
+               "error": None}
+JOB_DONE = {**JOB_PENDING, "status": "done", "operation": "update", "started_at": NOW, "finished_at": NOW,
+            "medallion_id": MID, "medallion": EXAMPLE}
+
+
 def _actor(request: Request) -> str:
     return str(request.user) if request.user else ""
 
@@ -180,7 +188,9 @@ class MedallionHistoryApi(APIView):
         description="The earlier versions of a medallion, newest first, with who replaced them and how "
                     "(update, checkpoint, archive).",
         parameters=[MEDALLION_ID_PATH],
-        responses={200: answer(outputs.HistoryDict, "the revisions")},
+        responses={200: answer(outputs.HistoryDict, "the revisions", {"medallion_id": MID, "revisions": [
+            {"number": 1, "actor": "alice", "operation": "update", "job_id": None, "created_at": NOW,
+             "document": EXAMPLE}]})},
     )
     def get(self, request: Request, medallion_id: str) -> Response:
         revisions = services.medallion_history(medallion_id=medallion_id)
@@ -193,7 +203,7 @@ class MedallionArchiveApi(APIView):
         description="Sets the status to archived (keeping a revision): it leaves scope loads and recall unless "
                     "asked for with `status=archived` or `any`.",
         parameters=[MEDALLION_ID_PATH], request=None,
-        responses={200: _document("the archived medallion")},
+        responses={200: _document("the archived medallion", {**EXAMPLE, "meta": {**EXAMPLE["meta"], "status": "archived"}})},
     )
     def post(self, request: Request, medallion_id: str) -> Response:
         medallion = services.medallion_archive(medallion_id=medallion_id, actor=_actor(request))
@@ -256,8 +266,9 @@ class MedallionCheckpointApi(APIView):
             "scope": {"graph_nodes": ["billing/invoices"], "tags": ["repo:winni"]},
             "evidence": {"session_summary": "Finished the CSV writer; money stays integer cents."},
             "wait_seconds": 10})],
-        responses={200: answer(outputs.JobDict, "the job, finished"),
-                   202: answer(outputs.JobDict, "the job, still running: poll GET /medallions/jobs/{job_id}/")},
+        responses={200: answer(outputs.JobDict, "the job, finished", JOB_DONE),
+                   202: answer(outputs.JobDict, "the job, still running: poll GET /medallions/jobs/{job_id}/",
+                               JOB_PENDING)},
     )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
@@ -272,7 +283,7 @@ class MedallionJobApi(APIView):
         operation_id="medallions_job_status", tags=MEDALLIONS, summary="A checkpoint job's status",
         description="pending, running, done (with the medallion) or failed (with scope, operation and cause).",
         parameters=[JOB_ID_PATH],
-        responses={200: answer(outputs.JobDict, "the job")},
+        responses={200: answer(outputs.JobDict, "the job", JOB_DONE)},
     )
     def get(self, request: Request, job_id: str) -> Response:
         return Response(outputs.job_dict(services.medallion_job_get(job_id=job_id)))

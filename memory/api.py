@@ -70,7 +70,9 @@ class MemoryCreateListApi(APIView):
             201: answer(outputs.StoredMemoryDict, "stored", {
                 "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
                 "duplicate": False, "message": "stored"}),
-            200: answer(outputs.StoredMemoryDict, "the same content was already stored: the existing memory"),
+            200: answer(outputs.StoredMemoryDict, "the same content was already stored: the existing memory", {
+                "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
+                "duplicate": True, "message": "already stored"}),
         },
     )
     def post(self, request: Request) -> Response:

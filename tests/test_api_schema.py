@@ -74,6 +74,42 @@ def test_every_operation_documents_its_errors_and_a_success_body_with_fields(sch
     assert not problems, "\n".join(problems)
 
 
+def _json_schema(node):
+    """OpenAPI 3.0's `nullable` as JSON Schema (`null` allowed)."""
+    if isinstance(node, list):
+        return [_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _json_schema(value) for key, value in node.items() if not key.startswith("x-")}
+    if node.pop("nullable", False):
+        if isinstance(node.get("type"), str) and "enum" not in node:
+            node["type"] = [node["type"], "null"]
+        else:
+            node = {"anyOf": [node, {"type": "null"}]}
+    return node
+
+
+def test_every_success_response_has_an_example_that_matches_its_schema(schema):
+    import jsonschema
+
+    components = _json_schema(schema["components"])
+    problems = []
+    for path, method, operation in _operations(schema):
+        for status, response in operation["responses"].items():
+            if not status.startswith("2") or status == "204" or path.endswith("/medallions/schema/"):
+                continue
+            content = response["content"]["application/json"]
+            examples = [example["value"] for example in content.get("examples", {}).values()]
+            if not examples:
+                problems.append(f"{method.upper()} {path} {status}: no example")
+            for example in examples:
+                try:
+                    jsonschema.validate(example, {**_json_schema(content["schema"]), "components": components})
+                except jsonschema.ValidationError as exc:
+                    problems.append(f"{method.upper()} {path} {status}: {exc.message[:200]} at {list(exc.path)}")
+    assert not problems, "\n".join(problems)
+
+
 def test_the_schema_declares_what_the_code_enforces(schema):
     """The constraints schemathesis found missing on main (issue #24): blank text, ids that are
     not UUIDs, a query that is not a string, an empty enum value in a query string."""

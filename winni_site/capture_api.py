@@ -137,7 +137,9 @@ class CaptureEventApi(APIView):
         request=HookEventSerializer,
         examples=[OpenApiExample("a user prompt", request_only=True, value=PROMPT_EVENT)],
         responses={201: answer(ResultDict, "stored", STORED),
-                   200: answer(ResultDict, "nothing stored (`reason`), or a checkpoint started")},
+                   200: answer(ResultDict, "nothing stored (`reason`), or a checkpoint started", {
+                       "stored": False, "conversation_id": CID, "message_id": None, "turn_number": None,
+                       "reason": "duplicate", "checkpoint_job_id": None})},
     )
     def post(self, request: Request) -> Response:
         data = HookEventSerializer(data=request.data)

@@ -65,7 +65,8 @@ class CacheRememberApi(APIView):
         examples=[OpenApiExample("a pinned answer", request_only=True,
                                  value={"query": QUESTION, "answer": ANSWER, "pin": True})],
         responses={201: answer(outputs.RememberedDict, "a new entry", {**ENTRY, "created": True}),
-                   200: answer(outputs.RememberedDict, "the known entry, with the new answer")},
+                   200: answer(outputs.RememberedDict, "the known entry, with the new answer",
+                               {**ENTRY, "ask_count": 4, "answer_version": 2, "created": False})},
     )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
@@ -130,7 +131,14 @@ class CacheStatsApi(APIView):
         description="Hit rate, tier distribution, sizes and settings (`librarian_memory_stats`); with `?days=N` "
                     "also `series`, the hit rate per day.",
         parameters=[InputSerializer],
-        responses={200: answer(outputs.StatsDict, "the statistics")},
+        responses={200: answer(outputs.StatsDict, "the statistics", {
+            "asks": 120, "hits": 84, "exact_hits": 70, "semantic_hits": 14, "misses": 36, "hit_rate": 0.7,
+            "asks_24h": 12, "hits_24h": 9, "hit_rate_24h": 0.75, "entries": 41, "cached_answers": 18, "pinned": 3,
+            "tiers": {"cold": 23, "warm": 10, "hot": 6, "core": 2},
+            "cached_by_tier": {"cold": 0, "warm": 10, "hot": 6, "core": 2}, "bytes_per_cached_answer": 412,
+            "time_saved_ms": 96400, "max_cached": 10000, "similarity_threshold": 0.15, "ttl_seconds": 86400,
+            "series": [{"date": "2026-11-24", "asks": 12, "exact_hits": 8, "semantic_hits": 1, "misses": 3,
+                        "hit_rate": 0.75}]})},
     )
     def get(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.query_params)
