@@ -32,7 +32,11 @@ QUERY_BOOLEANS = {"true": True, "false": False}
 # character, so every string refuses it (DRF's CharField does; the services do for the rest);
 # text that must say something also needs a character that is not white space.
 NO_NUL = "^[^\\u0000]*$"
-NON_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+# White space as Python's str.strip() sees it (what the services trim), spelt out: `\\s` differs
+# between regular expression engines (\\x1c-\\x1f, \\x85, \\ufeff).
+WHITE_SPACE = ("\\t\\n\\u000b\\u000c\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f"
+               "\\u205f\\u3000")
+NON_BLANK = f"^[^\\u0000]*[^{WHITE_SPACE}\\u0000][^\\u0000]*$"
 UUID_PATTERN = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 # A JSON value PostgreSQL's jsonb can keep: anything but NUL in a string (a component, added by
 # core.errors.document_error_responses).

@@ -119,8 +119,12 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     meta = {} if meta is None else meta
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object", field="meta")
-    if existing and meta.get("id") not in (None, "") and str(meta.get("id")).lower() != str(existing.id):
-        raise InvalidInput(f"meta.id must be this medallion's id ({existing.id}) or left out", field="meta.id")
+    if existing and meta.get("id") not in (None, ""):
+        # On an update the path names the medallion; a given meta.id is only checked for its form.
+        try:
+            uuid.UUID(str(meta["id"]))
+        except ValueError:
+            raise InvalidInput("meta.id must be a UUID", field="meta.id") from None
     now = timezone.now()
     full = {
         **document,

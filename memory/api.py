@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.rest import (
+    WHITE_SPACE,
     JsonObjectField,
     NonBlankField,
     ProjectField,
@@ -24,7 +25,7 @@ MID = "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"
 NOW = "2026-11-24T09:20:11.530112+00:00"
 FACT = "Money amounts are stored as integer cents (BIGINT), never as floats."
 # A tag is 1-50 characters once trimmed (the service trims and lower-cases it).
-TAG_PATTERN = "^\\s*[^\\s\\u0000]([^\\u0000]{0,48}[^\\s\\u0000])?\\s*$"
+TAG_PATTERN = f"^[{WHITE_SPACE}]*[^{WHITE_SPACE}\\u0000]([^\\u0000]{{0,48}}[^{WHITE_SPACE}\\u0000])?[{WHITE_SPACE}]*$"
 MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
 
 
