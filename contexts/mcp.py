@@ -1,12 +1,12 @@
 """MCP tools, prompt and resources for startup contexts (seed 001 §5.3)."""
 from contexts import outputs, services
 from core.actors import actor_name_from_mcp
-from core.mcp import McpRegistry, Prompt, Resource, service_tool
+from core.mcp import McpRegistry, Prompt, Resource, read_tool, service_tool
 
 NO_ACTIVE_CONTEXT = "No startup context is active."
 
 
-@service_tool
+@read_tool
 def dewey_get_startup_context(name: str | None = None, project: str | None = None) -> outputs.ContextDict | None:
     """The active startup context, or the one named; null when none is active. project: that
     project's contexts (its slug or name); omitted: the global ones."""
@@ -27,7 +27,7 @@ def dewey_set_startup_context(
     return outputs.context_set_dict(context)
 
 
-@service_tool
+@read_tool
 def dewey_list_startup_contexts(include_content: bool = False, project: str | None = None) -> outputs.ContextListDict:
     """All startup contexts (global and per project) by project and name, or only one project's;
     content only when include_content is true."""

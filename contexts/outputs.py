@@ -3,6 +3,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these on 
 
 from contexts.models import StartupContext, StartupContextAudit
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 
 
 class ContextDict(TypedDict):
@@ -16,7 +17,7 @@ class ContextDict(TypedDict):
     updated_at: str
 
 
-class ContextSetDict(TypedDict):
+class ContextSetDict(RedactionCounts):
     context_id: str
     id: str  # the same as context_id, kept for older clients
     name: str

@@ -20,6 +20,7 @@ from core import projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import Project
+from core.redaction import plain, redact
 from core.searchable import announce_changed
 from core.validation import validate_text
 
@@ -40,7 +41,8 @@ def validate_name(value: Any, *, field: str = "name") -> str:
 
 
 def validate_context_content(value: Any, *, field: str = "content") -> str:
-    return validate_text(value, field=field, empty_message=CONTENT_EMPTY)
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    return plain(validate_text(redact(value, field=field), field=field, empty_message=CONTENT_EMPTY))
 
 
 def content_sha256(content: str | None) -> str:
@@ -92,7 +94,7 @@ def context_get(*, name: str | None = None, project: Any = None) -> StartupConte
     wanted = projects.project_filter(project)
     with storage_op("context.get", name=name, project=str(project) if project else None) as log:
         rows = StartupContext.objects.filter(project=wanted.project).defer("search_vector")
-        if wanted.matches_nothing:
+        if wanted.matches_nothing or not projects.project_visible(wanted.project):
             rows = rows.none()
         if name is None:
             context = rows.filter(is_active=True).first()
@@ -120,7 +122,7 @@ def context_audit(*, name: str, project: Any = None, limit: int = 200) -> list[S
     name = validate_name(name)
     wanted = projects.project_filter(project)
     rows = list(StartupContextAudit.objects.select_related("project").filter(context_name=name, project=wanted.project)
-                .order_by("-at", "-id")[:limit]) if not wanted.matches_nothing else []
+                .order_by("-at", "-id")[:limit]) if not wanted.matches_nothing and projects.project_visible(wanted.project) else []
     if not rows and not StartupContext.objects.filter(name=name, project=wanted.project).exists():
         raise NotFound(f"no startup context named {_where(name, wanted.project)}", field="name")
     return rows

@@ -1,26 +1,31 @@
 """Admin lists for conversations and orchestration results, and a conversation's transcript page.
 Deletions go through the services (the same code path as the API)."""
-import html
-from typing import Any
+from typing import Any, Callable
 
 from django.contrib import admin
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, DateTimeField, IntegerField, Max, Min, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from conversations import services
 from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
+from conversations.transcript import tool_call_names, tool_turn
 from core.errors import InvalidInput
 from core.validation import parse_uuid
 
 TRANSCRIPT_PAGE_SIZE = 200
+# Notes other parts of Winni attach to a transcript's messages, filled from outside this app (the
+# site registers what automatic recall added to each prompt): each function gets a page's messages
+# and returns {message id: [{"title": str, "text": str}]}, shown folded under the message.
+TRANSCRIPT_NOTES: list[Callable[[list[Message]], dict[Any, list[dict[str, str]]]]] = []
 
 
 def transcript_url(conversation_id: Any, turn: int | None = None) -> str:
@@ -39,14 +44,24 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
     else:
         page_number = request.GET.get("page", 1)
     page = paginator.get_page(page_number)
-    metadata = conversation.metadata or {}
+    rows = list(page.object_list)
+    names = tool_call_names(rows)
+    for message in rows:
+        message.tool = tool_turn(message, names) if message.role == "tool" else None
+    for notes_of in TRANSCRIPT_NOTES:
+        for message_id, notes in notes_of(rows).items():
+            for message in rows:
+                if message.pk == message_id:
+                    message.winni_notes = [*getattr(message, "winni_notes", []), *notes]
+    page.object_list = rows
     context = {
         **model_admin.admin_site.each_context(request),
-        "title": f"Transcript: {conversation.session_id or conversation.pk}",
+        "title": conversation_title(conversation, limit=120),
         "opts": model_admin.model._meta,
         "conversation": conversation,
-        "source": source_title(str(metadata.get("source") or DEFAULT_SOURCE).lower()),
+        "source": source_title(conversation.source),
         "page": page,
+        "rows": rows,
         "message_count": paginator.count,
         "focus_turn": int(turn) if turn.isdigit() else None,
         "change_url": reverse("admin:conversations_conversation_change", args=[conversation.pk]),
@@ -75,29 +90,70 @@ def _per_conversation(aggregate: Any, output_field: Any) -> Subquery:
     return Subquery(rows.annotate(value=aggregate).values("value"), output_field=output_field)
 
 
+class SourceFilter(admin.SimpleListFilter):
+    """Which agent or interface the conversation came from (metadata.source; none: the API)."""
+
+    title = "source"
+    parameter_name = "source"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        from django.db.models.fields.json import KT
+
+        found = Conversation.objects.values_list(KT("metadata__source"), flat=True).distinct().order_by()
+        sources = sorted({str(s or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE for s in found})
+        return [(source, source_title(source)) for source in sources]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Conversation]) -> QuerySet[Conversation]:
+        value = self.value()
+        if not value:
+            return queryset
+        if value == DEFAULT_SOURCE:
+            return queryset.filter(Q(metadata__source__iexact=value) | ~Q(metadata__has_key="source")
+                                   | Q(metadata__isnull=True))
+        return queryset.filter(metadata__source__iexact=value)
+
+
+TITLE_LIST_CHARS = 90
+
+
+def conversation_title(conversation: Conversation, limit: int = TITLE_LIST_CHARS) -> str:
+    """The first user prompt, trimmed; without one the session id (or what the source says)."""
+    title = conversation.title or ""
+    if title:
+        return title if len(title) <= limit else title[: limit - 1].rstrip() + "…"
+    return f"({source_title(conversation.source)} session {conversation.session_id or conversation.pk})"
+
+
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ("id", "session_id", "project", "message_count", "first_activity", "last_activity",
-                    "transcript_link")
-    list_filter = ("project",)
+    """One row per conversation: its first prompt (opening the transcript), project, source,
+    messages, and first and last activity from its messages; the latest activity first."""
+
+    list_display = ("conversation", "project", "source", "message_count", "first_activity", "last_activity")
+    list_display_links = None
+    list_filter = ("project", SourceFilter)
     list_select_related = ("project",)
     search_fields = ("session_id",)
-    search_help_text = "Session id, or words from the messages (web-search syntax)."
-    readonly_fields = ("id", "session_id", "project", "metadata", "created_at", "updated_at")
-    ordering = ("-updated_at",)
+    search_help_text = "Session id, first prompt, or words from the messages (web-search syntax)."
+    readonly_fields = ("id", "session_id", "title", "project", "metadata", "first_message_at", "last_message_at",
+                       "created_at", "updated_at")
+    # Stored columns (kept by the message services), so paging needs no aggregate over messages.
+    ordering = (F("last_message_at").desc(nulls_last=True), "-created_at")
     inlines = [MessageInline]
     show_full_result_count = False
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _message_count=Coalesce(_per_conversation(Count("*"), IntegerField()), 0),
-                _first_activity=Coalesce(_per_conversation(Min("created_at"), DateTimeField()), "created_at"),
-                _last_activity=Coalesce(_per_conversation(Max("created_at"), DateTimeField()), "updated_at"),
-            )
-        )
+        return super().get_queryset(request).annotate(
+            _message_count=Coalesce(_per_conversation(Count("*"), IntegerField()), 0))
+
+    @admin.display(ordering="title", description="conversation")
+    def conversation(self, obj: Conversation) -> SafeString:
+        return format_html('<a href="{}" title="{}">{}</a>', transcript_url(obj.pk), obj.session_id or "",
+                           conversation_title(obj))
+
+    @admin.display(description="source")
+    def source(self, obj: Conversation) -> str:
+        return source_title(obj.source)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Conversation], search_term: str
@@ -109,22 +165,25 @@ class ConversationAdmin(admin.ModelAdmin):
         matching = Message.objects.filter(
             search_vector=SearchQuery(term, config="english", search_type="websearch")
         ).values("conversation_id")
-        return queryset.filter(Q(session_id__icontains=term) | Q(pk__in=matching)), False
+        return queryset.filter(Q(session_id__icontains=term) | Q(title__icontains=term) | Q(pk__in=matching)), False
 
     @admin.display(ordering="_message_count", description="messages")
     def message_count(self, obj: Conversation) -> int:
         return obj._message_count  # type: ignore[attr-defined]
 
-    @admin.display(ordering="_first_activity", description="first activity")
+    @admin.display(ordering="first_message_at", description="first activity")
     def first_activity(self, obj: Conversation) -> Any:
-        return obj._first_activity  # type: ignore[attr-defined]
+        return obj.first_message_at
 
-    @admin.display(ordering="_last_activity", description="last activity")
+    @admin.display(ordering=F("last_message_at").desc(nulls_last=True), description="last activity")
     def last_activity(self, obj: Conversation) -> Any:
-        return obj._last_activity  # type: ignore[attr-defined]
+        return obj.last_message_at
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only (messages come through capture and the API): no Save buttons
 
     def delete_model(self, request: HttpRequest, obj: Conversation) -> None:
         services.conversation_delete(conversation_id=obj.pk, force=True)
@@ -141,10 +200,6 @@ class ConversationAdmin(admin.ModelAdmin):
         transcript = path("<path:object_id>/transcript/", self.admin_site.admin_view(self.transcript_view),
                           name="conversations_conversation_transcript")
         return [transcript, *urls]
-
-    @admin.display(description="transcript")
-    def transcript_link(self, obj: Conversation) -> SafeString:
-        return mark_safe(f'<a href="{html.escape(transcript_url(obj.pk))}">read</a>')
 
     def transcript_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         try:
@@ -174,6 +229,9 @@ class FiedlerResultAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # read-only: no Save buttons
 
     def delete_model(self, request: HttpRequest, obj: FiedlerResult) -> None:
         services.fiedler_result_delete(result=obj)

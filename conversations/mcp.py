@@ -5,7 +5,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conversations import outputs, services
-from core.mcp import McpRegistry, service_tool
+from core.mcp import McpRegistry, read_tool, service_tool
 
 RoleName = Literal["user", "assistant", "system", "tool"]
 StatusName = Literal["success", "error"]
@@ -54,7 +54,7 @@ def dewey_store_message(
     return outputs.stored_message_dict(message)
 
 
-@service_tool
+@read_tool
 def dewey_get_conversation(conversation_id: str) -> outputs.ConversationDict:
     """A whole conversation with its messages in turn order."""
     conversation, messages = services.conversation_get(conversation_id=conversation_id)
@@ -83,7 +83,7 @@ def dewey_store_messages_bulk(
     return outputs.bulk_stored_dict(conversation, stored)
 
 
-@service_tool
+@read_tool
 def dewey_list_conversations(
     session_id: str | None = None,
     limit: int = Limit,
@@ -106,7 +106,7 @@ def dewey_delete_conversation(conversation_id: str, force: bool = False) -> outp
     return outputs.deleted_dict(conversation_id, deleted)
 
 
-@service_tool
+@read_tool
 def dewey_search(
     query: str,
     session_id: str | None = None,
@@ -177,14 +177,14 @@ def dewey_store_fiedler_result(
     return outputs.fiedler_stored_dict(result)
 
 
-@service_tool
+@read_tool
 def dewey_get_fiedler_results(correlation_id: str) -> outputs.FiedlerCorrelationDict:
     """Every model's result for one correlation id, oldest first."""
     results = services.fiedler_results_for_correlation(correlation_id=correlation_id)
     return outputs.fiedler_correlation_dict(correlation_id, results)
 
 
-@service_tool
+@read_tool
 def dewey_query_fiedler_results(
     model: str | None = None,
     status: StatusName | None = None,
@@ -195,7 +195,7 @@ def dewey_query_fiedler_results(
     offset: int = Offset,
     project: str | None = None,
 ) -> outputs.FiedlerQueryDict:
-    """Orchestration results filtered by model, status, date range (ISO 8601), words in the
+    """Orchestration results filtered by model, status, date range (ISO 8601; a date alone covers the whole day), words in the
     prompt or output (web-search syntax) and project (of the linked conversation), newest first,
     with the total."""
     results, total, estimate = services.fiedler_results_query(

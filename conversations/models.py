@@ -12,11 +12,24 @@ from core.searchable import tsvector_of
 # API. The admin charts and titles these.
 SOURCES = ("claude-code", "api", "proxy")
 DEFAULT_SOURCE = "api"
-SOURCE_TITLES = {"claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy"}
+SOURCE_TITLES = {
+    "claude-code": "Claude Code", "api": "API", "proxy": "MCP proxy", "mcp-proxy": "MCP proxy",
+    "codex": "Codex CLI", "gemini-cli": "Gemini CLI", "copilot-cli": "Copilot CLI",
+    "claude-code-transcript": "Claude Code (imported)", "codex-transcript": "Codex CLI (imported)",
+    "gemini-cli-transcript": "Gemini CLI (imported)",
+}
 
 
 def source_title(source: str) -> str:
     return SOURCE_TITLES.get(source, source)
+
+
+# A conversation's title is its first user prompt, whitespace collapsed, at most this long.
+TITLE_CHARS = 200
+
+
+def prompt_title(content: str) -> str:
+    return " ".join(content.split())[:TITLE_CHARS]
 
 
 def _metadata_is_object(field: str) -> Q:
@@ -40,6 +53,12 @@ class Conversation(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # Moved by every new message (services.message_store / messages_store_bulk).
     updated_at = models.DateTimeField(default=timezone.now)
+    # Kept by the same two services from the messages themselves (a back-filled conversation's
+    # activity is its messages' times, not the import's): the first user prompt (prompt_title),
+    # and the earliest and latest message created_at. NULL while there is none.
+    title = models.TextField(null=True, blank=True)
+    first_message_at = models.DateTimeField(null=True, blank=True)
+    last_message_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -47,6 +66,8 @@ class Conversation(models.Model):
             models.Index(fields=["project", "-updated_at"], name="conv_project_updated"),
             models.Index(fields=["-created_at"], name="conv_created"),
             models.Index(fields=["-updated_at"], name="conv_updated"),
+            # The admin's list: latest activity first, conversations without messages last.
+            models.Index(models.F("last_message_at").desc(nulls_last=True), name="conv_last_message"),
         ]
         constraints = [
             models.CheckConstraint(condition=_metadata_is_object("metadata"), name="conv_metadata_is_object"),
@@ -54,6 +75,12 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id or 'conversation'} ({self.id})"
+
+    @property
+    def source(self) -> str:
+        """metadata.source, lower-cased (DEFAULT_SOURCE when unset)."""
+        metadata = self.metadata if isinstance(self.metadata, dict) else {}
+        return str(metadata.get("source") or DEFAULT_SOURCE).strip().lower() or DEFAULT_SOURCE
 
 
 class Role(models.TextChoices):

@@ -4,6 +4,7 @@ from typing import Any, TypedDict
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 
 
 class MessageDict(TypedDict):
@@ -26,14 +27,14 @@ class ConversationDict(TypedDict):
     messages: list[MessageDict]
 
 
-class BegunDict(TypedDict):
+class BegunDict(RedactionCounts):
     conversation_id: str
     session_id: str | None
     project: str | None
     created_at: str
 
 
-class StoredMessageDict(TypedDict):
+class StoredMessageDict(RedactionCounts):
     message_id: str
     conversation_id: str
     turn_number: int
@@ -82,7 +83,7 @@ def conversation_dict(conversation: Conversation, messages: list[Message]) -> Co
     }
 
 
-class BulkStoredDict(TypedDict):
+class BulkStoredDict(RedactionCounts):
     conversation_id: str
     stored: int
     message_ids: list[str]
@@ -235,7 +236,7 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-class FiedlerStoredDict(TypedDict):
+class FiedlerStoredDict(RedactionCounts):
     result_id: str
     id: str  # the same as result_id, kept for older clients
     correlation_id: str
@@ -265,7 +266,7 @@ class FiedlerCorrelationDict(TypedDict):
     results: list[FiedlerResultDict]
 
 
-class FiedlerBatchDict(TypedDict):
+class FiedlerBatchDict(RedactionCounts):
     stored: int
     results: list[FiedlerStoredDict]
 

@@ -36,6 +36,13 @@ class NotFound(ApplicationError):
     http_status = 404
 
 
+class Forbidden(ApplicationError):
+    """Beyond what the caller's token may do (its scope or its projects); nothing was written."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class Conflict(ApplicationError):
     code = "conflict"
     http_status = 409
@@ -120,6 +127,7 @@ ERROR_SCHEMA = {
 ERROR_RESPONSES = {
     "400": "invalid input; `fields` names each bad field",
     "401": "missing, unknown or revoked token",
+    "403": "beyond the token's scope (read, write, admin) or its projects",
     "404": "no such object",
     "409": "conflict with the stored data",
     "413": "content, a search query or the request body too large",

@@ -16,26 +16,66 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict
 
+from core import access
 from core.errors import ApplicationError, from_database_error
+from core.redaction import add_counts, counting
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def service_tool(fn: F) -> F:
+def token_access() -> access.Access | None:
+    """The access of the token behind the current MCP call (core.access), None outside one."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
+
+    token = get_access_token()
+    return None if token is None else access.from_scopes(token.client_id, list(token.scopes))
+
+
+def service_tool(fn: F | None = None, *, needs: str = access.WRITE) -> Any:
     """Wrap a sync tool handler (the SDK runs it in a worker thread, where Django's request
-    cleanup never runs): close stale connections around the call, and turn an ApplicationError
-    into a ToolError, which the SDK reports as `isError: true` with our message."""
+    cleanup never runs): close stale connections around the call, act with the token's access
+    (core.access: a tool that changes data `needs` a write token, `read_tool`s a read token; a
+    token limited to projects sees only theirs), turn an ApplicationError into a ToolError,
+    which the SDK reports as `isError: true` with our message, and add the call's redaction
+    counts to a JSON object answer (core.redaction)."""
+    if fn is None:
+        return functools.partial(service_tool, needs=needs)
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
         try:
-            return fn(*args, **kwargs)
+            with access.acting_as(token_access()), counting() as tally:
+                access.require(needs, what=f"the tool {fn.__name__}")
+                return add_counts(fn(*args, **kwargs), tally)
         except ApplicationError as exc:
             raise ToolError(f"{exc.code}: {exc.message}") from exc
         except DataError as exc:
             error = from_database_error(exc)
             raise ToolError(f"{error.code}: {error.message}") from exc
+        finally:
+            close_old_connections()
+
+    return wrapper  # type: ignore[return-value]
+
+
+def read_tool(fn: F) -> F:
+    """`service_tool` for a tool that changes nothing: a read token may call it."""
+    return service_tool(fn, needs=access.READ)  # type: ignore[no-any-return]
+
+
+def with_access(fn: F) -> F:
+    """A prompt or resource handler run with the token's access (a token limited to projects
+    reads only theirs), its service errors reported like a tool's."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            with access.acting_as(token_access()):
+                return fn(*args, **kwargs)
+        except ApplicationError as exc:
+            raise ToolError(f"{exc.code}: {exc.message}") from exc
         finally:
             close_old_connections()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -27,7 +27,8 @@ from django.db.models import BooleanField, Count, Q, QuerySet, Value
 from django.utils import timezone
 from django.utils.text import slugify
 
-from core.errors import ApplicationError, Conflict, InvalidInput, NotFound
+from core import access
+from core.errors import ApplicationError, Conflict, Forbidden, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import STRONG_KINDS, KeyKind, Project, ProjectKey
 
@@ -107,35 +108,68 @@ def project_find(value: str) -> Project | None:
 def project_for_write(value: Any, *, field: str = "project") -> Project | None:
     """The project a write names (None when none is given: a global row). A name that matches no
     project is refused (NotFound, like any reference to a row that does not exist), naming the
-    field: projects are made by capture or `winni_project create`, never by a typo."""
+    field: projects are made by capture or `winni_project create`, never by a typo.
+    A token limited to projects (core.access) writes only into one of them: none named, its only
+    project; another project or a global row is Forbidden."""
     if value is None or value == "":
-        return None
-    return project_get(name=value, field=field, error=NotFound)
+        return access.check_write_project(None, field=field)
+    return access.check_write_project(project_get(name=value, field=field, error=NotFound), field=field)
+
+
+def project_visible(project: Project | int | None) -> bool:
+    """Whether the current token may see the rows of `project` (a Project or its id; None: the
+    global rows)."""
+    allowed = access.allowed_project_ids()
+    project_id = project.pk if isinstance(project, Project) else project
+    return allowed is None or (project_id is not None and project_id in allowed)
+
+
+def require_visible(project: Project | int | None, *, field: str = "project") -> None:
+    """Forbidden unless the current token may write rows of `project` (a write whose project
+    follows from its content: a medallion's `repo:` scope)."""
+    if not project_visible(project):
+        current = access.current()
+        allowed = ", ".join(current.project_slugs) if current else ""
+        what = f"project {project.slug!r}" if isinstance(project, Project) else "a row of no project"
+        raise Forbidden(access.PROJECT_OUTSIDE.format(field=field, token=current.token if current else "",
+                                                      allowed=allowed or "(none)", what=what), field=field)
 
 
 @dataclass(frozen=True)
 class ProjectFilter:
     """A validated `project` filter: none given (every row), one project, or a name that matches
-    no project (no row: a filter never errs on a name it does not know)."""
+    no project (no row: a filter never errs on a name it does not know). `allowed`: the projects
+    the caller's token is limited to (core.access; None: no limit), taken when the filter is made."""
 
     given: bool = False
     project: Project | None = None
+    allowed: frozenset[int] | None = field(default_factory=access.allowed_project_ids)
 
     @property
     def matches_nothing(self) -> bool:
-        return self.given and self.project is None
+        if self.given and self.project is None:
+            return True
+        if self.allowed is None:
+            return False
+        return not self.allowed or (self.project is not None and self.project.pk not in self.allowed)
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the filter leaves rows out (a project named, or a token limited to projects)."""
+        return self.given or self.allowed is not None
 
     def apply(self, queryset: QuerySet, lookup: str = "project") -> QuerySet:
         """The rows of `queryset` this filter keeps. Every store's project scoping goes through
-        here (scope_queryset), so a later restriction (a token limited to projects) has one place
-        to join."""
-        if not self.given:
-            return queryset
-        if self.project is None:
+        here (scope_queryset), and so does the restriction of a token limited to projects."""
+        if self.matches_nothing:
             # No row, written as SQL (WHERE false): a none() queryset cannot be compiled into the
             # raw queries search builds from scopes.
             return queryset.filter(Value(False, output_field=BooleanField()))
-        return queryset.filter(**{lookup: self.project})
+        if self.given:
+            return queryset.filter(**{lookup: self.project})
+        if self.allowed is not None:
+            return queryset.filter(**{f"{lookup}__in": sorted(self.allowed)})
+        return queryset
 
 
 def project_filter(value: Any, *, field: str = "project") -> ProjectFilter:
@@ -531,8 +565,12 @@ def project_list(*, project: Any = None) -> list[tuple[Project, dict[str, int]]]
     per store (0 where it has none) and its keys prefetched."""
     wanted = project_filter(project)
     queryset = Project.objects.all()
-    if wanted.given:
-        queryset = queryset.filter(pk=wanted.project.pk) if wanted.project else queryset.none()
+    if wanted.matches_nothing:
+        queryset = queryset.none()
+    elif wanted.given:
+        queryset = queryset.filter(pk=wanted.project.pk)
+    elif wanted.allowed is not None:
+        queryset = queryset.filter(pk__in=wanted.allowed)
     projects = list(queryset.prefetch_related("keys").order_by("-last_activity_at", "slug"))
     counts = project_counts([p.pk for p in projects]) if projects else {}
     labels = [store.label for store in _stores.values() if store.counted]

@@ -42,19 +42,53 @@ def install_engine(engine: Engine) -> None:
     _engine = engine
 
 
+# Superseded rows are dropped after ranking (a filter inside the engine would make every search a
+# filtered one: exact scope counts and no table-wide term frequencies). The engine is asked for
+# more than the page, and for more again (×4) if too many were dropped, up to this depth.
+STALE_DEPTH_MAX = 1000
+
+
 def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None, limit: int,
          offset: int = 0, mode: Mode = "hybrid", query_vector: list[float] | None = None,
-         attach: bool = True) -> list[Hit]:
+         attach: bool = True, include_superseded: bool = False) -> list[Hit]:
     """Rank rows of several kinds for `query`: `scopes` maps each kind to the queryset of rows it may
     return (`filtered[kind]`: narrower than the whole table). semantic/hybrid embed the query (or use
     `query_vector`); if the provider is down, hybrid degrades to fts and semantic raises
     EmbeddingUnavailable. In hybrid mode each kind's registered `surround` passes score to the rows
     around a hit. `attach` loads each hit's row into `Hit.obj` (and drops rows deleted meanwhile);
-    False gives keys and scores only."""
+    False gives keys and scores only. Rows that no longer hold (a superseded memory, a medallion
+    that is not active: each kind's registered `current`) are left out unless include_superseded."""
     if _engine is None:
         raise ImproperlyConfigured("no search engine is installed: the memory app installs it (INSTALLED_APPS)")
-    return _engine(query=query, scopes=scopes, filtered=filtered, limit=limit, offset=offset, mode=mode,
-                   query_vector=query_vector, attach=attach)
+    stale_kinds = [] if include_superseded else [kind for kind in scopes if searchable.get(kind).current is not None]
+    if not stale_kinds:
+        return _engine(query=query, scopes=scopes, filtered=filtered, limit=limit, offset=offset, mode=mode,
+                       query_vector=query_vector, attach=attach)
+    wanted = offset + limit
+    depth = wanted + max(wanted, 10)
+    while True:
+        hits = _engine(query=query, scopes=scopes, filtered=filtered, limit=depth, offset=0, mode=mode,
+                       query_vector=query_vector, attach=attach)
+        kept = current_hits(hits)
+        if len(kept) >= wanted or len(hits) < depth or depth >= STALE_DEPTH_MAX:
+            return kept[offset:wanted]
+        depth = min(depth * 4, STALE_DEPTH_MAX)
+
+
+def current_hits(hits: list[Hit]) -> list[Hit]:
+    """`hits` without the rows that no longer hold (see Searchable.current), order kept."""
+    by_kind: dict[str, list[str]] = {}
+    for hit in hits:
+        if searchable.get(hit.kind).current is not None:
+            by_kind.setdefault(hit.kind, []).append(hit.key)
+    if not by_kind:
+        return hits
+    holding: set[tuple[str, str]] = set()
+    for kind, keys in by_kind.items():
+        model = searchable.get(kind).model
+        rows = searchable.current_only(kind, model.objects.filter(pk__in=keys)).values_list("pk", flat=True)
+        holding.update((kind, str(pk)) for pk in rows)
+    return [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
 
 
 class ScoreDict(TypedDict):
@@ -77,6 +111,7 @@ class RecallHitDict(TypedDict):
     scores: ScoreDict
     conversation_id: str | None
     turn: int | None
+    superseded_by: str | None  # a superseded memory (include_superseded): the memory that replaced it
 
 
 class RecallDict(TypedDict):
@@ -107,7 +142,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out.
     `project` (a kind's registered lookup to its project) is a project's name: every kind scopes
     it the same way (core.projects.ProjectFilter), and a name matching no project matches nothing."""
-    start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"), whole_day_end=False)
+    start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"))
     given = {name: value for name in searchable.filter_names()
              if (value := filters.get(name)) not in (None, "", [])}
     project = projects.project_filter(given.pop("project", None))
@@ -115,7 +150,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
     narrowed: dict[str, bool] = {}
     for kind in kinds:
         spec = searchable.get(kind)
-        if any(name not in spec.filters for name in given) or (project.given and "project" not in spec.filters):
+        if any(name not in spec.filters for name in given) or (project.narrows and "project" not in spec.filters):
             continue
         if (start or end) and "created_at" not in {f.name for f in spec.model._meta.get_fields()}:
             continue
@@ -127,10 +162,10 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, 
         queryset = spec.model.objects.all()
         if lookups:
             queryset = queryset.filter(**lookups)
-        if project.given:
+        if project.narrows:
             queryset = project.apply(queryset, spec.filters["project"])
         scopes[kind] = queryset
-        narrowed[kind] = bool(lookups) or project.given
+        narrowed[kind] = bool(lookups) or project.narrows
     return scopes, narrowed
 
 
@@ -157,6 +192,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         },
         "conversation_id": None,
         "turn": None,
+        "superseded_by": None,
     }
     if spec.hit_fields is not None:
         result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
@@ -170,17 +206,24 @@ def recall(
     limit: int = LIMIT_DEFAULT,
     mode: str = "hybrid",
     filters: dict[str, Any] | None = None,
+    include_superseded: Any = False,
 ) -> RecallDict:
+    """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
+    are not active); each such memory hit names its successor (`superseded_by`)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
+    if not isinstance(include_superseded, bool):
+        raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     scopes, narrowed = recall_scopes(kinds, filters or {})
     degraded = False
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
         try:
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode)  # type: ignore[arg-type]
+            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode=mode,  # type: ignore[arg-type]
+                        include_superseded=include_superseded)
         except EmbeddingUnavailable:
             # semantic needs the provider; say so and answer lexically rather than not at all.
             degraded = True
-            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode="fts")
+            hits = rank(query=query, scopes=scopes, filtered=narrowed, limit=limit, mode="fts",
+                        include_superseded=include_superseded)
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
     return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),

@@ -338,6 +338,15 @@ def _secret_value(value: str) -> bool:
                 or value.startswith(("http://", "https://")))  # settings.KEY, 0x57_494E, /run/secrets/db, a URL
 
 
+def secret_named_value(name: str, value: str) -> bool:
+    """A JSON object's string under a secret-named key that looks like a secret ({"password":
+    "…"}): the key-value rule for structured data, whose strings are scrubbed one by one (each
+    without the key beside it)."""
+    value = value.strip()
+    return (not value.startswith(("[REDACTED:", "[private]")) and len(value) <= 4 * VALUE_MAX
+            and _secret_name(name) and _secret_value(value))
+
+
 def _whole(text: str, start: int, value: str, quoted: bool) -> str:
     """A value that filled the pattern's cap runs on (an AWS session token is 700+ characters)."""
     if len(value) < VALUE_MAX:

@@ -94,6 +94,10 @@ class Searchable:
     surround: Surround | None = None
     # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
     hit_fields: Callable[[Any], dict[str, Any]] | None = None
+    # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
+    # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
+    # them (core.recall.rank's include_superseded); current_only applies it to any queryset.
+    current: Callable[[Any], Any] | None = None
 
 
 _registry: dict[str, Searchable] = {}
@@ -129,6 +133,13 @@ def register(searchable: Searchable) -> None:
 
 def get(kind: str) -> Searchable:
     return _registry[kind]
+
+
+def current_only(kind: str, queryset: Any) -> Any:
+    """`queryset` (rows of `kind`) without the superseded ones: the one filter every reader that
+    must not show stale facts uses (recall, automatic recall, a store's own search)."""
+    spec = get(kind)
+    return spec.current(queryset) if spec.current is not None else queryset
 
 
 def kinds() -> list[str]:

@@ -109,7 +109,7 @@ def parse_timestamp(value: Any, *, field: str) -> dt.datetime | None:
         raise InvalidInput(f"{field} is out of range in UTC, got {str(value)[:60]!r}", field=field) from None
 
 
-def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.datetime | None:
+def _date_bound(value: Any, *, field: str, end: bool) -> dt.datetime | None:
     """One bound as an instant; an end bound comes back exclusive (just past what it includes)."""
     if value is None or value == "":
         return None
@@ -121,7 +121,8 @@ def _date_bound(value: Any, *, field: str, end: bool, whole_day: bool) -> dt.dat
         midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
         if not end:
             return midnight
-        return _later(midnight, dt.timedelta(days=1) if whole_day else dt.timedelta(microseconds=1))
+        # A date alone means the whole day: an end date includes all of it.
+        return _later(midnight, dt.timedelta(days=1))
     try:
         parsed = parse_timestamp(value, field=field)
     except InvalidInput:
@@ -138,17 +139,15 @@ def _later(instant: dt.datetime, step: dt.timedelta) -> dt.datetime | None:
         return None
 
 
-def parse_date_range(start_date: Any, end_date: Any, *, whole_day_end: bool = True
-                     ) -> tuple[dt.datetime | None, dt.datetime | None]:
-    """(start inclusive, end exclusive) from ISO 8601 dates or date-times; a date alone starts at
-    its midnight (UTC).
-
-    The two searches still read a date-only end differently (issue #22 will settle one meaning):
-    with `whole_day_end` (dewey_search, Fiedler queries) it covers the whole day; without it
-    (winni_recall) it is that day's midnight, inclusive. A start after the end is an empty range
-    (it finds nothing), not an error: no schema can say "after", and nothing is wrong with asking."""
-    start = _date_bound(start_date, field="start_date", end=False, whole_day=whole_day_end)
-    end = _date_bound(end_date, field="end_date", end=True, whole_day=whole_day_end)
+def parse_date_range(start_date: Any, end_date: Any) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """(start inclusive, end exclusive) from ISO 8601 dates or date-times, the one date rule of
+    every tool and endpoint that filters by date (dewey_search, the Fiedler queries, winni_recall,
+    search_memory): a date alone means that whole day (UTC), so a start date is its midnight and an
+    end date includes the day; a date-time is the instant (a naive one is UTC), inclusive at both
+    ends. A start after the end is an empty range (it finds nothing), not an error: no schema can
+    say "after" (issue #24: what the schema allows, the code accepts)."""
+    start = _date_bound(start_date, field="start_date", end=False)
+    end = _date_bound(end_date, field="end_date", end=True)
     return start, end
 
 

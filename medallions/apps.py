@@ -8,8 +8,10 @@ class MedallionsConfig(AppConfig):
     def ready(self) -> None:
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
-        from medallions.models import Medallion
+        from medallions.models import Medallion, Status
 
+        # Only active medallions hold: superseded and archived ones leave recall unless asked for.
         register(Searchable(kind="medallion", model=Medallion, text=lambda m: m.search_text, label=str,
-                            filters={"project": "project"}))
+                            filters={"project": "project"},
+                            current=lambda rows: rows.filter(status=Status.ACTIVE)))
         register_store(ProjectStore(label="medallions", model=Medallion))

@@ -6,7 +6,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.actors import actor_name_from_mcp
-from core.mcp import McpRegistry, Resource, service_tool
+from core.mcp import McpRegistry, Resource, read_tool, service_tool
 from medallions import outputs, services
 
 
@@ -43,7 +43,7 @@ def medallion_checkpoint_session(
     return outputs.job_dict(job)
 
 
-@service_tool
+@read_tool
 def medallion_load_for_scope(
     scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
 ) -> outputs.MedallionListDict:
@@ -56,13 +56,13 @@ def medallion_load_for_scope(
     return outputs.medallion_list_dict(medallions, text)
 
 
-@service_tool
+@read_tool
 def medallion_get(medallion_id: str) -> outputs.MedallionDict:
     """One medallion by id: meta, scope, summary, decisions, open_questions, affordances."""
     return outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id))
 
 
-@service_tool
+@read_tool
 def medallion_job_status(job_id: str) -> outputs.JobDict:
     """A checkpoint job: pending, running, done (with the medallion) or failed (with scope,
     operation and cause)."""

@@ -1,6 +1,7 @@
 """The return shapes shared by MCP tools and REST views (one place per shape)."""
 from typing import Any, TypedDict
 
+from core.redaction import RedactionCounts
 from medallions.models import Medallion, MedallionJob, MedallionRevision
 from medallions.services import failure_message
 
@@ -40,7 +41,7 @@ class JobErrorDict(TypedDict):
     message: str
 
 
-class JobDict(TypedDict):
+class JobDict(RedactionCounts):
     job_id: str
     status: str
     operation: str

@@ -27,6 +27,7 @@ from core import projects
 from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.models import Project
+from core.redaction import redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
@@ -126,8 +127,9 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
         except ValueError:
             raise InvalidInput("meta.id must be a UUID", field="meta.id") from None
     now = timezone.now()
+    # Secrets and `<private>` spans in the content go before anything is stored (core.redaction).
     full = {
-        **document,
+        **{key: redact_json(value, field=key) if key in SECTIONS else value for key, value in document.items()},
         "meta": {
             "id": str(existing.id) if existing else str(meta.get("id") or uuid.uuid4()),
             "schema_version": schema.SCHEMA_VERSION,
@@ -153,12 +155,19 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     return parsed
 
 
+# Decisions that still hold: a superseded or rejected one is kept in the document but is neither
+# searched nor shown to a new session (recall's rule for whatever no longer holds).
+CURRENT_DECISIONS = ("active", "proposed")
+
+
 def search_text(medallion: Medallion) -> str:
-    """Summary, decisions and questions as one text: indexed for full-text search and embedded."""
+    """Summary, current decisions and questions as one text: indexed for full-text search and
+    embedded."""
     summary = medallion.summary or {}
     parts = [*medallion.graph_nodes, *medallion.tags, summary.get("high_level", "")]
     parts += [f"{s.get('name', '')}: {s.get('notes', '')}" for s in summary.get("subsystems", [])]
-    parts += [f"{d.get('statement', '')} {d.get('rationale', '')}" for d in medallion.decisions or []]
+    parts += [f"{d.get('statement', '')} {d.get('rationale', '')}" for d in medallion.decisions or []
+              if d.get("status", "active") in CURRENT_DECISIONS]
     parts += [f"{q.get('question', '')} {q.get('blocked_on', '')}" for q in medallion.open_questions or []]
     return "\n".join(part.strip() for part in parts if part and part.strip())
 
@@ -185,6 +194,7 @@ def _apply(medallion: Medallion, parsed: schema.Medallion) -> None:
     medallion.graph_nodes = data["scope"]["graph_nodes"]
     medallion.tags = data["scope"]["tags"]
     medallion.project = scope_project(data["scope"])
+    projects.require_visible(medallion.project, field="scope")  # a token limited to projects
     for section in SECTIONS:
         setattr(medallion, section, data[section])
     medallion.updated_at = parsed.meta.updated_at
@@ -211,7 +221,7 @@ def medallion_create(*, document: dict[str, Any], actor: str = "") -> Medallion:
 def _lock(medallion_id: Any) -> Medallion:
     """Fetch and lock the row; must run inside a transaction."""
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
-    medallion = Medallion.objects.select_for_update().filter(pk=pk).first()
+    medallion = projects.scope_queryset(Medallion.objects.select_for_update(), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -250,7 +260,7 @@ def medallion_archive(*, medallion_id: Any, actor: str = "") -> Medallion:
 def medallion_get(*, medallion_id: Any) -> Medallion:
     pk = parse_id(medallion_id, field="medallion_id", what="medallion")
     with storage_op("medallion.get", medallion_id=str(pk)):
-        medallion = Medallion.objects.defer("search_vector").filter(pk=pk).first()
+        medallion = projects.scope_queryset(Medallion.objects.defer("search_vector"), None).filter(pk=pk).first()
     if medallion is None:
         raise NotFound(f"medallion {pk} not found", field="medallion_id")
     return medallion
@@ -292,7 +302,7 @@ def medallion_as_text(medallion: Medallion) -> str:
     """Compact markdown for a new session's context (Claude Code's SessionStart)."""
     summary = medallion.summary or {}
     title = ", ".join([*medallion.graph_nodes, *(f"#{t}" for t in medallion.tags)]) or str(medallion.id)
-    decisions = [d for d in medallion.decisions or [] if d.get("status", "active") in ("active", "proposed")]
+    decisions = [d for d in medallion.decisions or [] if d.get("status", "active") in CURRENT_DECISIONS]
     return render_to_string("medallions/as_text.md", {
         "title": title,
         "updated": medallion.updated_at.strftime("%Y-%m-%d %H:%M UTC"),
@@ -357,7 +367,9 @@ def validate_evidence(value: Any) -> dict[str, Any]:
         # Read now so an unknown id is refused at once; the worker reads it again, fresh.
         _conversation_transcript(conversation_id)
         clean["conversation_id"] = str(conversation_id)
-    return clean
+    # The evidence is stored on the job: secrets and `<private>` spans go first (core.redaction).
+    return {**clean, **redact_json({key: clean[key] for key in ("session_summary", "transcripts", "artefacts")},
+                                   field="evidence")}
 
 
 def _conversation_transcript(conversation_id: Any) -> str:
@@ -430,6 +442,7 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
     from medallions.tasks import medallion_job_run as run_task
 
     scope = validate_scope(scope, required=True)
+    projects.require_visible(scope_project(scope), field="scope")  # a token limited to projects
     clean = validate_evidence(evidence)
     with storage_op("medallion.job_create", actor=actor) as log, transaction.atomic():
         job = MedallionJob.objects.create(graph_nodes=scope["graph_nodes"], tags=scope["tags"],
@@ -444,6 +457,8 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
 def medallion_job_get(*, job_id: Any) -> MedallionJob:
     pk = parse_id(job_id, field="job_id", what="job")
     job = MedallionJob.objects.select_related("medallion").filter(pk=pk).first()
+    if job is not None and not projects.project_visible(scope_project({"tags": job.tags, "graph_nodes": job.graph_nodes})):
+        job = None  # another project's, for a token limited to projects
     if job is None:
         raise NotFound(f"job {pk} not found", field="job_id")
     return job

@@ -6,8 +6,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import access
+from core.actors import actor_name_from_rest
 from core.rest import (
+    NON_BLANK,
     WHITE_SPACE,
+    DateBoundField,
     JsonObjectField,
     NonBlankField,
     ProjectField,
@@ -50,6 +54,8 @@ class MemoryCreateListApi(APIView):
         project = ProjectField(required=False, allow_null=True, allow_blank=True,
                                         help_text="an existing project's slug or name (404 if none); omitted: the "
                                                   "conversation's project, else a global memory")
+        supersedes = serializers.ListField(child=UuidTextField(), required=False, allow_null=True,
+                                           help_text="ids of memories this one replaces (they leave search)")
 
     class ListSerializer(StrictSerializer):
         tag = serializers.ListField(child=TagField(), required=False, max_length=services.MAX_TAGS,
@@ -70,17 +76,17 @@ class MemoryCreateListApi(APIView):
         responses={
             201: answer(outputs.StoredMemoryDict, "stored", {
                 "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
-                "duplicate": False, "message": "stored"}),
+                "duplicate": False, "message": "stored", "supersedes": [], "superseded_by": None, "similar": []}),
             200: answer(outputs.StoredMemoryDict, "the same content was already stored: the existing memory", {
                 "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
-                "duplicate": True, "message": "already stored"}),
+                "duplicate": True, "message": "already stored", "supersedes": [], "superseded_by": None, "similar": []}),
         },
     )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        memory, created = services.memory_store(**data.validated_data)
-        return Response(outputs.stored_memory_dict(memory, created), status=201 if created else 200)
+        memory, created, similar = services.memory_remember(**data.validated_data)
+        return Response(outputs.stored_memory_dict(memory, created, similar), status=201 if created else 200)
 
     @extend_schema(
         operation_id="memories_list", tags=MEMORIES, summary="List memories",
@@ -90,7 +96,8 @@ class MemoryCreateListApi(APIView):
             "total": 1, "page": 1, "page_size": 20,
             "results": [{"memory_id": MID, "content": FACT, "timestamp": NOW, "project": None,
                          "tags": ["decision", "money"], "metadata": None, "conversation_id": None,
-                         "message_id": None}]})},
+                         "message_id": None, "version": 1, "updated_at": None, "superseded_by": None,
+                         "superseded_at": None}]})},
     )
     def get(self, request: Request) -> Response:
         params = self.ListSerializer(data=request.query_params)
@@ -105,13 +112,54 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
+    class UpdateSerializer(StrictSerializer):
+        content = NonBlankField(required=False, allow_null=True, help_text="the new text")
+        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
+                                     help_text="the new tags (replace the old ones)")
+        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True,
+                                       max_length=services.REASON_MAX_CHARS, help_text="why it changed")
+
+    UPDATE_DOC = dict(
+        tags=MEMORIES, parameters=[MEMORY_ID_PATH],
+        description="New content and/or tags (`update_memory`); the memory keeps its id and the previous text "
+                    "becomes a version (`GET /memories/{memory_id}/history/`). Give content or tags.",
+        request={"application/json": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "content": {"type": "string", "pattern": NON_BLANK, "nullable": True, "description": "the new text"},
+                "tags": {"type": "array", "nullable": True, "maxItems": services.MAX_TAGS,
+                         "items": {"type": "string", "pattern": TAG_PATTERN}},
+                "reason": {"type": "string", "nullable": True, "maxLength": services.REASON_MAX_CHARS}},
+            "anyOf": [{"required": ["content"], "properties": {"content": {"type": "string"}}},
+                      {"required": ["tags"], "properties": {"tags": {"type": "array"}}}]}},
+        examples=[OpenApiExample("a corrected fact", request_only=True,
+                                 value={"content": FACT, "reason": "cents, not floats"})],
+        responses={200: answer(outputs.UpdatedMemoryDict, "the memory after the update", {
+            "memory_id": MID, "content": FACT, "tags": ["decision", "money"], "project": None, "version": 2,
+            "updated_at": NOW, "changed": True, "message": "updated"})},
+    )
+
+    @extend_schema(operation_id="memories_update", summary="Update a memory", **UPDATE_DOC)
+    def put(self, request: Request, memory_id: str) -> Response:
+        """New content and/or tags; the previous text becomes a version (GET …/history/)."""
+        data = self.UpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        memory, changed = services.memory_update(memory_id=memory_id, actor=actor_name_from_rest(request),
+                                                 **data.validated_data)
+        return Response(outputs.updated_memory_dict(memory, changed))
+
+    @extend_schema(operation_id="memories_partial_update", summary="Update a memory (PATCH)", **UPDATE_DOC)
+    def patch(self, request: Request, memory_id: str) -> Response:
+        return self.put(request, memory_id)
+
     @extend_schema(
         operation_id="memories_retrieve", tags=MEMORIES, summary="Get a memory",
         description="One memory, with the embedding model whose vector it has (null while it waits for one).",
         parameters=[MEMORY_ID_PATH],
         responses={200: answer(outputs.MemoryDetailDict, "the memory", {
             "memory_id": MID, "content": FACT, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
-            "metadata": None, "conversation_id": None, "message_id": None, "embedding_model": "all-MiniLM-L6-v2"})},
+            "metadata": None, "conversation_id": None, "message_id": None, "version": 1, "updated_at": None,
+            "superseded_by": None, "superseded_at": None, "embedding_model": "all-MiniLM-L6-v2"})},
     )
     def get(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_get(memory_id=memory_id)
@@ -128,6 +176,22 @@ class MemoryDetailApi(APIView):
         return Response(status=204)
 
 
+class MemoryHistoryApi(APIView):
+    @extend_schema(
+        operation_id="memories_history", tags=MEMORIES, summary="A memory's versions",
+        description="Every text and tag set the memory has had, newest first, with when, by whom and why "
+                    "(`memory_history`).",
+        parameters=[MEMORY_ID_PATH],
+        responses={200: answer(outputs.MemoryHistoryDict, "the versions", {
+            "memory_id": MID, "project": None, "current_version": 2, "versions": [
+                {"version": 2, "current": True, "content": FACT, "tags": ["decision", "money"], "written_at": NOW,
+                 "written_by": "alice", "reason": "cents, not floats", "replaced_at": None, "replaced_by": None}]})},
+    )
+    def get(self, request: Request, memory_id: str) -> Response:
+        memory, versions = services.memory_history(memory_id=memory_id)
+        return Response(outputs.memory_history_dict(memory, versions))
+
+
 SEARCH_DESCRIPTION = (
     "Memories by meaning (`search_memory`): relevance 0-100 from cosine similarity, under 30 left out, best "
     "first. A memory not embedded yet is still found (its similarity is computed on the spot); with the "
@@ -135,10 +199,12 @@ SEARCH_DESCRIPTION = (
     "parameters in the query string (`tags` repeatable).")
 SEARCH_EXAMPLE = {"query": "money amounts", "results": [
     {"memory_id": MID, "content": FACT, "timestamp": NOW, "relevance_score": 71.3, "project": None,
-     "tags": ["decision", "money"], "match": "semantic"}], "count": 1}
+     "tags": ["decision", "money"], "match": "semantic", "matched_superseded": None, "superseded_by": None}],
+    "count": 1}
 
 
 class MemorySearchApi(APIView):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(StrictSerializer):
         query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
         limit = serializers.IntegerField(required=False, default=5, min_value=1, max_value=20,
@@ -146,6 +212,10 @@ class MemorySearchApi(APIView):
         tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
                                      help_text="only memories carrying all of these")
         project = ProjectField(required=False, allow_null=True, help_text="only this project's")
+        start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time")
+        end_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
+        include_superseded = serializers.BooleanField(required=False, default=False,
+                                                      help_text="also memories a newer one superseded")
 
     def _search(self, data: dict) -> Response:
         hits = services.memory_search(**data)

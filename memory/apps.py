@@ -18,7 +18,9 @@ class MemoryConfig(AppConfig):
         from memory.services import memories_merge
 
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
-                            filters={"tags": "tags__contains", "project": "project"}))
+                            filters={"tags": "tags__contains", "project": "project"},
+                            current=lambda rows: rows.filter(superseded_by__isnull=True),
+                            hit_fields=_memory_hit_fields))
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
@@ -26,6 +28,10 @@ class MemoryConfig(AppConfig):
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)
+
+
+def _memory_hit_fields(memory: Any) -> dict[str, Any]:
+    return {"superseded_by": str(memory.superseded_by_id) if memory.superseded_by_id else None}
 
 
 def _on_searchable_changed(sender: Any, kind: str, ids: list[Any], **kwargs: Any) -> None:

@@ -266,6 +266,28 @@ def provider(model: str | None = None) -> Provider:
     raise EmbeddingError(f"unknown WINNI_EMBEDDING_PROVIDER {kind!r}")
 
 
+def warm_up(count: int) -> None:
+    """Load the local model into this process as a batch of `count` texts will run it (ONNX Runtime,
+    and torch when such a batch runs there), so that a worker loads it before it claims rows to
+    embed: a pool process's first load takes seconds (more on a busy host), and rows claimed
+    meanwhile would wait for it while another process could embed them. Nothing to do for a
+    remote provider; a model that fails to load is reported by the embedding itself."""
+    if settings.WINNI_EMBEDDING_PROVIDER != "local":
+        return
+    from pathlib import Path
+
+    from memory import onnx_encoder
+
+    name = model_name()
+    try:
+        if settings.WINNI_EMBEDDING_ONNX:
+            onnx_encoder.encoder(Path(_model_dir(name)), threads=settings.WINNI_EMBEDDING_THREADS)
+        if runs_on_torch(count):
+            _local_model(name)
+    except Exception:  # noqa: BLE001 - embed() raises it as EmbeddingUnavailable
+        return
+
+
 def model_name() -> str:
     return settings.WINNI_EMBEDDING_MODEL
 

@@ -4,7 +4,8 @@ from typing import Any, Callable
 
 from pydantic import Field
 
-from core.mcp import McpRegistry, Prompt, service_tool
+from core.actors import actor_name_from_mcp
+from core.mcp import McpRegistry, Prompt, read_tool, service_tool
 from memory import outputs, personas, services
 
 
@@ -16,25 +17,57 @@ def store_memory(
     conversation_id: str | None = None,
     message_id: str | None = None,
     project: str | None = None,
+    supersedes: list[str] | None = None,
 ) -> outputs.StoredMemoryDict:
     """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
     characters (e.g. preference, decision). project: an existing project's slug or name; omitted,
     the project of conversation_id (or message_id), else a global memory. The same content stored
-    twice in one project returns the existing memory (duplicate: true)."""
-    memory, created = services.memory_store(content=content, tags=tags, metadata=metadata,
-                                            conversation_id=conversation_id, message_id=message_id, project=project)
-    return outputs.stored_memory_dict(memory, created)
+    twice in one project returns the existing memory (duplicate: true). supersedes: ids of older
+    memories this one replaces ("we moved from Fabric to Ansible"): they are kept but leave
+    search_memory and winni_recall (unless include_superseded). The answer lists `similar`
+    memories that may already say this (or an older version of it): update_memory one of them or
+    supersede it instead of keeping near-copies."""
+    memory, created, similar = services.memory_remember(
+        content=content, tags=tags, metadata=metadata, conversation_id=conversation_id, message_id=message_id,
+        project=project, supersedes=supersedes)
+    return outputs.stored_memory_dict(memory, created, similar)
+
+
+@read_tool
+def search_memory(
+    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
+    start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
+) -> outputs.SearchMemoryDict:
+    """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
+    them; project: only that project's; start_date/end_date (ISO 8601; a date alone is the whole
+    day): only memories stored in that range. Each result has a relevance_score 0-100; results
+    under 30 are left out. Superseded memories are left out unless include_superseded (each then
+    names its successor in superseded_by)."""
+    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
+                                  end_date=end_date, include_superseded=include_superseded)
+    return outputs.search_memory_dict(query, hits)
 
 
 @service_tool
-def search_memory(
-    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None
-) -> outputs.SearchMemoryDict:
-    """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-    them; project: only that project's. Each result has a relevance_score 0-100; results under 30
-    are left out."""
-    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project)
-    return outputs.search_memory_dict(query, hits)
+def update_memory(
+    memory_id: str, content: str | None = None, tags: list[str] | None = None, reason: str | None = None,
+) -> outputs.UpdatedMemoryDict:
+    """Correct or change a memory in place (memories are never deleted): new content and/or tags
+    (tags replace the old list). The memory keeps its id; its previous text becomes a version
+    (memory_history) with who changed it, when and why (reason). The same content and tags change
+    nothing (changed: false). For a new fact that replaces an old one, store it with
+    store_memory(supersedes=[old id]) instead."""
+    memory, changed = services.memory_update(memory_id=memory_id, content=content, tags=tags, reason=reason,
+                                             actor=actor_name_from_mcp())
+    return outputs.updated_memory_dict(memory, changed)
+
+
+@read_tool
+def memory_history(memory_id: str) -> outputs.MemoryHistoryDict:
+    """Every version of a memory, the current one first: content, tags, when and by whom each was
+    written and why, and when it was replaced."""
+    memory, versions = services.memory_history(memory_id=memory_id)
+    return outputs.memory_history_dict(memory, versions)
 
 
 def persona(name: str = "") -> str:
@@ -57,4 +90,4 @@ def prompts() -> list[Prompt]:
                            description="A persona by name; unknown names fall back to the default persona")]
 
 
-MCP = McpRegistry(tools=[store_memory, search_memory], prompts=prompts)
+MCP = McpRegistry(tools=[store_memory, search_memory, update_memory, memory_history], prompts=prompts)

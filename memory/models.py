@@ -12,6 +12,12 @@ from pgvector.django import VectorField
 from core.searchable import tsvector_of
 
 
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def current(self) -> "MemoryQuerySet":
+        """The memories no other memory supersedes: what search and recall show by default."""
+        return self.filter(superseded_by__isnull=True)
+
+
 class Memory(models.Model):
     """A fact the agent chose to remember (seed 003). Never deleted by an MCP tool."""
 
@@ -29,14 +35,29 @@ class Memory(models.Model):
     # Where the memory came from (optional, not enforced: conversations may be deleted).
     conversation_id = models.UUIDField(null=True, blank=True)
     message_id = models.UUIDField(null=True, blank=True)
+    # Versions (update_memory): the current text is version `version`; earlier ones are
+    # MemoryVersion rows. updated_*: when, by whom and why the current version was written
+    # (empty until the first update: version 1 is the stored memory itself).
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.CharField(max_length=200, blank=True, default="")
+    update_reason = models.TextField(blank=True, default="")
+    # Supersession (store_memory(supersedes=[...])): a newer memory replaced this fact. Kept, never
+    # deleted, but left out of search and recall unless include_superseded.
+    superseded_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                      related_name="supersedes")
+    superseded_at = models.DateTimeField(null=True, blank=True)
     search_vector = models.GeneratedField(
         expression=tsvector_of("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )
 
+    objects = MemoryQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
+        verbose_name_plural = "memories"
         constraints = [
             models.CheckConstraint(condition=~Q(content=""), name="memory_content_not_empty"),
             models.UniqueConstraint(fields=["project", "content_hash"], condition=Q(project__isnull=False),
@@ -53,6 +74,30 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return self.content[:80]
+
+
+class MemoryVersion(models.Model):
+    """An earlier text of a memory, kept by every update that changed it: what it said, when, by
+    whom and why it was written, and when and by whom it was replaced."""
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    written_at = models.DateTimeField()
+    written_by = models.CharField(max_length=200, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    replaced_at = models.DateTimeField(default=timezone.now)
+    replaced_by = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        ordering = ["memory", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "version"], name="memory_version_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} v{self.version}"
 
 
 class Embedding(models.Model):

@@ -3,21 +3,32 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import BooleanField, ExpressionWrapper, Value
+from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
+from django.utils import timezone
 
 from core import projects
-from core.errors import InvalidInput, NotFound
+from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
+from core.redaction import redact, redact_json
 from core.searchable import announce_changed
-from core.validation import parse_uuid, validate_limit, validate_metadata, validate_query, validate_storable
+from core.validation import (
+    parse_date_range,
+    parse_uuid,
+    validate_limit,
+    validate_metadata,
+    validate_query,
+    validate_storable,
+)
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from memory.models import Memory
+from memory.models import Embedding, Memory, MemoryVersion
 
 KIND = "memory"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -29,10 +40,19 @@ MAX_TAGS = 10
 MAX_TAG_LENGTH = 50
 # Seed 003: results under this relevance are not worth showing.
 RELEVANCE_CUTOFF = 30.0
-# Memories without a vector yet that a search embeds itself (read-your-writes); one small batch
-# (embeddings.ONNX_MAX_BATCH).
-FRESH_CANDIDATES = 8
+# Memories without a vector yet that a search embeds itself (read-your-writes), and among how many
+# of the newest memories it looks for them. Each costs the search a text to embed (all-MiniLM-L6-v2,
+# ONNX, one sentence, loaded 2-core AVX2 host: 1 text 4 ms, 4 texts 11 ms, 8 texts 21 ms), and
+# during a burst of writes there are always some waiting.
+FRESH_CANDIDATES = 4
+FRESH_SCAN = 1_000
 _SPACE = re.compile(r"\s+")
+
+
+@dataclass
+class SimilarMemory:
+    memory: Memory
+    similarity: float
 
 
 @dataclass
@@ -40,6 +60,9 @@ class MemoryHit:
     memory: Memory
     relevance: float
     match: str  # "semantic" (cosine similarity) or "fulltext" (provider down: lexical only)
+    # The superseded memory whose match this hit took over (its relevance), when that was higher
+    # than the hit's own: the query matched the old fact, and this memory replaced it.
+    via: Memory | None = None
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -54,9 +77,11 @@ def content_hash(content: str) -> str:
 
 
 def validate_content(value: Any, *, field: str = "content") -> str:
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    value = redact(value, field=field)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {CONTENT_EMPTY}", field=field)
-    return validate_storable(value, field=field).strip()
+    return str(validate_storable(value, field=field)).strip()
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
@@ -82,9 +107,10 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
 
 def memory_get(*, memory_id: Any) -> Memory:
     pk = parse_uuid(memory_id, field="memory_id", optional=True)
-    memory = Memory.objects.select_related("project").filter(pk=pk).first() if pk else None
+    rows = projects.scope_queryset(Memory.objects.select_related("project"), None)
+    memory = rows.filter(pk=pk).first() if pk else None
     if memory is None:
-        raise NotFound(f"memory {memory_id} not found", field="memory_id")
+        raise NotFound(f"memory_id: no memory {memory_id}", field="memory_id")
     return memory
 
 
@@ -105,45 +131,78 @@ def memory_embedding_model(memory: Memory) -> str | None:
     return active.name if has else None
 
 
-def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None) -> list[MemoryHit]:
+def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
+                  start_date: Any = None, end_date: Any = None, include_superseded: Any = False) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
+    start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
+    Superseded memories are left out unless include_superseded (then each names its successor).
+    A superseded memory that matches hands its relevance to the memory that replaced it (the last
+    of the chain, when that one is in the search's scope) if that is higher than the successor's
+    own: the query asked about the fact, and the successor is what holds now (`via` names the old
+    memory).
 
     Read-your-writes: a memory whose vector is not computed yet (the worker runs after the commit)
     is found by full text and its similarity computed right here. If the embedding provider is
     down, the search answers from full text alone (match = "fulltext", relevance from BM25)."""
     query = validate_query(query)
     limit = validate_limit(limit, maximum=20)
+    start, end = parse_date_range(start_date, end_date)
+    if not isinstance(include_superseded, bool):
+        raise InvalidInput("include_superseded must be true or false", field="include_superseded")
+    current = not include_superseded
     scope = memory_list(tags=tags, project=project)
-    filtered = bool(tags) or projects.project_filter(project).given
+    if start:
+        scope = scope.filter(created_at__gte=start)
+    if end:
+        scope = scope.filter(created_at__lt=end)
+    filtered = bool(tags) or projects.project_filter(project).narrows or bool(start or end)
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector (CPU only, no database) is computed in a helper thread while this one
         # reads which memories still wait for theirs.
         embedding = retrieval.in_background(embeddings.embed_query, query)
         model = vectors.model_active()
-        waiting = _waiting_for_a_vector(query=query, scope=scope, model=model.name) \
+        waiting = _waiting_for_a_vector(query=query, scope=scope, filtered=filtered, model=model.name) \
             if model.name == embeddings.model_name() else []
         try:
             query_vector: list[float] | None = embedding.result() if embedding else embeddings.embed_query(query)
         except EmbeddingUnavailable:
             query_vector = None
         if query_vector is None:
-            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered)
+            hits = _fulltext_only(query=query, scope=scope, limit=limit, filtered=filtered, current=current)
         else:
             hits = _semantic(query_vector=query_vector, scope=scope, limit=limit, filtered=filtered, model=model,
-                             waiting=waiting)
+                             waiting=waiting, current=current)
         log["results"] = len(hits)
     return hits
 
 
+# An unfiltered vector search that must skip superseded memories asks for more than `limit`, and
+# for more again (×4) while too many of those it got were superseded, up to this depth.
+STALE_DEPTH_MAX = 400
+
+
 def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
-              waiting: list[Memory]) -> list[MemoryHit]:
-    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=limit,
-                                 scope=scope if filtered else None))
-    found.update(_similarities(rows=waiting, query_vector=query_vector))
-    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=list(found))
-                .defer("search_vector")}
+              waiting: list[Memory], current: bool) -> list[MemoryHit]:
+    """`current`: superseded memories hand their match to their successors (_successors_take_over)
+    and are left out; the index walk goes deeper while too many of those it found were superseded."""
+    fresh = _similarities(rows=waiting, query_vector=query_vector)
+    depth = limit if not current else 2 * limit + 10
+    via: dict[str, str] = {}
+    while True:
+        nearest = vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=depth,
+                                  scope=scope if filtered else None)
+        found = {**dict(nearest), **fresh}
+        if current:
+            found, via = _successors_take_over(found)
+        rows = (scope.current() if current else scope).select_related("project").filter(pk__in=list(found))
+        memories = {str(m.pk): m for m in rows}
+        if not current or len(memories) >= limit or len(nearest) < depth or depth >= STALE_DEPTH_MAX:
+            break
+        depth = min(depth * 4, STALE_DEPTH_MAX)
+    replaced = {str(m.pk): m for m in Memory.objects.filter(pk__in=list(via.values())).defer("search_vector")}
     hits = [
-        MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic")
+        MemoryHit(memory=memories[key], relevance=round(max(0.0, min(1.0, sim)) * 100, 1), match="semantic",
+                  via=replaced.get(via.get(key, "")))
         for key, sim in found.items() if key in memories
     ]
     hits = [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
@@ -151,24 +210,66 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
     return hits[:limit]
 
 
-def _waiting_for_a_vector(*, query: str, scope: Any, model: str) -> list[Memory]:
-    """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
-    commit), to be embedded by the search itself. Those that share a word with the query come
-    first, then the newest, FRESH_CANDIDATES at most.
+SUCCESSION_MAX_HOPS = 50
 
-    Finding them is an anti-join; bounded to the memories created since the last sweep saw no
-    memory waiting (vectors.settled_since), it reads a few index entries instead of every memory
-    (100K memories: BM25 over the full-text matches, as this used to do, took ≈ 20 ms a search)."""
-    waiting = vectors.pending(kind=KIND, model=model, scope=scope)
-    since = vectors.settled_since(kind=KIND)
-    if since is not None:
-        if not Memory.objects.filter(created_at__gte=since).exists():
-            return []  # nothing written since: skip building the anti-join (≈ 3 ms of ORM work)
-        waiting = waiting.filter(created_at__gte=since)
+
+def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], dict[str, str]]:
+    """The scores of `found` (memory key → score) with each superseded memory's score moved to the
+    last memory of its chain of successors when higher than that one's own; returns the scores and,
+    per successor that took a score over, the key of the superseded memory it came from."""
+    successor = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
+        pk__in=list(found), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
+    if not successor:
+        return found, {}
+    final = dict(successor)
+    for _ in range(SUCCESSION_MAX_HOPS):
+        onward = {str(pk): str(next_pk) for pk, next_pk in Memory.objects.filter(
+            pk__in=set(final.values()), superseded_by__isnull=False).values_list("pk", "superseded_by_id")}
+        if not onward:
+            break
+        final = {old: onward.get(last, last) for old, last in final.items()}
+    scores = {key: score for key, score in found.items() if key not in successor}
+    via: dict[str, str] = {}
+    for old, last in final.items():
+        if found[old] > scores.get(last, float("-inf")):
+            scores[last] = found[old]
+            via[last] = old
+    return scores, via
+
+
+def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str) -> list[Memory]:
+    """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
+    commit) that share a word with the query, to be embedded by the search itself: the best
+    lexical matches first, then the newest, FRESH_CANDIDATES at most.
+
+    They are looked for among the FRESH_SCAN newest memories only (and only those created since
+    the last sweep saw no memory waiting, vectors.settled_since): the rows still waiting are the
+    newest, and the lookup reads the same few index entries however large the table or the
+    backlog (100K memories with a backlog: the anti-join over every memory took ≈ 20-60 ms a
+    search). Rows of a larger backlog are found once the worker reaches them."""
     lexemes = retrieval.query_lexemes(query)
-    shares_a_word = RawSQL("search_vector @@ %s::tsquery", [retrieval.tsquery(lexemes)]) if lexemes else Value(False)
-    return list(waiting.annotate(shares_a_word=ExpressionWrapper(shares_a_word, output_field=BooleanField()))
-                .order_by("-shares_a_word", "-created_at").only("pk", "content")[:FRESH_CANDIDATES])
+    if not lexemes:
+        return []
+    since = vectors.settled_since(kind=KIND)
+    if since is not None and not Memory.objects.filter(created_at__gte=since).exists():
+        return []  # nothing written since: skip building the anti-join (≈ 3 ms of ORM work)
+    words = retrieval.tsquery(lexemes)
+    table, vectors_table = Memory._meta.db_table, Embedding._meta.db_table
+    # The window is read first (an index walk, MATERIALIZED), then only its rows are matched: left
+    # to itself the planner matched the query's words against every memory (50K memories: 50 ms).
+    sql = (f"WITH recent AS MATERIALIZED (SELECT id, content, search_vector, created_at FROM {table}"
+           f"{' WHERE created_at >= %s' if since is not None else ''} ORDER BY created_at DESC LIMIT %s) "
+           f"SELECT m.id, m.content FROM recent m "
+           f"WHERE m.search_vector @@ %s::tsquery AND NOT EXISTS (SELECT 1 FROM {vectors_table} e "
+           "WHERE e.kind = %s AND e.model = %s AND e.object_id = m.id::text) "
+           "ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC, m.created_at DESC LIMIT %s")
+    params = [*([since] if since is not None else []), FRESH_SCAN, words, KIND, model, words, 8 * FRESH_CANDIDATES]
+    found = list(Memory.objects.raw(sql, params))
+    if filtered and found:
+        # The search's filters (project, tags) on these few rows only.
+        inside = set(scope.order_by().filter(pk__in=[row.pk for row in found]).values_list("pk", flat=True))
+        found = [row for row in found if row.pk in inside]
+    return found[:FRESH_CANDIDATES]
 
 
 def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str, float]:
@@ -181,19 +282,22 @@ def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str,
     return {str(row.pk): sum(a * b for a, b in zip(vector, query_vector)) for row, vector in zip(rows, fresh)}
 
 
-def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool) -> list[MemoryHit]:
-    ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope, limit=limit,
-                            filtered=filtered)
+def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool, current: bool) -> list[MemoryHit]:
+    ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope,
+                            limit=3 * limit + 10 if current else limit, filtered=filtered)
     if not ranked:
         return []
+    if current:  # superseded ones hand their score on (see _semantic) and are dropped below
+        scores, _ = _successors_take_over(dict(ranked))
+        ranked = sorted(scores.items(), key=lambda item: -item[1])
     best = ranked[0][1]
-    memories = {str(m.pk): m for m in Memory.objects.select_related("project").filter(pk__in=[k for k, _ in ranked])
-                .defer("search_vector")}
+    rows = (scope.current() if current else scope).select_related("project").filter(pk__in=[k for k, _ in ranked])
+    memories = {str(m.pk): m for m in rows}
     # Lexical scores are not similarities: scale the best match to 100 and keep the cut-off's meaning
     # ("clearly weaker than the best") by dropping anything under 30% of it.
     hits = [MemoryHit(memory=memories[key], relevance=round(100 * score / best, 1), match="fulltext")
             for key, score in ranked if key in memories]
-    return [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF]
+    return [hit for hit in hits if hit.relevance >= RELEVANCE_CUTOFF][:limit]
 
 
 # --- writes ----------------------------------------------------------------------------------
@@ -207,31 +311,36 @@ def memory_store(
     conversation_id: Any = None,
     message_id: Any = None,
     project: Any = None,
+    supersedes: Any = None,
 ) -> tuple[Memory, bool]:
     """Store a memory; returns (memory, created). The same normalised content in the same project
     (or among the global memories) returns the existing memory (created = False) instead of a copy.
     `project`: an existing project's name; omitted, the project of the conversation (or message)
-    the memory came from, else none (global)."""
+    the memory came from, else none (global). `supersedes`: ids of memories this one replaces
+    (they are kept, marked superseded by it, and leave search and recall); an unknown id, the
+    memory itself or a cycle is refused naming the field, and then nothing is written."""
     content = validate_content(content)
     tags = validate_tags(tags)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
+    replaced = validate_supersedes(supersedes)
     in_project = projects.project_for_write(project)
     project_id = in_project.pk if in_project else _source_project(conversation, message)
+    projects.require_visible(project_id)  # a token limited to projects: the source's project is one of them
     digest = content_hash(content)
     same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)
-    with storage_op("memory.store") as log:
+    with storage_op("memory.store", supersedes=len(replaced)) as log:
         existing = same.first()
         if existing is not None:
-            log.update(memory_id=str(existing.pk), duplicate=True)
-            return existing, False
+            return _duplicate(existing, replaced, log), False
         try:
             with transaction.atomic():
                 memory = Memory.objects.create(
                     content=content, content_hash=digest, tags=tags, metadata=metadata,
                     conversation_id=conversation, message_id=message, project_id=project_id,
                 )
+                _supersede(memory, replaced)
                 projects.project_touch(project_id)
                 announce_changed(KIND, [memory.pk])
         except IntegrityError:
@@ -239,10 +348,103 @@ def memory_store(
             existing = same.first()
             if existing is None:
                 raise
-            log.update(memory_id=str(existing.pk), duplicate=True)
-            return existing, False
+            return _duplicate(existing, replaced, log), False
         log.update(memory_id=str(memory.pk), duplicate=False)
     return memory, True
+
+
+SIMILAR_MAX = 5
+
+
+def memory_remember(**kwargs: Any) -> tuple[Memory, bool, list[SimilarMemory]]:
+    """store_memory as the agent sees it: memory_store, then, for a new memory, the existing ones
+    that may say the same (memory_similar), so it can update or supersede instead of adding a copy."""
+    memory, created = memory_store(**kwargs)
+    similar = memory_similar(memory) if created else []
+    return memory, created, similar
+
+
+def memory_similar(memory: Memory) -> list[SimilarMemory]:
+    """Current memories of the same project (or the global ones, for a global memory) that may say
+    the same as `memory` or an earlier version of it: cosine similarity under the active model at
+    least WINNI_MEMORY_SIMILAR_THRESHOLD and at least one word in common (full-text lexemes), most
+    similar first, SIMILAR_MAX at most. Empty when the check is off, the provider is down, or the
+    configured model is not the one search uses yet (a re-embedding is under way)."""
+    threshold = settings.WINNI_MEMORY_SIMILAR_THRESHOLD
+    if threshold <= 0:
+        return []
+    model = vectors.model_active()
+    if model.name != embeddings.model_name():
+        return []
+    try:
+        query_vector = embeddings.embed_query(memory.content)
+    except EmbeddingError:
+        return []
+    lexemes = retrieval.query_lexemes(memory.content)
+    if not lexemes:
+        return []
+    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk) \
+        .filter(RawSQL('"memory_memory"."search_vector" @@ %s::tsquery', [retrieval.tsquery(lexemes)],
+                       output_field=BooleanField()))
+    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=SIMILAR_MAX * 2,
+                                 scope=scope))
+    found.update(_similarities(rows=_waiting_for_a_vector(query=memory.content, scope=scope, filtered=True,
+                                                               model=model.name),
+                               query_vector=query_vector))
+    close = {key: sim for key, sim in found.items() if sim >= threshold}
+    rows = {str(m.pk): m for m in scope.filter(pk__in=list(close)).select_related("project").defer("search_vector")}
+    similar = [SimilarMemory(memory=rows[key], similarity=round(sim, 4)) for key, sim in close.items() if key in rows]
+    similar.sort(key=lambda item: -item.similarity)
+    return similar[:SIMILAR_MAX]
+
+
+def _duplicate(existing: Memory, replaced: list[uuid.UUID], log: dict[str, Any]) -> Memory:
+    """The memory that already says this; what it was asked to supersede, it supersedes."""
+    if replaced:
+        with transaction.atomic():
+            _supersede(existing, replaced)
+        existing.refresh_from_db(fields=["superseded_by", "superseded_at"])
+    log.update(memory_id=str(existing.pk), duplicate=True)
+    return existing
+
+
+MAX_SUPERSEDES = 20
+
+
+def validate_supersedes(value: Any, *, field: str = "supersedes") -> list[uuid.UUID]:
+    """A list of at most MAX_SUPERSEDES memory ids (repeats dropped)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise InvalidInput(f"{field} must be a list of memory ids", field=field)
+    if len(value) > MAX_SUPERSEDES:
+        raise InvalidInput(f"{field}: at most {MAX_SUPERSEDES} memory ids, got {len(value)}", field=field)
+    ids = [parse_uuid(item, field=field) for item in value]
+    return list(dict.fromkeys(ids))  # type: ignore[arg-type]
+
+
+def _supersede(memory: Memory, replaced: list[uuid.UUID]) -> None:
+    """Mark `replaced` superseded by `memory` (inside the caller's transaction). Refuses the memory
+    itself, an unknown id and a cycle (a memory that `memory` is itself superseded by, directly or
+    through others), naming the field."""
+    if not replaced:
+        return
+    if memory.pk in replaced:
+        raise InvalidInput(f"supersedes: memory {memory.pk} cannot supersede itself", field="supersedes")
+    visible = projects.scope_queryset(Memory.objects, None)  # a project token supersedes only its own
+    found = set(visible.select_for_update(of=("self",)).filter(pk__in=replaced).values_list("pk", flat=True))
+    missing = [pk for pk in replaced if pk not in found]
+    if missing:
+        raise NotFound(f"supersedes: no memory {missing[0]}", field="supersedes")
+    seen: set[Any] = set()
+    successor = Memory.objects.filter(pk=memory.pk).values_list("superseded_by_id", flat=True).first()
+    while successor is not None and successor not in seen:
+        if successor in found:
+            raise InvalidInput(f"supersedes: memory {successor} already supersedes memory {memory.pk} (directly or "
+                               f"through others); superseding it would make a cycle", field="supersedes")
+        seen.add(successor)
+        successor = Memory.objects.filter(pk=successor).values_list("superseded_by_id", flat=True).first()
+    Memory.objects.filter(pk__in=replaced).update(superseded_by=memory, superseded_at=timezone.now())
 
 
 def _source_project(conversation_id: Any, message_id: Any) -> int | None:
@@ -252,6 +454,83 @@ def _source_project(conversation_id: Any, message_id: Any) -> int | None:
     if message_id is not None:
         return projects.project_id_of("messages", message_id)
     return None
+
+
+UPDATE_NOTHING = "give content or tags (or both) to update"
+REASON_MAX_CHARS = 2000
+
+
+def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reason: Any = None,
+                  actor: str = "") -> tuple[Memory, bool]:
+    """Change a memory's text and/or tags; returns (memory, changed). The memory keeps its id; the
+    text and tags it had become a MemoryVersion (when, by whom and why they were written, and who
+    replaced them), and the new text is re-indexed (search_vector is generated) and re-embedded
+    (its vectors are dropped in the same transaction, so until the worker has embedded the new text
+    search embeds it itself). Content equal to the current text (normalised) and the same tags
+    change nothing and write no version. Content equal to another memory's in the same project
+    (or among the global ones) is a conflict naming that memory."""
+    if content is None and tags is None:
+        raise InvalidInput(f"content: {UPDATE_NOTHING}", field="content")
+    pk = parse_uuid(memory_id, field="memory_id")
+    new_content = validate_content(content) if content is not None else None
+    new_tags = validate_tags(tags) if tags is not None else None
+    if reason is not None and not isinstance(reason, str):
+        raise InvalidInput("reason must be a string", field="reason")
+    reason = (reason or "").strip()
+    if len(reason) > REASON_MAX_CHARS:
+        raise InvalidInput(f"reason must be at most {REASON_MAX_CHARS} characters", field="reason")
+    validate_storable(reason, field="reason")
+    with storage_op("memory.update", memory_id=str(pk)) as log, transaction.atomic():
+        # A token limited to projects updates only their memories (core.projects' one rule).
+        rows = projects.scope_queryset(Memory.objects, None)
+        memory = rows.select_for_update(of=("self",)).select_related("project").defer("search_vector") \
+            .filter(pk=pk).first()
+        if memory is None:
+            raise NotFound(f"memory_id: no memory {memory_id}", field="memory_id")
+        digest = content_hash(new_content) if new_content is not None else memory.content_hash
+        content_changed = new_content is not None and (digest != memory.content_hash or new_content != memory.content)
+        tags_changed = new_tags is not None and new_tags != list(memory.tags)
+        if not content_changed and not tags_changed:
+            log.update(changed=False, version=memory.version)
+            return memory, False
+        if digest != memory.content_hash:
+            twin = Memory.objects.filter(content_hash=digest, project_id=memory.project_id).exclude(pk=pk) \
+                .values_list("pk", flat=True).first()
+            if twin is not None:
+                raise Conflict(f"content: memory {twin} already says this (in the same project); update or "
+                               f"supersede that one instead", field="content", extra={"memory_id": str(twin)})
+        now = timezone.now()
+        MemoryVersion.objects.create(
+            memory=memory, version=memory.version, content=memory.content, tags=list(memory.tags),
+            written_at=memory.updated_at or memory.created_at, written_by=memory.updated_by,
+            reason=memory.update_reason, replaced_at=now, replaced_by=actor,
+        )
+        if content_changed:
+            memory.content, memory.content_hash = new_content, digest
+        if tags_changed:
+            memory.tags = new_tags
+        memory.version += 1
+        memory.updated_at, memory.updated_by, memory.update_reason = now, actor, reason
+        try:
+            with transaction.atomic():
+                memory.save(update_fields=["content", "content_hash", "tags", "version", "updated_at",
+                                           "updated_by", "update_reason"])
+        except IntegrityError:
+            # A concurrent writer stored the same content in this project a moment ago.
+            raise Conflict("content: another memory in the same project already says this; update or supersede "
+                           "that one instead", field="content") from None
+        if content_changed:
+            vectors.embeddings_forget(kind=KIND, ids=[memory.pk])
+            announce_changed(KIND, [memory.pk])
+        projects.project_touch(memory.project_id)
+        log.update(changed=True, version=memory.version, content_changed=content_changed)
+    return memory, True
+
+
+def memory_history(*, memory_id: Any) -> tuple[Memory, list[MemoryVersion]]:
+    """The memory (its current version) and its earlier versions, newest first."""
+    memory = memory_get(memory_id=memory_id)
+    return memory, list(memory.versions.order_by("-version"))
 
 
 def memories_merge(source: Any, target: Any) -> int:

@@ -20,11 +20,12 @@ SWEEP_BATCH = 2000
 # ignore_result: nobody reads the count, and a result costs the caller a Redis subscription per call.
 @shared_task(bind=True, max_retries=MAX_RETRIES, name="memory.tasks.embed_rows", acks_late=True, ignore_result=True)
 def embed_rows(self: Any, kind: str, ids: list[str]) -> int:
-    """Embed these rows under the configured model. A provider outage retries with exponential
-    backoff (10 s, 20 s, … 10 min); past the last retry the beat sweep picks the rows up again,
-    so a row is never lost."""
+    """Embed these rows under the configured model, with the other rows of their kind written since
+    that still wait (one batch, vectors.embedding_drain; their own tasks then return at once). A
+    provider outage retries with exponential backoff (10 s, 20 s, … 10 min); past the last retry
+    the beat sweep picks the rows up again, so a row is never lost."""
     try:
-        return vectors.embedding_store(kind=kind, ids=ids)
+        return vectors.embedding_drain(kind=kind, ids=ids)
     except EmbeddingUnavailable as exc:
         log.warning("embedding provider unavailable", extra={"fields": {"kind": kind, "rows": len(ids),
                                                                         "error": str(exc)[:200]}})

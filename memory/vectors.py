@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet, TextField
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
@@ -185,7 +185,7 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
     model_name = model or embeddings.model_name()
     dims = embeddings.dimensions()
     keys = [_key(pk) for pk in ids]
-    rows = list(spec.model.objects.filter(pk__in=keys))
+    rows = list(spec.model.objects.filter(pk__in=keys).order_by(*spec.batch_order))
     found = {_key(row.pk) for row in rows}
     gone = set(keys) - found
     if gone:
@@ -202,6 +202,106 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
     if build_index and (rows or done):
         index_ensure(model=model_name, kind=kind, dimensions=dims)
     return len(rows)
+
+
+# --- the live path: claims, and batches drained from the pending rows ----------------------------
+#
+# Every single-row write queues its own embed_rows task. Embedding one row per task kept the worker
+# at ≈ 24 rows/s (model call and round trips per row), so live writes at a few dozen a second
+# built a backlog. Now a task that has rows to embed also takes the other rows of its kind written
+# since (still without a vector), up to WINNI_EMBEDDING_BATCH_SIZE, and embeds them in one batch;
+# their own tasks then find them embedded and return after one query.
+#
+# Two worker processes must not embed the same rows at once: each row a task embeds is claimed
+# with a session-level PostgreSQL advisory lock (pg_try_advisory_lock, the SKIP LOCKED of rows
+# whose vector does not exist yet). A claimed row is left to its claimer; claims are released when
+# the vectors are committed, and die with the connection of a worker killed mid-batch, so its
+# redelivered task can claim them again at once.
+
+# How many of the rows written since a task's own rows it looks at for more work (newest-written
+# rows are the ones still waiting; this bounds the read when they are not).
+DRAIN_SCAN = 2_000
+# Rows per live batch (at most WINNI_EMBEDDING_BATCH_SIZE). The model computes a batch in passes of
+# 16 texts whatever its size, and a batch's own cost (its queries) is a few milliseconds against
+# ≈ 0.2-1 s of model time for 64 texts; smaller batches spread a backlog over every pool process
+# (256 rows waiting, two processes: one would take them all while the other idled).
+DRAIN_BATCH = 64
+
+
+def _claim_key(kind: str) -> str:
+    return f"winni.embed:{kind}:"
+
+
+def claim(*, kind: str, model: str, keys: list[str], limit: int | None = None) -> list[str]:
+    """Of `keys` (in their order, `limit` at most), those that have no vector under `model` and that
+    no other connection is embedding, now claimed by this connection until release()."""
+    if not keys or (limit is not None and limit <= 0):
+        return []
+    # OFFSET 0 keeps the inner query a query of its own, so the vector check runs before any lock is
+    # tried and a row that has its vector is never locked; LIMIT stops trying once enough are held.
+    sql = ("SELECT k FROM (SELECT k FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n) WHERE NOT EXISTS ("
+           f"SELECT 1 FROM {Embedding._meta.db_table} e WHERE e.kind = %s AND e.model = %s AND e.object_id = u.k) "
+           "ORDER BY n OFFSET 0) todo WHERE pg_try_advisory_lock(hashtextextended(%s || k, 0))")
+    params: list[Any] = [keys, kind, model, _claim_key(kind)]
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(int(limit))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [row[0] for row in cursor.fetchall()]
+
+
+def release(*, kind: str, keys: list[str]) -> None:
+    """Give up this connection's claims on `keys` (each claimed once)."""
+    if not keys:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM unnest(%s::text[]) k WHERE pg_advisory_unlock(hashtextextended(%s || k, 0))",
+                       [keys, _claim_key(kind)])
+
+
+def _written_since(*, kind: str, model: str, keys: list[str], limit: int) -> list[str]:
+    """Rows of `kind` written at or after the earliest of `keys` (not those), still without a vector,
+    oldest first: the rows whose own tasks are queued behind this one. Among the next DRAIN_SCAN
+    rows written only, so the read stays small when the worker keeps up. Empty for a kind without
+    `created_at`."""
+    spec = searchable.get(kind)
+    rows = spec.model.objects
+    if limit <= 0 or not any(f.name == "created_at" for f in spec.model._meta.concrete_fields):
+        return []
+    since = rows.filter(pk__in=keys).order_by("created_at").values("created_at")[:1]
+    window = rows.filter(created_at__gte=Subquery(since)).order_by("created_at").values("pk")[:DRAIN_SCAN]
+    waiting = pending(kind=kind, model=model, scope=rows.filter(pk__in=Subquery(window)).exclude(pk__in=keys))
+    return [_key(pk) for pk in waiting.order_by("created_at").values_list("pk", flat=True)[: 4 * limit]]
+
+
+def embedding_drain(*, kind: str, ids: Iterable[Any], batch: int | None = None) -> int:
+    """The live path (memory.tasks.embed_rows): embed the rows `ids` of `kind` under the configured
+    model together with other rows of the kind written since that still wait, `batch` rows at most
+    (default DRAIN_BATCH, at most WINNI_EMBEDDING_BATCH_SIZE); returns how many vectors were stored. Rows that have their
+    vector, or that another worker is embedding right now, are left alone: a task whose rows all
+    are costs one query."""
+    if kind not in searchable.kinds():
+        raise EmbeddingError(f"kind {kind!r} is not registered as searchable")
+    model_name = embeddings.model_name()
+    batch = batch or min(DRAIN_BATCH, settings.WINNI_EMBEDDING_BATCH_SIZE)
+    keys = list(dict.fromkeys(_key(pk) for pk in ids))
+    embeddings.warm_up(batch)
+    claimed = claim(kind=kind, model=model_name, keys=keys)
+    try:
+        if not claimed:
+            if keys:
+                # A redelivered task whose worker died after storing the vectors but before building the
+                # index still leaves the index behind.
+                index_ensure(model=model_name, kind=kind, dimensions=embeddings.dimensions())
+            return 0
+        room = batch - len(claimed)
+        if room > 0:
+            claimed += claim(kind=kind, model=model_name, limit=room,
+                             keys=_written_since(kind=kind, model=model_name, keys=claimed, limit=room))
+        return embedding_store(kind=kind, ids=claimed, model=model_name)
+    finally:
+        release(kind=kind, keys=claimed)
 
 
 def _store_vectors(spec: Any, kind: str, rows: list[Any], model_name: str, dims: int, force: bool) -> None:

@@ -20,7 +20,7 @@ CONFIG = Path(__file__).parent / "schemathesis.toml"
 # a loaded 2-core machine. `bench/fuzz.py` runs many more.
 MAX_EXAMPLES = 2
 TAGS = {"conversations", "fiedler-results", "contexts", "memories", "recall", "cache", "medallions", "projects",
-        "capture"}
+        "capture", "tokens"}
 METHODS = {"get", "post", "put", "patch", "delete"}
 
 
@@ -134,9 +134,11 @@ def test_the_schema_declares_what_the_code_enforces(schema):
 # earlier ones made).
 SENT_IN_ORDER = [
     "conversations_create", "conversations_messages_bulk_create", "conversations_messages_create",
-    "fiedler_results_create", "fiedler_results_batch_create", "memories_create", "memories_search", "recall",
+    "fiedler_results_create", "fiedler_results_batch_create", "memories_create", "memories_update",
+    "memories_partial_update", "memories_search", "recall", "recall_context",
     "cache_remember", "cache_ask", "cache_feedback", "cache_forget", "contexts_create", "contexts_update",
     "medallions_create", "medallions_update", "medallions_checkpoint", "capture_event", "capture_event_batch",
+    "capture_hook", "tokens_create",
 ]
 
 
@@ -147,16 +149,23 @@ def test_every_request_example_works_when_sent(winni_server, live_token, schema)
     with_examples = {op_id for op_id, (_, _, operation) in by_id.items()
                      if operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("examples")}
     assert with_examples - {"projects_merge"} == set(SENT_IN_ORDER)
+    from winni_site import auth
+
+    _, root = auth.token_create(name="root", scope="admin")  # tokens are for admin tokens only
+    admin = {"Authorization": f"Bearer {root}"}
     made: dict[str, str] = {"name": "invoice-export"}
     for op_id in SENT_IN_ORDER:
         path, method, operation = by_id[op_id]
         examples = operation["requestBody"]["content"]["application/json"]["examples"]
         for example in examples.values():
-            response = client.request(method.upper(), path.format(**made), json=example["value"])
+            response = client.request(method.upper(), path.format(**made), json=example["value"],
+                                      headers=admin if op_id.startswith("tokens_") else None)
             assert 200 <= response.status_code < 300, (op_id, response.status_code, response.text[:500])
             body = response.json()
             if "conversation_id" in body and "conversation_id" not in made:
                 made["conversation_id"] = body["conversation_id"]
+            if op_id == "memories_create":
+                made["memory_id"] = body["memory_id"]
             if op_id == "medallions_create":
                 made["medallion_id"] = body["meta"]["id"]
 

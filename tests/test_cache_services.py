@@ -49,10 +49,11 @@ def remembered(django_capture_on_commit_callbacks):
     return entry
 
 
-def test_normalisation_ignores_case_and_spacing():
-    assert librarian.normalize_query("  How   DO\tI  run\nthe tests? ") == "how do i run the tests?"
+def test_normalisation_ignores_case_spacing_and_trailing_punctuation():
+    assert librarian.normalize_query("  How   DO\tI  run\nthe tests? ") == "how do i run the tests"
     assert librarian.query_hash("How do I run the tests?") == librarian.query_hash(" how do  i run the TESTS? ")
-    assert librarian.query_hash("How do I run the tests?") != librarian.query_hash("How do I run the tests")
+    assert librarian.query_hash("How do I run the tests?") == librarian.query_hash("How do I run the tests")
+    assert librarian.query_hash("How do I run the tests?") != librarian.query_hash("How do I run the test?")
 
 
 def test_tiers_follow_the_ask_count():

@@ -103,3 +103,55 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
     # Save the transcript as a sample for the import tests when asked to.
     if os.environ.get("WINNI_SAVE_TRANSCRIPT_SAMPLE"):
         shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_TRANSCRIPT_SAMPLE"])
+
+
+DECISION = "We decided to use psycopg 3 as the database driver for the shop, not asyncpg: native Django support."
+
+
+def _requests_with(fake: FakeAnthropic, words: str) -> list[dict]:
+    return [r for r in fake.main_requests() if words in json.dumps(r["messages"])]
+
+
+def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, monkeypatch):
+    """A first session settles a decision and names a file; a second session's related prompt makes
+    the model's request hold that decision with its source, an unrelated prompt adds nothing, and a
+    third session reading the file gets what was said about it."""
+    home, project = tmp_path / "home", tmp_path / "shop-repo"
+    (home / ".claude").mkdir(parents=True)
+    (project / "billing").mkdir(parents=True)
+    (project / "billing" / "invoices.py").write_text("def render():\n    return 'pdf'\n")
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    monkeypatch.setenv("HOME", str(home))
+    call_command("install_claude_hooks", "--user", "--url", winni_server.url, "--token", live_token)
+    fake = FakeAnthropic(tool_name="Read", tool_input={"file_path": str(project / "billing" / "invoices.py")})
+    try:
+        env = claude_env(home, fake.url)
+        first = str(uuid.uuid4())
+        run_claude(["-p", "--session-id", first, f"{DECISION} The PDF layout lives in billing/invoices.py."],
+                   cwd=project, env=env)
+
+        second = str(uuid.uuid4())
+        run_claude(["-p", "--session-id", second, "Which database driver did we choose for the shop, psycopg or asyncpg?"],
+                   cwd=project, env=env)
+        asked = _requests_with(fake, "Which database driver did we choose")[0]
+        seen = json.dumps(asked["messages"])
+        assert "Winni recalled" in seen and "psycopg 3 as the database driver" in seen
+        assert f"session {first}" in seen  # the source: the first session and its turn
+        run_claude(["-p", "--resume", second, "run the tests"], cwd=project, env=env)
+        plain = _requests_with(fake, "run the tests")[0]
+        last_user = [m for m in plain["messages"] if m["role"] == "user"][-1]
+        assert "Winni recalled" not in json.dumps(last_user)
+
+        third = str(uuid.uuid4())
+        run_claude(["-p", "--session-id", third, "--allowedTools=Read", f"{USE_TOOL} open the invoices module"],
+                   cwd=project, env=env)
+        after_tool = [r for r in _requests_with(fake, f"{USE_TOOL} open the invoices module")
+                      if "tool_result" in json.dumps(r["messages"])]
+        assert after_tool, "the fake model never saw the Read result"
+        assert "Winni recalled about billing/invoices.py" in json.dumps(after_tool[0]["messages"])
+    finally:
+        fake.stop()
+
+    from winni_site.models import Injection
+
+    assert set(Injection.objects.values_list("session_id", "trigger")) == {(second, "prompt"), (third, "file")}

@@ -22,27 +22,28 @@ def test_parse_uuid_names_the_field_and_optional_ids_may_be_absent():
         parse_uuid(None, field="conversation_id")
 
 
-def test_date_ranges_keep_both_searches_meanings_until_issue_22():
-    # dewey_search / Fiedler queries: a date-only end covers the whole day; a start after the end
-    # is an empty range (no error: issue #24, the schema cannot say "after").
+def test_one_date_rule_a_date_alone_is_the_whole_day_and_start_after_end_is_empty():
     assert parse_date_range("2024-03-01", "2024-03-02") == (
         dt.datetime(2024, 3, 1, tzinfo=UTC), dt.datetime(2024, 3, 3, tzinfo=UTC))
-    start, end = parse_date_range("2024-03-05", "2024-03-01")
-    assert start > end
+    assert parse_date_range("2024-03-02", "2024-03-02") == (
+        dt.datetime(2024, 3, 2, tzinfo=UTC), dt.datetime(2024, 3, 3, tzinfo=UTC))
+    # A date-time end is inclusive (the bound returned is exclusive); a naive one is UTC.
+    assert parse_date_range(None, "2024-03-01T08:00:00")[1] == dt.datetime(2024, 3, 1, 8, 0, 0, 1, tzinfo=UTC)
+    assert parse_date_range("2024-03-01T08:00:00Z", "2024-03-01T08:00:00Z")[0] == dt.datetime(
+        2024, 3, 1, 8, tzinfo=UTC)
+    # A start after the end is an empty range (issue #24: no schema can say "after").
+    for start, end in (("2024-03-05", "2024-03-01"), ("2024-03-02T00:00:01Z", "2024-03-02T00:00:00Z"),
+                       ("2024-03-03", "2024-03-02T23:59:59Z")):
+        found_start, found_end = parse_date_range(start, end)
+        assert found_start >= found_end
     # The last day there is has no exclusive end after it: no upper bound rather than an overflow.
     assert parse_date_range(None, "9999-12-31") == (None, None)
     # Offsets PostgreSQL refuses (beyond ±15:59) are taken to UTC first.
     assert parse_date_range("2024-03-01T10:00:00-22:30", None)[0] == dt.datetime(2024, 3, 2, 8, 30, tzinfo=UTC)
-    # winni_recall: a date-only end is that day's midnight (inclusive), the order is not checked.
-    assert parse_date_range("2024-03-05", "2024-03-01", whole_day_end=False) == (
-        dt.datetime(2024, 3, 5, tzinfo=UTC), dt.datetime(2024, 3, 1, 0, 0, 0, 1, tzinfo=UTC))
-    # A date-time end is inclusive in both (the bound returned is exclusive).
-    for whole_day_end in (True, False):
-        assert parse_date_range(None, "2024-03-01T08:00:00Z", whole_day_end=whole_day_end)[1] == dt.datetime(
-            2024, 3, 1, 8, 0, 0, 1, tzinfo=UTC)
-    with pytest.raises(InvalidInput) as error:
-        parse_date_range(None, "soon", whole_day_end=False)
-    assert error.value.field == "end_date"
+    for bad in ("soon", "2024-13-45", "2024-02-30"):
+        with pytest.raises(InvalidInput) as error:
+            parse_date_range(None, bad)
+        assert error.value.field == "end_date" and "ISO 8601" in error.value.message
 
 
 def test_metadata_is_an_object_or_null():

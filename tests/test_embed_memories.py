@@ -91,6 +91,45 @@ def test_the_last_sweep_bounds_which_rows_a_search_embeds_itself(sweep_count):
     assert {new.pk, old.pk} <= found
 
 
+def test_a_search_embeds_only_waiting_memories_that_share_a_word_among_the_newest(monkeypatch):
+    """Read-your-writes reads a bounded window of the newest memories (not every memory while a
+    backlog exists) and embeds only those that share a word with the query, FRESH_CANDIDATES at most."""
+    base = timezone.now()
+    old = store("the staging database lives on db2.internal")
+    Memory.objects.filter(pk=old.pk).update(created_at=base - dt.timedelta(days=2))
+    unrelated = [store(f"lunch on day {n} was soup number {n}") for n in range(3)]
+    related = [store(f"the staging database replica {n} is read only") for n in range(6)]
+    for n, memory in enumerate([*unrelated, *related]):
+        Memory.objects.filter(pk=memory.pk).update(created_at=base - dt.timedelta(hours=1) + dt.timedelta(seconds=n))
+    embedded: list[str] = []
+    real = services.embeddings.embed_texts
+
+    def recording(texts, **kwargs):
+        embedded.extend(texts)
+        return real(texts, **kwargs)
+
+    monkeypatch.setattr(services.embeddings, "embed_texts", recording)
+    found = {hit.memory.pk for hit in services.memory_search(query="staging database", limit=20)}
+    fresh = [text for text in embedded if text != "staging database"]
+    assert len(fresh) == services.FRESH_CANDIDATES and all("staging database replica" in text for text in fresh)
+    assert found == {m.pk for m in related if m.content in fresh}
+    # The old memory lies outside a window of the newest nine.
+    monkeypatch.setattr(services, "FRESH_SCAN", len(unrelated) + len(related))
+    monkeypatch.setattr(services, "FRESH_CANDIDATES", 20)
+    found = {hit.memory.pk for hit in services.memory_search(query="staging database db2.internal", limit=20)}
+    assert old.pk not in found and found == {m.pk for m in related}
+    monkeypatch.setattr(services, "FRESH_SCAN", 100)
+    assert old.pk in {hit.memory.pk for hit in services.memory_search(query="staging database db2.internal", limit=20)}
+
+
+def test_a_waiting_memory_outside_the_searchs_filters_is_not_returned():
+    ops = store("the staging database lives on db2.internal", tags=["ops"])
+    web = store("the staging database of the web team is db9.internal", tags=["web"])
+    assert not Embedding.objects.exists()
+    assert [hit.memory.pk for hit in services.memory_search(query="staging database", tags=["web"])] == [web.pk]
+    assert {hit.memory.pk for hit in services.memory_search(query="staging database")} == {ops.pk, web.pk}
+
+
 def test_search_drops_weak_results_sorts_and_filters_by_tags(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         deploy = store("deploy the api server on friday", tags=["process"])

@@ -63,7 +63,8 @@ def test_the_mcp_token_check_survives_a_dropped_connection():
     backends: list[int] = []
 
     def check() -> None:
-        answers.append(auth._verify_sync(secret))
+        granted = auth._verify_sync(secret)  # the token's access (core.access)
+        answers.append(granted.token if granted else None)
         backends.append(connection.connection.info.backend_pid)
 
     with ThreadPoolExecutor(max_workers=1) as pool:  # one thread, so its connection is reused

@@ -184,7 +184,9 @@ def _fill_every_store() -> None:
 
         memory, _ = memories.memory_store(content="backups run at 03:00", tags=["ops"], metadata={"k": 1},
                                           project=ops)
-        memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
+        restore, _ = memories.memory_store(content="restore into a new database first", tags=["ops", "restore"])
+        memories.memory_update(memory_id=restore.pk, content="restore into a new, empty database first",
+                               reason="clearer", actor="alice")
         vectors.embedding_store(kind="memory", ids=[memory.id], build_index=False)
     if portable.model_exists("librarian.QueryMemory"):
         from memory.librarian import services as librarian
@@ -225,7 +227,7 @@ def test_round_trip_of_every_installed_store(corpus, tmp_path):
     assert counts["fiedler_results"] == {"conversations.fiedlerresult": 2}
     assert counts["projects"] == {"core.project": 1, "core.projectkey": 2}
     if portable.model_exists("memory.Memory"):
-        assert counts["memories"] == {"memory.memory": 2}
+        assert counts["memories"] == {"memory.memory": 2, "memory.memoryversion": 1}
         assert counts["embeddings"] == {"memory.embedding": 1}
         assert counts["embedding_models"] == {"memory.embeddingmodel": 1}
     if portable.model_exists("librarian.QueryMemory"):

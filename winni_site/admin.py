@@ -3,29 +3,107 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
 from core import projects
 from core.errors import ApplicationError
 from core.models import Project, ProjectKey
-from winni_site import charts, dashboard
+from winni_site import auth, charts, dashboard
 from winni_site.models import ApiToken, BackupRun
+
+
+class ApiTokenForm(forms.ModelForm):
+    class Meta:
+        model = ApiToken
+        fields = ("name",)
+        help_texts = {"name": "Who uses it, e.g. laptop-claude or ci. The secret is shown once, after saving."}
+
+    def clean_name(self) -> str:
+        name = (self.cleaned_data.get("name") or "").strip()
+        if not auth.NAME_PATTERN.match(name):
+            raise forms.ValidationError("1-100 characters of letters, digits, '_', '.', '@' or '-', "
+                                        "starting with a letter or digit.")
+        return name
 
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    """Read-only: tokens are made and revoked with `manage.py winni_token` (the secret is shown once)."""
+    """Tokens for /mcp and /api/. Superusers create them here (the secret is shown once, on the
+    page that follows; only its SHA-256 is stored) and revoke them (a revoked token stops working
+    at once and stays listed). Both go through winni_site.auth, like `manage.py winni_token`."""
 
-    list_display = ("name", "created_at", "last_used_at", "revoked_at")
+    form = ApiTokenForm
+    list_display = ("name", "state", "created_at", "last_used_at", "revoked_at")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name",)
     readonly_fields = ("name", "created_at", "last_used_at", "revoked_at")
-    exclude = ("secret_sha256",)
+    actions = ["revoke_selected"]
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
-        return False
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.readonly_fields if obj else ("name",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.readonly_fields if obj else ()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # a token is never edited: revoke it and create another
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoked tokens stay listed (who had access, until when)
+
+    def get_actions(self, request: HttpRequest) -> dict:
+        return super().get_actions(request) if request.user.is_superuser else {}
+
+    @admin.display(description="state")
+    def state(self, obj: ApiToken) -> str:
+        return "revoked" if obj.is_revoked else "active"
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        token, secret = auth.token_create(name=form.cleaned_data["name"])
+        obj.pk, obj.created_at, obj.secret_sha256 = token.pk, token.created_at, token.secret_sha256
+        # Kept on this request's object only (the ModelAdmin is shared by concurrent requests).
+        obj._winni_secret = secret  # type: ignore[attr-defined]
+
+    def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue: Any = None) -> HttpResponse:
+        """The one page that shows the secret: rendered here, never stored (not even in a message)."""
+        secret = getattr(obj, "_winni_secret", None)
+        if secret is None:
+            return super().response_add(request, obj, post_url_continue)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Token {obj.name} created",
+            "opts": self.model._meta,
+            "token": obj,
+            "secret": secret,
+            "mcp_url": request.build_absolute_uri("/mcp"),
+            "changelist_url": reverse("admin:winni_site_apitoken_changelist"),
+        }
+        return TemplateResponse(request, "admin/winni_site/apitoken/created.html", context)
+
+    def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return super().changeform_view(request, *args, **kwargs)
+        except ApplicationError as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    @admin.action(description="Revoke the selected tokens (they stop working at once)")
+    def revoke_selected(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        if not request.user.is_superuser:
+            raise PermissionDenied
+        names = [name for name in queryset.filter(revoked_at__isnull=True).values_list("name", flat=True)]
+        for name in names:
+            auth.token_revoke(name=name)
+        self.message_user(request, f"Revoked {len(names)} token(s): {', '.join(names) or 'none was active'}.",
+                          messages.SUCCESS)
 
 
 @admin.register(BackupRun)
@@ -158,7 +236,7 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
     """What the project page shows below its form: activity, the latest rows of each store the
     user may view (each with a link to the whole filtered list), and the merge form."""
     from contexts.models import StartupContext
-    from conversations.admin import transcript_url
+    from conversations.admin import conversation_title, transcript_url
     from conversations.models import Conversation, Message
     from medallions.models import Medallion
     from memory.models import Memory
@@ -179,8 +257,11 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
             return None
 
     sections = [
-        listing("Conversations", Conversation, Conversation.objects.filter(project=project).order_by("-updated_at"),
-                lambda c: {"text": c.session_id or str(c.pk), "when": c.updated_at, "url": transcript_url(c.pk)}),
+        listing("Conversations", Conversation,
+                Conversation.objects.filter(project=project).order_by(F("last_message_at").desc(nulls_last=True)),
+                lambda c: {"text": conversation_title(c) + (f" — {c.session_id}" if c.title and c.session_id else ""),
+                           "when": c.last_message_at or c.updated_at,
+                           "url": transcript_url(c.pk)}),
         listing("Memories", Memory, Memory.objects.filter(project=project).defer("search_vector").order_by("-created_at"),
                 lambda m: {"text": m.content[:120], "when": m.created_at, "url": change_link(m)}),
         listing("Medallions", Medallion, Medallion.objects.filter(project=project).defer("search_vector").order_by("-updated_at"),

@@ -44,6 +44,12 @@ class WinniAdminSite(admin.AdminSite):
     site_title = "Winni admin"
     index_title = "Dashboard"
     index_template = "winni_admin/index.html"
+    # Winni serves no public site besides the admin, the API docs and /mcp: no "View site" link
+    # (it led to a 404); the header links to the API docs instead (templates/admin/base_site.html).
+    site_url = None
+    # The dashboard lists every store and the header links to it: the nav sidebar only narrowed
+    # wide lists (the answer cache's columns were cut off).
+    enable_nav_sidebar = False
 
     def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
         """Every list in the admin paginates with estimated counts (see EstimatedCountPaginator)

@@ -39,6 +39,19 @@ def changelist_url(model: type[Model]) -> str | None:
 # --- dashboard ------------------------------------------------------------------------------
 
 
+def capture_by_project() -> list[dict[str, Any]]:
+    """The dashboard's capture table: per project, the last captured event and today's count,
+    most recent first (sessions without a project last)."""
+    from core.models import Project
+    from winni_site.capture import capture_activity
+
+    activity = capture_activity()
+    names = dict(Project.objects.filter(pk__in=[key for key in activity if key]).values_list("pk", "slug"))
+    rows = [{"project": names.get(key, "—") if key else "(no project)", **row} for key, row in activity.items()]
+    return sorted(rows, key=lambda row: (row["project"] == "(no project)",
+                                         -(row["last_event_at"].timestamp() if row["last_event_at"] else 0)))
+
+
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     from conversations.models import Conversation, Message, source_title
 
@@ -47,9 +60,11 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         if model is None:
             stores.append({"title": title, "available": False})
         elif can_view(request, model):
-            count, exact = dashboard.row_count(model)
+            rows, query = dashboard.STORE_ROWS.get(title, (None, ""))
+            count, exact = dashboard.row_count(model, rows)
+            url = changelist_url(model)
             stores.append({"title": title, "available": True, "count": count, "exact": exact,
-                           "url": changelist_url(model)})
+                           "url": f"{url}?{query}" if url and query else url})
 
     panels: dict[str, Any] = {}
     if can_view(request, Conversation) and can_view(request, Message):
@@ -60,12 +75,23 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         panels["sources"] = charts.hbar_chart(
             [(source_title(source), n) for source, n in dashboard.conversations_per_source()],
             title="Conversations per session source")
+        recall = dashboard.recall_per_day(30)
+        panels["injections_per_day"] = charts.bar_chart(
+            [(day.strftime("%b %d"), n) for day, n, _ in recall],
+            title="Automatic recall: blocks added per day (prompts and files)", width=1100, label_every=5)
+        panels["recall_share"] = charts.line_chart(
+            [(day.strftime("%b %d"), share) for day, _, share in recall],
+            title="Share of captured prompts that received a block", width=1100, label_every=5, fmt=charts.percent)
     if request.user.is_superuser:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(
             [(row["table"], row["bytes"]) for row in sizes], title="Database size per table",
-            width=520, fmt=charts.human_bytes)
+            fmt=charts.human_bytes)
         panels["database_size"] = charts.human_bytes(dashboard.database_size())
+
+    capture_rows: list[dict[str, Any]] = []
+    if can_view(request, Conversation) and can_view(request, Message):
+        capture_rows = capture_by_project()
 
     cache_model = dashboard.find_model("librarian.QueryMemory")
     if cache_model is not None and can_view(request, cache_model):
@@ -77,6 +103,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     return {
         "stores": stores,
         "panels": panels,
+        "capture": capture_rows,
         "cache_installed": cache_model is not None,
         "status": dashboard.system_status(),
         "search_url": reverse("admin:winni_search"),
@@ -92,15 +119,32 @@ def search(request: HttpRequest) -> HttpResponse:
     groups: list[dict[str, Any]] = []
     if query:
         groups = search_groups(request, query, SEARCH_LIMIT)
+    kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
     context = {
         **admin.site.each_context(request),
         "title": "Search",
         "query": query,
         "groups": groups,
         "hit_total": sum(len(group["hits"]) for group in groups),
-        "kinds": [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)],
+        "kinds": kinds,
+        "kind_titles": [str(searchable.get(kind).model._meta.verbose_name_plural) for kind in kinds],
+        "examples": search_examples(request) if not groups else [],
     }
     return TemplateResponse(request, "winni_admin/search.html", context)
+
+
+def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
+    """Words worth trying on this install: the most used memory tags (the user may view memories)."""
+    from django.db import connection
+
+    memory_model = dashboard.find_model("memory.Memory")
+    if memory_model is None or not can_view(request, memory_model):
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT tag FROM (SELECT tags FROM {memory_model._meta.db_table} ORDER BY created_at DESC LIMIT 2000) m,"
+            " unnest(m.tags) AS tag GROUP BY tag ORDER BY count(*) DESC, tag LIMIT %s", [count])
+        return [row[0] for row in cursor.fetchall()]
 
 
 def search_groups(request: HttpRequest, query: str, limit: int) -> list[dict[str, Any]]:

@@ -11,6 +11,39 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        from conversations.admin import TRANSCRIPT_NOTES
+        from winni_site.autorecall import transcript_notes
+
+        if transcript_notes not in TRANSCRIPT_NOTES:
+            TRANSCRIPT_NOTES.append(transcript_notes)
+        from core import health
+        from core.projects import ProjectStore, register_store
+        from winni_site.models import ApiToken
+
+        health.register_check("capture", _capture_health)
+
+        # A token limited to a project that is merged away is limited to the target instead.
+        register_store(ProjectStore(label="api_tokens", model=ApiToken.projects.through, counted=False,
+                                    merge=_tokens_merge))
+
+
+def _capture_health() -> dict[str, Any]:
+    from winni_site.capture import capture_health
+
+    return capture_health()
+
+
+def _tokens_merge(source: Any, target: Any) -> int:
+    from winni_site.models import ApiToken
+
+    links = ApiToken.projects.through.objects
+    moved = 0
+    for link in links.filter(project=source):
+        if not links.filter(apitoken_id=link.apitoken_id, project=target).exists():
+            links.create(apitoken_id=link.apitoken_id, project=target)
+            moved += 1
+        link.delete()
+    return moved
 
 
 def _backup_before_migrate(sender: AppConfig, plan: Any = None, using: str = "default", stdout: Any = None,

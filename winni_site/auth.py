@@ -14,8 +14,10 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 from mcp.server.auth.provider import AccessToken
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 
+from core import access
+from core import projects as core_projects
 from core.connections import run_unchecked
 from core.errors import Conflict, InvalidInput, NotFound
 from winni_site.models import ApiToken
@@ -32,18 +34,35 @@ def _digest(secret: str) -> str:
 
 
 @transaction.atomic
-def token_create(*, name: str) -> tuple[ApiToken, str]:
-    """Create a token; returns it with its secret, which is shown once and never stored."""
+def token_create(*, name: str, scope: str = access.WRITE, projects: list[str] | None = None) -> tuple[ApiToken, str]:
+    """Create a token; returns it with its secret, which is shown once and never stored. `scope`:
+    read, write (default) or admin; `projects`: names (slug, name or alias) of existing projects
+    the token is limited to (none: every project). Nothing is created when any is wrong."""
     name = name.strip()
     if not NAME_PATTERN.match(name):
         raise InvalidInput(
             "name must be 1-100 characters of letters, digits, '_', '.', '@' or '-'", field="name"
         )
+    if scope not in access.SCOPES:
+        raise InvalidInput(f"scope must be one of {', '.join(access.SCOPES)}, got {str(scope)[:40]!r}", field="scope")
+    # An unknown project is a 404, like any reference to a row that does not exist (issue #24).
+    limited = [core_projects.project_get(name=value, field="project", error=NotFound) for value in projects or []]
     if ApiToken.objects.filter(name=name).exists():
         raise Conflict(f"a token named {name!r} already exists", field="name")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(name=name, secret_sha256=_digest(secret))
+    token = ApiToken.objects.create(name=name, secret_sha256=_digest(secret), scope=scope)
+    if limited:
+        token.projects.set(limited)
     return token, secret
+
+
+def token_access(token: ApiToken) -> access.Access:
+    """What a token may do, for core.access."""
+    limited = list(token.projects.order_by("pk").values_list("pk", "slug"))
+    if not limited:
+        return access.Access(token=token.name, scope=token.scope)
+    return access.Access(token=token.name, scope=token.scope, project_ids=frozenset(pk for pk, _ in limited),
+                         project_slugs=tuple(slug for _, slug in limited))
 
 
 def token_revoke(*, name: str) -> ApiToken:
@@ -102,19 +121,74 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="winni"'
 
 
-def _verify_sync(secret: str) -> str | None:
+def _verify_sync(secret: str) -> access.Access | None:
     # Every MCP call comes through here first, so no health-check round trip: the lookup is safe
     # to repeat on a fresh connection if the kept one broke.
-    token = run_unchecked(lambda: token_authenticate(secret), retry=True)
-    return token.name if token else None
+    def lookup() -> access.Access | None:
+        token = token_authenticate(secret)
+        return token_access(token) if token else None
+
+    return run_unchecked(lookup, retry=True)
+
+
+# The token's scope and projects travel to the tool wrapper (core.mcp) as OAuth-style scopes of
+# the SDK's AccessToken: "winni", "winni:scope:<read|write|admin>", "winni:project:<id>:<slug>".
+SCOPE_PREFIX = "winni:scope:"
+PROJECT_PREFIX = "winni:project:"
+
+
+def access_scopes(granted: access.Access) -> list[str]:
+    scopes = [MCP_SCOPE, SCOPE_PREFIX + granted.scope]
+    if granted.project_ids is not None:
+        scopes += [f"{PROJECT_PREFIX}{pk}:{slug}" for pk, slug in zip(sorted(granted.project_ids),
+                                                                      granted.project_slugs, strict=False)]
+        scopes.append(PROJECT_PREFIX + "limited")
+    return scopes
 
 
 class ApiTokenVerifier:
     """The MCP SDK's TokenVerifier over the same ApiToken table."""
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        name = await sync_to_async(_verify_sync, thread_sensitive=False)(token)
-        if name is None:
+        granted = await sync_to_async(_verify_sync, thread_sensitive=False)(token)
+        if granted is None:
             return None
-        return AccessToken(token=token, client_id=name, scopes=[MCP_SCOPE])
+        return AccessToken(token=token, client_id=granted.token, scopes=access_scopes(granted))
+
+
+class TokenScopePermission(permissions.BasePermission):
+    """REST: the request's token may do what the view's method needs (core.access), and the
+    services see the token's projects for the rest of the request. A view lists the methods
+    that only read although they are not GET (`token_scopes = {"POST": "read"}`) or that need
+    more (`{"POST": "admin"}`); otherwise GET, HEAD and OPTIONS read and the rest write."""
+
+    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+        token = request.auth
+        if not isinstance(token, ApiToken):
+            return True  # a user's session (the admin): Django's permissions decide
+        needed = getattr(view, "token_scopes", {}).get(request.method)
+        if needed is None:
+            needed = access.READ if request.method in permissions.SAFE_METHODS else access.WRITE
+        granted = token_access(token)
+        access.set_current(granted)
+        if not granted.allows(needed):
+            raise ScopeDenied(access.SCOPE_TOO_LOW.format(
+                what=f"{request.method} {request.path}", needed=needed, token=granted.token, scope=granted.scope))
+        return True
+
+
+class ScopeDenied(exceptions.PermissionDenied):
+    default_code = "forbidden"
+
+
+class AccessMiddleware:
+    """Forgets the token's access at the end of each request (a WSGI thread serves the next one
+    with the same context)."""
+
+    def __init__(self, get_response):  # type: ignore[no-untyped-def]
+        self.get_response = get_response
+
+    def __call__(self, request):  # type: ignore[no-untyped-def]
+        with access.acting_as(None):
+            return self.get_response(request)
 

@@ -7,6 +7,7 @@ This module spans apps, so it lives at the top (STYLE "Which way the imports run
 through the conversations services (`conversation_begin`, `message_store`)."""
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -23,8 +24,9 @@ from core import projects
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
+from core.redaction import Redacted, redact_json
 from medallions import services as medallions
-from winni_site import claude_hook
+from winni_site import agent_dialects, autorecall, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -33,6 +35,8 @@ HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PostToolUse", "PreCo
 # Before the context is compacted and when the session ends, what was learnt becomes a medallion.
 CHECKPOINT_EVENTS = ("PreCompact", "SessionEnd")
 SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
+# A session started from these no longer holds what automatic recall added: it may be added again.
+RESET_SOURCES = ("compact", "clear")
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
 
 
@@ -54,10 +58,13 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
 
 
 def cap_text(text: str, limit: int) -> str:
-    """Cut text to `limit` characters, saying how much was dropped."""
+    """Cut text to `limit` characters, saying how much was dropped. A cut of redacted text stays
+    marked as redacted (a prefix of text without secrets holds none), so the store does not scan
+    it again."""
     if len(text) <= limit:
         return text
-    return text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    cut = text[:limit] + TRUNCATED.format(dropped=len(text) - limit)
+    return Redacted(cut) if isinstance(text, Redacted) else cut
 
 
 def _advisory_lock(key: str) -> None:
@@ -153,7 +160,8 @@ def store_in_session(
     """Store one message into the session's conversation, in one transaction; a repeated
     `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
-    content = content.replace("\x00", "\ufffd") if isinstance(content, str) else content
+    if isinstance(content, str) and "\x00" in content:
+        content = content.replace("\x00", "\ufffd")
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -171,16 +179,46 @@ def store_in_session(
     )
 
 
+# --- Excluded projects (WINNI_CAPTURE_EXCLUDE) -----------------------------------------------
+
+EXCLUDED = "excluded by WINNI_CAPTURE_EXCLUDE"
+
+
+def capture_excluded(*, cwd: Any = None, project: Any = None, repository: Any = None) -> bool:
+    """Whether a session is not to be captured: a WINNI_CAPTURE_EXCLUDE glob matches its working
+    directory, the project it names, or the name or slug of the project it belongs to (found
+    without creating one). Costs nothing when no glob is set."""
+    globs = settings.WINNI_CAPTURE_EXCLUDE
+    if not globs:
+        return False
+    candidates = [value for value in (cwd, project) if isinstance(value, str) and value.strip()]
+    try:
+        found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    except InvalidInput:
+        found = None
+    if found is not None:
+        candidates += [found.name, found.slug]
+    return any(fnmatch.fnmatchcase(candidate, glob) for candidate in candidates for glob in globs)
+
+
 # --- Claude Code hooks -----------------------------------------------------------------------
 
 
+def capped_tool_text(body: Any) -> str:
+    """A tool call or result as stored: JSON of its parts with secrets and `<private>` spans
+    redacted in each string (raw, before JSON escapes its line breaks; core.redaction.redact_json),
+    while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
+    WINNI_CAPTURE_TOOL_MAX_CHARS."""
+    clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
+    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+
+
 def _tool_content(payload: dict[str, Any]) -> str:
-    body = {
+    return capped_tool_text({
         "tool_name": payload.get("tool_name"),
         "tool_input": payload.get("tool_input"),
         "tool_response": payload.get("tool_response"),
-    }
-    return cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    })
 
 
 def capture_hook_event(
@@ -192,8 +230,11 @@ def capture_hook_event(
     project: str | None = None,
     repository: Any = None,
     actor: str = "",
+    agent: str = agent_dialects.CLAUDE,
 ) -> CaptureResult:
-    """Store what one Claude Code hook event carries: the prompt (UserPromptSubmit), the reply
+    """Store what one coding agent's hook event carries (`agent`: claude, codex, gemini or copilot;
+    the hook program maps each agent's dialect to Claude Code's event shape, see agent_dialects;
+    the conversation's metadata.source names the agent): the prompt (UserPromptSubmit), the reply
     (Stop), the tool call and result (PostToolUse). PreCompact and SessionEnd checkpoint the
     session into the project's medallion (WINNI_CAPTURE_CHECKPOINT); other events store nothing.
     The session's project comes from `project` when it names one, else from `repository` (what the
@@ -204,8 +245,16 @@ def capture_hook_event(
         value = payload.get(key)
         if value is not None and (not isinstance(value, str) or "\x00" in value):
             raise InvalidInput(f"payload.{key} must be a string without NUL characters", field=f"payload.{key}")
+    if agent not in agent_dialects.SOURCES:
+        raise InvalidInput(f"agent must be one of {', '.join(agent_dialects.AGENTS)}, got {str(agent)[:40]!r}",
+                           field="agent")
+    source = agent_dialects.SOURCES[agent]
     event = _require_str(payload, "hook_event_name")
     session_id = _require_str(payload, "session_id")
+    if capture_excluded(cwd=payload.get("cwd"), project=project, repository=repository):
+        # Acknowledged (the hook does not spool and retry it) and dropped: nothing is stored.
+        with storage_op("capture.hook_event", hook_event=event, stored=False, excluded=True):
+            return CaptureResult(stored=False, reason=EXCLUDED)
     if event == "UserPromptSubmit":
         role, content, extra = "user", _require_str(payload, "prompt"), {}
     elif event == "Stop":
@@ -218,7 +267,10 @@ def capture_hook_event(
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
     elif event in CHECKPOINT_EVENTS:
-        return _checkpoint(session_id=session_id, event=event, actor=actor)
+        return _checkpoint(session_id=session_id, event=event, actor=actor, source=source)
+    elif event == "SessionStart" and payload.get("source") in RESET_SOURCES:
+        reset = autorecall.injections_reset(session_id=session_id)
+        return CaptureResult(stored=False, reason=f"SessionStart ({payload['source']}): {reset} injection(s) reset")
     elif event in HOOK_EVENTS:
         return CaptureResult(stored=False, reason=f"{event} stores no message")
     else:
@@ -239,7 +291,7 @@ def capture_hook_event(
 
     with storage_op("capture.hook_event", hook_event=event, session_id=session_id) as log:
         result = store_in_session(
-            source=CLAUDE_CODE,
+            source=source,
             session_id=session_id,
             role=role,
             content=content,
@@ -253,6 +305,65 @@ def capture_hook_event(
     return result
 
 
+# Hook events whose capture may bring back what Winni knows (winni_site.autorecall).
+RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
+
+
+def recall_enabled(project: Project | None) -> bool:
+    """Automatic recall is on (WINNI_RECALL_INJECT) and the project has not opted out."""
+    return settings.WINNI_RECALL_INJECT and autorecall.project_recall_enabled(project)
+
+
+def hook_recall(*, payload: Any, result: CaptureResult) -> str:
+    """What automatic recall adds to a captured hook event (Claude Code's `additionalContext`): for
+    UserPromptSubmit the block of what Winni knows about the prompt, linked to the prompt's message;
+    for PostToolUse of Read, Edit or Write what Winni knows about that file (once per file per
+    session). Empty when nothing is relevant, recall is off (globally or for the session's project), or the
+    event is not one that recalls. Never raises on the hook path: a refused prompt (too large)
+    injects nothing and is logged."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") not in RECALL_EVENTS:
+        return ""
+    conversation = (Conversation.objects.filter(id=result.conversation_id).select_related("project").first()
+                    if result.conversation_id else None)
+    project = conversation.project if conversation else None
+    if not recall_enabled(project):
+        return ""
+    message_id = result.message_id if result.stored else None
+    try:
+        if payload["hook_event_name"] == "PostToolUse":
+            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"))
+            if payload.get("tool_name") not in autorecall.FILE_TOOLS or not file_path:
+                return ""
+            found = autorecall.context_for_file(file_path=file_path, project=project,
+                                                session_id=payload.get("session_id"), message_id=message_id)
+        else:
+            found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=project,
+                                                  session_id=payload.get("session_id"), trigger="prompt",
+                                                  message_id=message_id)
+    except ApplicationError as exc:
+        with storage_op("capture.recall_refused", session_id=payload.get("session_id")) as log:
+            log["error"] = exc.message[:300]
+        return ""
+    return found["text"]
+
+
+def http_hook(*, payload: Any, actor: str = "") -> dict[str, Any]:
+    """One event of a Claude Code hook of type `http` (it posts the hook's input as it is): capture
+    it, and answer what Claude Code reads from a hook's JSON output: SessionStart's startup text and
+    UserPromptSubmit's recalled block as `hookSpecificOutput.additionalContext`, else nothing ({}).
+    The project comes from the payload's cwd (Winni reads the repository there when it runs on
+    the same machine)."""
+    result = capture_hook_event(payload=payload, actor=actor)
+    event = payload["hook_event_name"]
+    if event == "SessionStart":
+        source = payload.get("source") if payload.get("source") in SESSION_START_SOURCES else "startup"
+        cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+        text = session_start_text(source=source, cwd=cwd)
+    else:
+        text = hook_recall(payload=payload, result=result)
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
+
+
 def project_scope(project: Project) -> dict[str, list[str]]:
     """The medallion scope of a project (agreed with the medallions app: `repo:<slug>` links a
     medallion to its project)."""
@@ -260,17 +371,22 @@ def project_scope(project: Project) -> dict[str, list[str]]:
 
 
 def session_start_text(*, source: str = "startup", cwd: str | None = None, project: str | None = None,
-                       repository: dict[str, Any] | None = None) -> str:
+                       repository: dict[str, Any] | None = None, session_id: str | None = None) -> str:
     """What the SessionStart hook prints (Claude Code adds it to the context): the active global
     startup context, the session's project's active context, then the project's latest medallions,
     within WINNI_CAPTURE_SESSION_START_CHARS characters (contexts first: they are what the user
     chose to load). Nothing of another project: the project is the session's own (see
-    session_project), found without creating one."""
+    session_project), found without creating one. A session (re)started after a compaction or
+    /clear may be given again what automatic recall gave it before (injections_reset)."""
     if source not in SESSION_START_SOURCES:
         raise InvalidInput(
             f"source must be one of {', '.join(SESSION_START_SOURCES)}, got {str(source)[:40]!r}", field="source"
         )
+    if session_id and source in RESET_SOURCES:
+        autorecall.injections_reset(session_id=session_id)
     parts: list[str] = []
+    if capture_excluded(cwd=cwd, project=project, repository=repository):
+        return ""
     found = session_project(cwd=cwd, repository=repository, project=project, create=False)
     context = contexts.context_get()
     if context is not None:
@@ -288,12 +404,12 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
 
 
-def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
+def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE_CODE) -> CaptureResult:
     """Queue a medallion checkpoint of the session's conversation for its project's scope."""
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
     conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=CLAUDE_CODE).select_related("project")
+        Conversation.objects.filter(session_id=session_id, metadata__source=source).select_related("project")
         .order_by("created_at").first()
     )
     if conversation is None or conversation.project is None or not conversation.messages.exists():
@@ -301,7 +417,7 @@ def _checkpoint(*, session_id: str, event: str, actor: str) -> CaptureResult:
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
         job = medallions.medallion_checkpoint(
             scope=project_scope(conversation.project), evidence={"conversation_id": str(conversation.id)},
-            wait_seconds=0, actor=actor or CLAUDE_CODE,
+            wait_seconds=0, actor=actor or source,
         )
         log["job_id"] = str(job.id)
     return CaptureResult(stored=False, conversation_id=str(conversation.id), reason=f"{event}: checkpoint queued",
@@ -321,10 +437,11 @@ class ImportStats:
     malformed: int = 0
     other: int = 0
     rejected: int = 0
+    excluded: int = 0  # messages of sessions WINNI_CAPTURE_EXCLUDE leaves out
     sessions: set[str] | None = None
 
     def merge(self, other: "ImportStats") -> None:
-        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected"):
+        for name in ("lines", "added", "duplicates", "malformed", "other", "rejected", "excluded"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.sessions = (self.sessions or set()) | (other.sessions or set())
 
@@ -346,16 +463,15 @@ def _block_message(block: Any, role: str) -> tuple[str, str, str] | None:
     if not isinstance(block, dict):
         return None
     kind = block.get("type")
-    limit = settings.WINNI_CAPTURE_TOOL_MAX_CHARS
     if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
         return role, block["text"], "text"
     if kind == "tool_use":
         body = {"tool_use": block.get("name"), "id": block.get("id"), "input": block.get("input")}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_use"
+        return "tool", capped_tool_text(body), "tool_use"
     if kind == "tool_result":
         body = {"tool_result": block.get("content"), "tool_use_id": block.get("tool_use_id"),
                 "is_error": bool(block.get("is_error"))}
-        return "tool", cap_text(json.dumps(body, ensure_ascii=False, default=str), limit), "tool_result"
+        return "tool", capped_tool_text(body), "tool_result"
     return None
 
 
@@ -406,11 +522,16 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
     ]
 
 
-def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportStats:
-    """Import the lines of one Claude Code JSONL transcript, in order, into one conversation per
-    session (metadata source "claude-code-transcript"). Idempotent: a line's uuid (and block index)
-    is stored with each message, and a key already present is skipped. A malformed line is counted
-    and skipped; the rest of the file is still imported."""
+def transcript_import_lines(
+    lines: Any, *, transcript_path: str = "", source: str = CLAUDE_TRANSCRIPT,
+    parse: Callable[..., list[TranscriptMessage]] = transcript_line_messages,
+) -> ImportStats:
+    """Import the lines of one JSONL transcript, in order, into one conversation per session
+    (metadata source `source`: "claude-code-transcript" for Claude Code's, whose lines `parse`
+    reads by default; winni_site.agent_transcripts brings the other agents' parsers). Idempotent:
+    a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
+    already present is skipped. A malformed line is counted and skipped; the rest of the file is
+    still imported."""
     stats = ImportStats(sessions=set())
     pending: list[TranscriptMessage] = []
     for raw in lines:
@@ -418,7 +539,7 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
             continue
         stats.lines += 1
         try:
-            found = transcript_line_messages(json.loads(raw), transcript_path=transcript_path)
+            found = parse(json.loads(raw), transcript_path=transcript_path)
         except (ValueError, InvalidInput):  # json.JSONDecodeError is a ValueError
             stats.malformed += 1
             continue
@@ -428,21 +549,25 @@ def transcript_import_lines(lines: Any, *, transcript_path: str = "") -> ImportS
     by_session: dict[str, list[TranscriptMessage]] = {}
     for item in pending:
         by_session.setdefault(item.session_id, []).append(item)
-    with storage_op("capture.transcript_import", path=transcript_path) as log:
+    with storage_op("capture.transcript_import", path=transcript_path, source=source) as log:
         for session_id, items in by_session.items():
             stats.sessions.add(session_id)  # type: ignore[union-attr]
-            _import_session(session_id, items, stats)
+            _import_session(session_id, items, stats, source=source)
         log.update(added=stats.added, duplicates=stats.duplicates, malformed=stats.malformed)
     return stats
 
 
-def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats) -> None:
+def _import_session(session_id: str, items: list[TranscriptMessage], stats: ImportStats, *,
+                    source: str = CLAUDE_TRANSCRIPT) -> None:
     """One transaction per session: all of its new messages or none (a message the store refuses,
     e.g. over the size limit, is counted as rejected and rolled back alone)."""
     cwd = items[0].session_metadata.get("cwd")
+    if capture_excluded(cwd=cwd):
+        stats.excluded += len(items)
+        return
     with transaction.atomic():
         conversation = session_conversation(
-            source=CLAUDE_TRANSCRIPT, session_id=session_id, metadata=items[0].session_metadata,
+            source=source, session_id=session_id, metadata=items[0].session_metadata,
             project=lambda: session_project(cwd=cwd),
         )
         known = set(
@@ -457,7 +582,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd"),
+                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
@@ -487,7 +612,7 @@ def capture_proxy_message(
     --project, checked when it starts) or global."""
     if direction not in ("call", "result"):
         raise InvalidInput("direction must be call or result", field="direction")
-    content = cap_text(json.dumps(body, ensure_ascii=False, default=str), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    content = capped_tool_text(body)
     with storage_op("capture.proxy_message", upstream=upstream, direction=direction) as log:
         result = store_in_session(
             source=MCP_PROXY,
@@ -502,3 +627,41 @@ def capture_proxy_message(
         )
         log.update(conversation_id=result.conversation_id)
     return result
+
+
+# --- capture activity (the dashboard, /healthz) ------------------------------------------------
+
+CAPTURE_SOURCES = (CLAUDE_CODE, CLAUDE_TRANSCRIPT, MCP_PROXY)
+
+
+def capture_activity() -> dict[int | None, dict[str, Any]]:
+    """Per project (None: sessions without one): the last captured event (hook, transcript or
+    proxy message) and how many arrived today (UTC). Two grouped queries over the messages of
+    captured conversations; today's count reads the created_at index."""
+    from django.db.models import Count, Max
+    from django.utils import timezone
+
+    captured = Message.objects.filter(conversation__metadata__source__in=CAPTURE_SOURCES).order_by()
+    midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    activity: dict[int | None, dict[str, Any]] = {}
+    for row in captured.values("conversation__project").annotate(last=Max("created_at")):
+        activity[row["conversation__project"]] = {"last_event_at": row["last"], "events_today": 0}
+    for row in captured.filter(created_at__gte=midnight).values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    return activity
+
+
+def capture_health() -> dict[str, Any]:
+    """The /healthz line: events captured today and the last one (never a failure: a quiet day is
+    not an outage; the hook itself warns when it cannot send)."""
+    from django.utils import timezone
+
+    activity = capture_activity()
+    last = max((row["last_event_at"] for row in activity.values() if row["last_event_at"]), default=None)
+    return {
+        "status": "ok",
+        "events_today": sum(row["events_today"] for row in activity.values()),
+        "projects_today": sum(1 for key, row in activity.items() if key is not None and row["events_today"]),
+        "last_event_at": last.isoformat() if last else None,
+        "last_event_seconds_ago": round((timezone.now() - last).total_seconds(), 1) if last else None,
+    }

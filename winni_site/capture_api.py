@@ -1,11 +1,12 @@
 """REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
-from typing import Any, TypedDict
+from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+from typing_extensions import NotRequired, TypedDict
 
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
@@ -17,7 +18,7 @@ from core.rest import (
     StrictSerializer,
     answer,
 )
-from winni_site import capture
+from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
@@ -78,6 +79,11 @@ class HookEventSerializer(StrictSerializer):
     project = ProjectField(required=False, allow_null=True, allow_blank=True,
                            help_text="an existing project's slug or name; wins over `repository`")
     repository = RepositoryField(required=False, allow_null=True, default=None)
+    recall = serializers.BooleanField(
+        required=False, default=False,
+        help_text="also answer `additional_context`: what automatic recall adds to this event (docs/autorecall.md)")
+    agent = serializers.ChoiceField(choices=agent_dialects.AGENTS, required=False, default=agent_dialects.CLAUDE,
+                                    help_text="the coding agent whose hook sent the event (metadata.source)")
 
 
 class ResultDict(TypedDict):
@@ -87,6 +93,7 @@ class ResultDict(TypedDict):
     turn_number: int | None
     reason: str | None
     checkpoint_job_id: str | None
+    additional_context: NotRequired[str]  # with recall: true
 
 
 class BatchItemDict(TypedDict, total=False):
@@ -144,8 +151,13 @@ class CaptureEventApi(APIView):
     def post(self, request: Request) -> Response:
         data = HookEventSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = capture.capture_hook_event(**data.validated_data, actor=actor_name_from_rest(request))
-        return Response(_result_dict(result), status=201 if result.stored else 200)
+        values = dict(data.validated_data)
+        recall = values.pop("recall")
+        result = capture.capture_hook_event(**values, actor=actor_name_from_rest(request))
+        answer = _result_dict(result)
+        if recall:
+            answer["additional_context"] = capture.hook_recall(payload=values["payload"], result=result)
+        return Response(answer, status=201 if result.stored else 200)
 
 
 class CaptureEventBatchApi(APIView):
@@ -177,9 +189,10 @@ class CaptureEventBatchApi(APIView):
             if not event.is_valid():
                 results.append({"stored": False, "error": f"events[{index}]: {event.errors}"})
                 continue
+            values = dict(event.validated_data)
+            values.pop("recall")  # a spooled prompt was answered long ago: nothing to add now
             try:
-                results.append(_result_dict(capture.capture_hook_event(**event.validated_data,
-                                                                       actor=actor_name_from_rest(request))))
+                results.append(_result_dict(capture.capture_hook_event(**values, actor=actor_name_from_rest(request))))
             except ApplicationError as exc:
                 results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
         return Response({"results": results})
@@ -193,6 +206,9 @@ class CaptureSessionStartApi(APIView):
         cwd = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
                                     help_text="the session's directory")
         project = ProjectField(required=False, help_text="an existing project's slug or name")
+        session_id = serializers.CharField(required=False, trim_whitespace=False,
+                                           help_text="with source compact or clear: what automatic recall gave "
+                                                     "the session may be given again")
         git_root = serializers.CharField(required=False, trim_whitespace=False,
                                          help_text="the session's repository (docs/projects.md)")
         remote = serializers.CharField(required=False, trim_whitespace=False)
@@ -214,6 +230,35 @@ class CaptureSessionStartApi(APIView):
         repository = {name: params[name] for name in REPOSITORY_PARAMETERS if params.get(name)}
         text = capture.session_start_text(
             source=params["source"], cwd=params.get("cwd") or None, project=params.get("project"),
-            repository=repository or None,
+            repository=repository or None, session_id=params.get("session_id") or None,
         )
         return Response({"text": text})
+
+
+class HookSpecificDict(TypedDict):
+    hookEventName: str
+    additionalContext: str
+
+
+class HookOutputDict(TypedDict):
+    hookSpecificOutput: NotRequired[HookSpecificDict]
+
+
+class CaptureHookApi(APIView):
+    """Claude Code's hooks of type `http` post their input JSON here (install_claude_hooks
+    --hook-type http); the answer is the hook's JSON output (docs/capture.md)."""
+
+    @extend_schema(
+        operation_id="capture_hook", tags=CAPTURE, summary="Capture an http hook's event and answer it",
+        description="Claude Code hooks of type `http` (`install_claude_hooks --hook-type http`) post their input "
+                    "here as it is: the event is captured like `POST /capture/events`, and the answer is the "
+                    "hook's JSON output: SessionStart's startup text and UserPromptSubmit's recalled block as "
+                    "`hookSpecificOutput.additionalContext`, else `{}`.",
+        request={"application/json": PAYLOAD_SCHEMA},
+        examples=[OpenApiExample("a user prompt", request_only=True, value=PROMPT_EVENT["payload"])],
+        responses={200: answer(HookOutputDict, "what Claude Code adds to its context (or nothing)", {
+            "hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                   "additionalContext": "Winni recalls: money is integer cents."}})},
+    )
+    def post(self, request: Request) -> Response:
+        return Response(capture.http_hook(payload=request.data, actor=actor_name_from_rest(request)))

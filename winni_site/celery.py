@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
 
@@ -47,3 +47,14 @@ def _first_heartbeat(**kwargs: object) -> None:
     from core import health
 
     health.heartbeat_record()
+
+
+@worker_init.connect
+def _lower_priority(**kwargs: object) -> None:
+    """The worker (and the pool processes it forks, which inherit it) runs at WINNI_WORKER_NICE: on
+    a loaded host a burst of writes to embed must not slow the searches the web processes answer."""
+    from django.conf import settings
+
+    current = os.nice(0)
+    if settings.WINNI_WORKER_NICE > current:
+        os.nice(settings.WINNI_WORKER_NICE - current)

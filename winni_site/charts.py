@@ -71,12 +71,12 @@ def hbar_chart(
     points: Sequence[tuple[str, Number]],
     *,
     title: str,
-    width: int = 420,
+    width: int = 600,
     row: int = 24,
     fmt: Callable[[float], str] = _plain,
 ) -> dict[str, Any]:
     """Horizontal bars, one row per category (sources, tiers, tables)."""
-    label_w, value_w = 130, 70
+    label_w, value_w = 160, 80
     plot_w = width - label_w - value_w
     top_value = max((float(v) for _, v in points), default=0) or 1.0
     rows = []

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Claude Code hook → Winni. Standard library only; run as `python3 claude_hook.py`.
+"""Coding agent hook → Winni. Standard library only; run as `python3 claude_hook.py [--agent NAME]`.
 
 Claude Code pipes one JSON event to stdin (UserPromptSubmit, Stop, PostToolUse, SessionStart,
-PreCompact, SessionEnd). This program posts it to Winni (POST /api/v1/capture/events) and, for
+PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent codex|gemini|copilot`)
+pipe their own dialects of the same events, which agent_dialects.py maps to Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
 SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which
-Claude Code adds to the session's context. With each it sends what identifies the project (the
+Claude Code adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that
+touches a file) the same request answers what Winni knows about the prompt (the file), printed as
+hookSpecificOutput.additionalContext (automatic recall). With each it sends what identifies the project (the
 git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
 
 It never fails or blocks the session: every error is logged to a file and the exit code is 0.
 When Winni cannot be reached the event goes to a local spool file, and the next call sends the
 spooled events first (in order) before its own.
+
+Failures show: a status file beside the spool keeps the last error; while events wait in the
+spool or the last send failed, the SessionStart text begins with one warning line ("Winni: 37
+events waiting since 10:42, server unreachable"), and a prompt (UserPromptSubmit) prints the same
+line at most once an hour.
 
 Configuration (environment variables win over the config file that `manage.py
 install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
@@ -33,18 +41,59 @@ BATCH_SIZE = 200
 # Well under Winni's request limit (WINNI_MAX_REQUEST_BYTES, 8 MiB by default).
 BATCH_MAX_BYTES = 4 * 1024 * 1024
 SPOOL_MAX_BYTES = 50 * 1024 * 1024
+# Automatic recall answers UserPromptSubmit, and PostToolUse of the tools that touch a file
+# (winni_site.autorecall.FILE_TOOLS); the hook prints the answer for Claude Code.
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
+# A prompt repeats the warning about a failing capture at most this often (SessionStart: always).
+WARN_EVERY_SECONDS = 3600
 
 
 class Unreachable(Exception):
-    """Winni did not answer (down, timeout, 5xx): keep the event for later."""
+    """Winni did not answer (down, timeout, 5xx): keep the event for later. `reason` is what the
+    warning line says."""
+
+    def __init__(self, message: str, reason: str = "server unreachable") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def argument(name: str) -> object:
+    """The value after `name` on the command line (e.g. --config PATH), or None."""
+    args = sys.argv[1:]
+    if name in args and args.index(name) + 1 < len(args):
+        return args[args.index(name) + 1]
+    return None
 
 
 def config_path() -> str:
     """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
-    args = sys.argv[1:]
-    if "--config" in args and args.index("--config") + 1 < len(args):
-        return os.path.expanduser(args[args.index("--config") + 1])
+    if argument("--config"):
+        return os.path.expanduser(argument("--config"))
     return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
+
+
+def dialects() -> object:
+    """agent_dialects, next to this file (`python3 -I` does not put the script's folder on sys.path)."""
+    try:
+        from winni_site import agent_dialects
+    except ImportError:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import agent_dialects
+    return agent_dialects
+
+
+def keep_unreadable(config: dict, raw: str) -> None:
+    """An input the hook cannot read is kept (next to the spool) for a person to look at."""
+    try:
+        path = os.path.join(os.path.dirname(os.path.expanduser(config["spool"])), "claude-hook-unreadable.log")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if os.path.exists(path) and os.path.getsize(path) > SPOOL_MAX_BYTES:
+            return
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                     "argv": sys.argv[1:], "stdin": raw[:100_000]}) + "\n")
+    except OSError:
+        pass
 
 
 def load_config() -> dict:
@@ -156,7 +205,9 @@ def request(config: dict, method: str, path: str, body: object = None, timeout: 
         raise Unreachable(f"{type(exc).__name__}: {exc}") from None
     if status >= 500 or status in (401, 403, 408, 429):
         # 401/403: a token problem the user will fix; keep the events until then.
-        raise Unreachable(f"HTTP {status}: {raw[:300]!r}")
+        reason = ("token refused (HTTP %d)" % status if status in (401, 403)
+                  else "server busy (HTTP %d)" % status if status in (408, 429) else "server error (HTTP %d)" % status)
+        raise Unreachable(f"HTTP {status}: {raw[:300]!r}", reason)
     if status >= 400:
         raise ValueError(f"HTTP {status}: {raw[:300]!r}")
     try:
@@ -347,33 +398,95 @@ def take_batch(queue: list) -> list:
     return batch
 
 
-def deliver(config: dict, body: dict) -> None:
+def status_path(config: dict) -> str:
+    """Next to the spool: the last error and when the warning was last shown."""
+    return os.path.join(os.path.dirname(os.path.expanduser(config["spool"])), "claude-hook-status.json")
+
+
+def read_status(config: dict) -> dict:
+    try:
+        with open(status_path(config), encoding="utf-8") as handle:
+            loaded = json.load(handle)
+        return loaded if isinstance(loaded, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def write_status(config: dict, status: dict) -> None:
+    try:
+        path = status_path(config)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(status, handle)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def _clock(timestamp: object) -> str:
+    """HH:MM local time of an ISO UTC timestamp or epoch seconds ("" when unreadable)."""
+    try:
+        if isinstance(timestamp, (int, float)):
+            seconds = float(timestamp)
+        else:
+            import calendar
+
+            seconds = calendar.timegm(time.strptime(str(timestamp)[:19], "%Y-%m-%dT%H:%M:%S"))
+        return time.strftime("%H:%M", time.localtime(seconds))
+    except (TypeError, ValueError, OverflowError):
+        return ""
+
+
+def warning(status: dict, waiting: int, oldest: object) -> str:
+    """The one warning line, or "" when capture is fine."""
+    reason = status.get("last_error") or ""
+    if waiting:
+        since = _clock(oldest)
+        line = f"Winni: {waiting} event{'s' if waiting != 1 else ''} waiting" + (f" since {since}" if since else "")
+        return line + (f", {reason}" if reason else "") + " (they are sent when Winni answers again)"
+    if reason:
+        return f"Winni: the last send failed at {_clock(status.get('failed_at'))}, {reason}"
+    return ""
+
+
+def deliver(config: dict, body: dict) -> tuple:
     """Send the spooled events and then this one (one batch request when there is a backlog);
-    whatever cannot be sent stays spooled, in order."""
+    whatever cannot be sent stays spooled, in order. Returns (Winni's answer to this event when it
+    went alone, else {}; events still waiting; the oldest one's captured_at) and records the outcome
+    in the status file."""
     with Spool(config["spool"]) as spool:
+        status = read_status(config)
         pending = spool.read()
         queue = pending + ([body] if body else [])
         batch = take_batch(queue)
         sent = 0
+        answer: dict = {}
         try:
             if len(batch) == 1:
                 try:
-                    request(config, "POST", "/api/v1/capture/events", batch[0])
+                    answer = request(config, "POST", "/api/v1/capture/events", batch[0])
                 except ValueError as exc:
                     log(config, f"Winni refused an event ({exc}); dropped: {json.dumps(batch[0])[:300]}")
                 sent = 1
             elif batch:
                 # A backlog may take longer than one event; Claude Code's own hook timeout is 10 s.
-                answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
-                                 timeout=min(8.0, config["timeout"] * 4))
-                for result in answer.get("results") or []:
+                batch_answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
+                                       timeout=min(8.0, config["timeout"] * 4))
+                for result in batch_answer.get("results") or []:
                     if result.get("error"):
                         log(config, f"Winni refused a spooled event: {result['error']}")
                 sent = len(batch)
+            if batch:
+                status.pop("last_error", None)
+                status["last_ok_at"] = time.time()
         except ValueError as exc:
             log(config, f"Winni refused the spooled batch ({exc}); kept for later")
+            status.update(last_error="the server refused the spooled events (see the hook log)", failed_at=time.time())
         except Unreachable as exc:
             log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
+            status.update(last_error=exc.reason, failed_at=time.time())
+        write_status(config, status)
         remaining = queue[sent:]
         if remaining or pending:
             sizes = [len(json.dumps(e)) for e in remaining]
@@ -383,6 +496,21 @@ def deliver(config: dict, body: dict) -> None:
             if drop:
                 log(config, f"spool over 50 MB: dropped the {drop} oldest event(s)")
             spool.write(remaining[drop:])
+            remaining = remaining[drop:]
+        oldest = remaining[0].get("captured_at") if remaining and isinstance(remaining[0], dict) else None
+        return (answer if not pending else {}), len(remaining), oldest
+
+
+def warn_once_an_hour(config: dict, line: str) -> str:
+    """`line` unless a prompt already showed a warning within WARN_EVERY_SECONDS."""
+    if not line:
+        return ""
+    status = read_status(config)
+    if time.time() - float(status.get("warned_at") or 0) < WARN_EVERY_SECONDS:
+        return ""
+    status["warned_at"] = time.time()
+    write_status(config, status)
+    return line
 
 
 def session_start(config: dict, payload: dict, repo: dict) -> str:
@@ -390,7 +518,7 @@ def session_start(config: dict, payload: dict, repo: dict) -> str:
 
     # A source a newer Claude Code invents still deserves the startup text.
     source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
-    params = {"source": source, "cwd": payload.get("cwd") or ""}
+    params = {"source": source, "cwd": payload.get("cwd") or "", "session_id": payload.get("session_id") or ""}
     params.update({key: repo[key] for key in ("git_root", "remote", "root_commit") if repo.get(key)})
     try:
         return str(request(config, "GET", f"/api/v1/capture/session-start?{urlencode(params)}").get("text") or "")
@@ -402,16 +530,17 @@ def session_start(config: dict, payload: dict, repo: dict) -> str:
 def main() -> None:
     config = load_config()
     raw = sys.stdin.read()
+    agents = dialects()
+    agent = argument("--agent") or agents.CLAUDE
     try:
-        payload = json.loads(raw)
-        if not isinstance(payload, dict):
-            raise ValueError("not a JSON object")
-        event = payload["hook_event_name"]
-        if not isinstance(event, str) or not isinstance(payload.get("session_id"), str):
-            raise ValueError("hook_event_name and session_id must be strings")
-    except (ValueError, KeyError) as exc:
-        log(config, f"ignored malformed hook input ({exc}): {raw[:300]!r}")
+        payload = agents.normalize(agent, agents.parse(raw), argument("--event"))
+    except agents.Unreadable as exc:
+        log(config, f"malformed {agent} hook input ({exc}), kept in claude-hook-unreadable.log: {raw[:300]!r}")
+        keep_unreadable(config, raw)
         return
+    if payload is None:
+        return  # an event of that agent Winni does not capture
+    event = payload["hook_event_name"]
     repo = repository(payload.get("cwd") or os.getcwd(), roots_cache_path(config))
     now = time.time()
     body = {
@@ -420,15 +549,31 @@ def main() -> None:
         "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1e6) % 10**6:06d}Z",
         "git_branch": repo["branch"],
         "repository": {key: repo[key] for key in ("git_root", "remote", "root_commit")},
+        "agent": agent,
     }
     if event == "SessionStart":
-        # Send what is spooled, then print the startup text (stdout goes into Claude's context).
-        deliver(config, {})
+        # Send what is spooled, then print the startup text (stdout goes into Claude's context),
+        # after a warning line when capture is failing.
+        _, waiting, oldest = deliver(config, {})
         text = session_start(config, payload, repo)
-        if text:
-            sys.stdout.write(text + "\n")
+        line = warning(read_status(config), waiting, oldest)
+        output = agents.context_output(agent, event, "\n\n".join(part for part in (line, text) if part))
+        if output:
+            sys.stdout.write(output + "\n")
         return
-    deliver(config, body)
+    recall = event == "UserPromptSubmit" or (event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS)
+    if recall:
+        body["recall"] = True  # Winni answers what it knows about the prompt in the same request
+    answer, waiting, oldest = deliver(config, body)
+    context = answer.get("additional_context") if recall else None
+    if event == "UserPromptSubmit":
+        # What a UserPromptSubmit hook prints is added to the prompt's context.
+        line = warn_once_an_hour(config, warning(read_status(config), waiting, oldest))
+        if line:
+            context = f"{line}\n\n{context}" if isinstance(context, str) and context else line
+    if isinstance(context, str) and context:
+        # The agent adds it to what the model reads with the prompt (or after the tool call).
+        sys.stdout.write(agents.context_output(agent, event, context))
 
 
 if __name__ == "__main__":

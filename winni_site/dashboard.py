@@ -27,8 +27,11 @@ def estimated_rows(model: type[models.Model]) -> int | None:
     return None if row is None or row[0] < 0 else int(row[0])
 
 
-def row_count(model: type[models.Model]) -> tuple[int, bool]:
-    """(count, exact): the estimate for big tables, an exact COUNT(*) for small ones."""
+def row_count(model: type[models.Model], rows: dict[str, Any] | None = None) -> tuple[int, bool]:
+    """(count, exact): the estimate for big tables, an exact COUNT(*) for small ones. `rows`: a
+    filter saying which rows the store counts (counted exactly)."""
+    if rows:
+        return model._default_manager.filter(**rows).count(), True
     estimate = large_table_estimate(model)
     if estimate is not None:
         return estimate, False
@@ -71,6 +74,14 @@ def find_model(label: str) -> type[models.Model] | None:
         return None
 
 
+# Stores whose tile counts only some rows, with the filter and the changelist query showing them:
+# the answer cache keeps every question asked, but a cached answer is a row with an answer (the
+# number the cache's own page shows; at most LIBRARIAN_MAX_CACHED plus the pinned ones).
+STORE_ROWS: dict[str, tuple[dict[str, Any], str]] = {
+    "Cached answers": ({"answer__isnull": False}, "answer__isempty=0"),
+}
+
+
 def store_models() -> list[tuple[str, type[models.Model] | None]]:
     """Each store's model; searchable kinds registered by apps that are not listed above too."""
     listed = [(title, find_model(label)) for title, label in STORE_MODELS]
@@ -100,6 +111,31 @@ def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date,
     )
     per_day = {row["day"]: row["n"] for row in rows}
     return [(first + dt.timedelta(days=i), per_day.get(first + dt.timedelta(days=i), 0)) for i in range(days)]
+
+
+def recall_per_day(days: int = 30) -> list[tuple[dt.date, int, float | None]]:
+    """(day, injections, share of the day's captured prompts that received a block) for each of the
+    last `days` days (UTC), oldest first; the share is None on a day without prompts."""
+    from conversations.models import Message
+    from winni_site.models import Injection
+
+    today = timezone.now().date()
+    first = today - dt.timedelta(days=days - 1)
+    start = dt.datetime.combine(first, dt.time.min, tzinfo=dt.timezone.utc)
+
+    def per_day(rows: Any) -> dict[dt.date, int]:
+        counted = (rows.filter(created_at__gte=start).annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))
+                   .values("day").annotate(n=Count("*")).order_by())
+        return {row["day"]: row["n"] for row in counted}
+
+    injections = per_day(Injection.objects.all())
+    prompts = per_day(Message.objects.filter(role="user", metadata__hook_event="UserPromptSubmit"))
+    given = per_day(Injection.objects.filter(trigger=Injection.Trigger.PROMPT, message__isnull=False))
+    out = []
+    for i in range(days):
+        day = first + dt.timedelta(days=i)
+        out.append((day, injections.get(day, 0), given.get(day, 0) / prompts[day] if prompts.get(day) else None))
+    return out
 
 
 def conversations_per_source() -> list[tuple[str, int]]:
@@ -193,8 +229,10 @@ def cache_hit_rate_series(days: int = 30) -> list[tuple[dt.date, float | None]]:
 
 
 def cache_tier_counts() -> list[tuple[str, int]]:
-    """Entries per tier (cold, warm, hot, core)."""
+    """Cached answers per tier (cold, warm, hot, core); questions asked without an answer are not
+    counted, like the tile and the cache's own page."""
     from memory.librarian.models import QueryMemory, Tier
 
-    counts = dict(QueryMemory.objects.values_list("tier").annotate(n=Count("pk")).order_by())
+    counts = dict(QueryMemory.objects.filter(answer__isnull=False).values_list("tier")
+                  .annotate(n=Count("pk")).order_by())
     return [(tier, counts.pop(tier, 0)) for tier in Tier.values] + sorted(counts.items())

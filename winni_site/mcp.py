@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
-from core.mcp import McpRegistry, strict_tool
+from core.mcp import McpRegistry, strict_tool, with_access
 from winni_site import projects, recall
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
@@ -52,10 +52,10 @@ def build_mcp_server() -> MCPServer:
     )
     for surface in surfaces:
         for prompt in surface.prompt_list():
-            server.prompt(name=prompt.name, description=prompt.description)(prompt.fn)
+            server.prompt(name=prompt.name, description=prompt.description)(with_access(prompt.fn))
         for resource in surface.resources:
             server.resource(resource.uri, name=resource.name, description=resource.description,
-                            mime_type=resource.mime_type)(resource.fn)
+                            mime_type=resource.mime_type)(with_access(resource.fn))
     return server
 
 

@@ -67,7 +67,7 @@ STORES: list[Portable] = [
     Portable("fiedler_results", "conversations.FiedlerResult"),
     Portable("contexts", "contexts.StartupContext"),
     Portable("context_audit", "contexts.StartupContextAudit"),
-    Portable("memories", "memory.Memory"),
+    Portable("memories", "memory.Memory", {"versions": "memory.MemoryVersion"}),
     Portable("embedding_models", "memory.EmbeddingModel"),
     Portable("embeddings", "memory.Embedding"),
     Portable("cache_entries", "librarian.QueryMemory"),
@@ -75,10 +75,12 @@ STORES: list[Portable] = [
              omit={"medallions.MedallionRevision": frozenset({"job_id"})}),
 ]
 # Models of Winni's apps that are deliberately not exported: credentials, this installation's job
-# and run history, statistics derived from other rows. Every other model must be in STORES
-# (tests/test_ops_export.py checks), so a new model forces a decision.
+# and run history (automatic recall's injection log too), statistics derived from other rows.
+# Every other model must be in STORES (tests/test_ops_export.py checks), so a new model forces a
+# decision.
 NOT_EXPORTED = {
     "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
+    "winni_site.injection",
 }
 
 

@@ -11,7 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import projects
-from core.mcp import McpRegistry, service_tool
+from core.errors import NotFound
+from core.mcp import McpRegistry, read_tool
 from core.models import Project
 from core.rest import NON_BLANK, ProjectField, StrictSerializer, answer
 
@@ -51,7 +52,7 @@ def project_list_dict(project: Any = None) -> ProjectListDict:
     return {"projects": rows, "count": len(rows)}
 
 
-@service_tool
+@read_tool
 def winni_projects(project: str | None = None) -> ProjectListDict:
     """The projects Winni knows (one per repository: found by its git remote, root commit or
     path when a session starts in it), most recently active first, each with its slug (what
@@ -107,6 +108,8 @@ class ProjectDetailApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         project = projects.project_get(name=slug)
         found = projects.project_list(project=project)
+        if not found:  # outside the token's projects
+            raise NotFound(f"project {slug!r} not found", field="slug")
         return Response(project_dict(*found[0]))
 
 

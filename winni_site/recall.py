@@ -1,6 +1,7 @@
-"""winni_recall's two interfaces, the MCP tool and REST `GET|POST /api/v1/recall`: one hybrid,
-ranked list over every searchable kind. The service is core.recall; recall spans every app, so its
-interfaces belong to the assembly."""
+"""Recall's interfaces. winni_recall (MCP) and REST `GET|POST /api/v1/recall`: one hybrid, ranked
+list over every searchable kind (the service is core.recall). winni_context (MCP) and REST
+`POST /api/v1/recall/context`: the short block automatic recall adds to a prompt (the service is
+winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -10,13 +11,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import searchable
-from core.mcp import McpRegistry, service_tool
+from core import access, searchable
+from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
 from core.rest import DateBoundField, ProjectField, SearchQueryField, StrictSerializer, UuidTextField, answer
+from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 
 
-@service_tool
+@read_tool
 def winni_recall(
     query: str,
     kinds: list[str] | None = None,
@@ -29,19 +31,39 @@ def winni_recall(
     start_date: str | None = None,
     end_date: str | None = None,
     project: str | None = None,
+    include_superseded: bool = False,
 ) -> RecallDict:
     """Search everything Winni keeps (past messages, memories, and any other registered store)
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
     some of message, memory, … (default all). limit 1-100 (default 10). session_id,
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601) and project (a project's slug or
-    name: only its rows) to every kind."""
+    such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
+    name: only its rows) to every kind. Superseded memories and medallions that are not active are
+    left out unless include_superseded (a superseded memory then names its successor)."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
-    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters)
+    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
+                  include_superseded=include_superseded)
 
 
-MCP = McpRegistry(tools=[winni_recall])
+@read_tool
+def winni_context(
+    prompt: str,
+    project: str | None = None,
+    session_id: str | None = None,
+    max_chars: int | None = None,
+) -> ContextDict:
+    """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
+    the project's active decisions, invariants and open questions, past turns of other sessions and
+    a cached answer to the same question, each with its source (kind, id, date, session, turn).
+    Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
+    (unknown or none: the whole store). session_id: leaves out that session's own turns and what was
+    already given to it (then records what it gives). max_chars 200-50000 (default
+    WINNI_RECALL_INJECT_MAX_CHARS)."""
+    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars)
+
+
+MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 
 RECALL_DESCRIPTION = (
@@ -61,10 +83,11 @@ RECALL_EXAMPLE = {
                  "created_at": "2026-11-24T09:20:11.530112+00:00", "score": 0.912,
                  "scores": {"fused": 0.912, "fts": 0.61, "fts_rank": 1, "vector_similarity": 0.7131,
                             "vector_rank": 1, "context": 0.0},
-                 "conversation_id": None, "turn": None}]}
+                 "conversation_id": None, "turn": None, "superseded_by": None}]}
 
 
 class RecallApi(APIView):
+    token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(StrictSerializer):
         query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
         kinds = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, allow_null=True,
@@ -82,6 +105,8 @@ class RecallApi(APIView):
         end_date = DateBoundField(required=False, allow_null=True,
                                   help_text="ISO 8601 date-time, inclusive (a date alone: its midnight)")
         project = ProjectField(required=False, allow_null=True, help_text="only this project's rows")
+        include_superseded = serializers.BooleanField(required=False, default=False,
+                                                      help_text="also memories a newer one superseded")
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -92,7 +117,7 @@ class RecallApi(APIView):
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        head = {name: values.pop(name) for name in ("query", "limit", "mode")}
+        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
 
@@ -114,3 +139,33 @@ class RecallApi(APIView):
     )
     def get(self, request: Request) -> Response:
         return self._answer(request.query_params)
+
+
+class RecallContextApi(APIView):
+    token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
+
+    class InputSerializer(StrictSerializer):
+        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True,
+                                       help_text="the user's prompt (blank or null: nothing to add)")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                               help_text="the session's project (slug or name)")
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                           help_text="what was given earlier in this session is not given again")
+        max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
+                                             max_value=MAX_CHARS_MAX, help_text="budget of the text")
+
+    @extend_schema(
+        operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",
+        description="Automatic recall (`winni_context`, docs/autorecall.md): what Winni knows that is relevant "
+                    "to the prompt, within `max_chars`, gated (empty when nothing is relevant) and never "
+                    "repeated within a session; `gate` says why.",
+        request=InputSerializer,
+        examples=[OpenApiExample("a prompt", request_only=True,
+                                 value={"prompt": "How do we store money amounts?", "session_id": "demo"})],
+        responses={200: answer(ContextDict, "the text to add (empty: nothing)", {
+            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"}})},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(context_for_prompt(**data.validated_data))

@@ -12,6 +12,7 @@ from conversations.services.messages import capped_count
 from core import projects
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
+from core.redaction import plain, redact, redact_json
 from core.validation import (
     parse_date_range,
     parse_uuid,
@@ -40,12 +41,16 @@ def _optional_count(value: Any, *, field: str) -> int | None:
     return None if value is None else validate_offset(value, field=field)
 
 
-def _optional_text(value: Any, *, field: str) -> str | None:
+def _optional_text(value: Any, *, field: str, stored: bool = True) -> str | None:
+    """A stored text (secrets and `<private>` spans redacted, core.redaction) or None; a text
+    that is not `stored` (a withheld prompt) is only checked."""
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string or null", field=field)
-    return validate_storable(value, field=field)
+    if not stored:
+        return None
+    return plain(validate_storable(redact(value, field=field), field=field))
 
 
 def validate_status(value: Any, *, field: str = "status") -> str:
@@ -74,18 +79,19 @@ def _fiedler_row(item: dict[str, Any], *, prefix: str = "") -> FiedlerResult:
     if not isinstance(output, str):
         raise InvalidInput(f"{prefix}output must be a string", field=f"{prefix}output")
     conversation_id = item.get("conversation_id")
-    prompt = _optional_text(item.get("prompt"), field=f"{prefix}prompt")
+    withheld = redact or settings.WINNI_REDACT_PROMPTS
+    prompt = _optional_text(item.get("prompt"), field=f"{prefix}prompt", stored=not withheld)
     return FiedlerResult(
         correlation_id=_required_text(item.get("correlation_id"), field=f"{prefix}correlation_id", max_length=255),
         model=_required_text(item.get("model"), field=f"{prefix}model", max_length=200),
-        prompt=None if (redact or settings.WINNI_REDACT_PROMPTS) else prompt,
+        prompt=prompt,
         output=_optional_text(output, field=f"{prefix}output") or "",
         tokens_prompt=_optional_count(item.get("tokens_prompt"), field=f"{prefix}tokens_prompt"),
         tokens_completion=_optional_count(item.get("tokens_completion"), field=f"{prefix}tokens_completion"),
         duration_seconds=None if duration is None else float(duration),
         status=validate_status(item.get("status", "success"), field=f"{prefix}status"),
         error_message=_optional_text(item.get("error_message"), field=f"{prefix}error_message"),
-        metadata=validate_metadata(item.get("metadata"), field=f"{prefix}metadata"),
+        metadata=redact_json(validate_metadata(item.get("metadata"), field=f"{prefix}metadata")),
         conversation_id=None
         if conversation_id is None
         else parse_uuid(conversation_id, field=f"{prefix}conversation_id"),
@@ -94,7 +100,9 @@ def _fiedler_row(item: dict[str, Any], *, prefix: str = "") -> FiedlerResult:
 
 def _check_conversations_exist(rows: list[FiedlerResult], prefix: str) -> None:
     wanted = {row.conversation_id for row in rows if row.conversation_id is not None}
-    found = set(Conversation.objects.filter(pk__in=wanted).values_list("pk", flat=True))
+    if len(wanted) < len(rows):
+        projects.require_visible(None, field="conversation_id")  # a token limited to projects: no global results
+    found = set(projects.scope_queryset(Conversation.objects.filter(pk__in=wanted), None).values_list("pk", flat=True))
     for index, row in enumerate(rows):
         if row.conversation_id is not None and row.conversation_id not in found:
             field = f"{prefix.format(index=index)}conversation_id"
@@ -136,7 +144,9 @@ def fiedler_results_for_correlation(*, correlation_id: Any) -> list[FiedlerResul
     """Every result of one orchestration run, oldest first; an unknown id is NotFound."""
     correlation_id = _required_text(correlation_id, field="correlation_id", max_length=255)
     with storage_op("fiedler.get", correlation_id=correlation_id) as log:
-        rows = list(FiedlerResult.objects.filter(correlation_id=correlation_id).defer("search_vector").order_by("created_at", "model"))
+        rows = projects.scope_queryset(FiedlerResult.objects.filter(correlation_id=correlation_id), None,
+                                       lookup="conversation__project")
+        rows = list(rows.defer("search_vector").order_by("created_at", "model"))
         log["results"] = len(rows)
     if not rows:
         raise NotFound(f"no Fiedler results for correlation_id {correlation_id!r}", field="correlation_id")

@@ -7,14 +7,15 @@ import uuid
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, DateTimeField, IntegerField, OuterRef, Subquery, TextField, Value
+from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
-from conversations.models import Conversation, Message, Role
+from conversations.models import Conversation, Message, Role, prompt_title
 from core import projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
+from core.redaction import plain, redact, redact_json
 from core.searchable import announce_changed
 from core.validation import (
     parse_timestamp,
@@ -40,7 +41,8 @@ SORT_INVALID = "sort_by must be created_at or updated_at"
 
 
 def validate_content(value: Any, *, field: str = "content") -> str:
-    return validate_text(value, field=field, empty_message=f"{field}: {CONTENT_EMPTY}")
+    """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    return validate_text(redact(value, field=field), field=field, empty_message=f"{field}: {CONTENT_EMPTY}")
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:
@@ -71,7 +73,7 @@ def validate_session_id(value: Any, *, field: str = "session_id") -> str | None:
 def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
     """Fetch and lock a conversation row; must run inside a transaction."""
     pk = parse_uuid(conversation_id, field="conversation_id")
-    conversation = Conversation.objects.select_for_update().filter(pk=pk).first()
+    conversation = projects.scope_queryset(Conversation.objects.select_for_update(), None).filter(pk=pk).first()
     if conversation is None:
         raise NotFound(f"conversation {pk} not found", field="conversation_id")
     return conversation
@@ -81,7 +83,7 @@ def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Messag
     """A conversation with its messages in turn order."""
     pk = parse_uuid(conversation_id, field="conversation_id")
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
-        conversation = Conversation.objects.select_related("project").filter(pk=pk).first()
+        conversation = projects.scope_queryset(Conversation.objects.select_related("project"), None).filter(pk=pk).first()
         if conversation is None:
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
         messages = list(conversation.messages.order_by("turn_number").defer("search_vector"))
@@ -97,7 +99,7 @@ def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any
     """A new conversation, in `project` (a name that must match an existing project, or a
     Project) or global."""
     session_id = validate_session_id(session_id)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     in_project = projects.project_for_write(project)
     with storage_op("conversation.begin") as log:
         conversation = Conversation.objects.create(session_id=session_id, metadata=metadata, project=in_project)
@@ -129,8 +131,17 @@ def _next_turn(conversation: Conversation | uuid.UUID) -> int:
     return (last or 0) + 1
 
 
-def _touch(conversation: Conversation) -> None:
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now())
+def _touch(conversation: Conversation, rows: list[Message]) -> None:
+    """Move updated_at, and keep the title and first/last message times (see message_store)."""
+    times = [row.created_at for row in rows]
+    prompt = next((row.content for row in rows if row.role == Role.USER), None)
+    Conversation.objects.filter(pk=conversation.pk).update(
+        updated_at=timezone.now(),
+        # PostgreSQL's LEAST and GREATEST skip NULLs: the first messages set both.
+        first_message_at=Least("first_message_at", Value(min(times), output_field=DateTimeField())),
+        last_message_at=Greatest("last_message_at", Value(max(times), output_field=DateTimeField())),
+        title=Coalesce("title", Value(None if prompt is None else prompt_title(prompt), output_field=TextField())),
+    )
 
 
 def _announce_stored(message_ids: list[uuid.UUID]) -> None:
@@ -150,18 +161,23 @@ def message_store(
     role = validate_role(role)
     content = validate_content(content)
     turn_number = validate_turn_number(turn_number)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     created = parse_timestamp(created_at, field="created_at")
     with storage_op("message.store") as log, transaction.atomic():
         # Moving updated_at takes the conversation's row lock (held until commit), so this one
-        # statement both serialises concurrent writers and proves the conversation exists.
+        # statement both serialises concurrent writers and proves the conversation exists. It also
+        # keeps the conversation's title (first user prompt) and first/last message times.
         pk = parse_uuid(conversation_id, field="conversation_id")
         now = timezone.now()
+        when = created or now
         with connection.cursor() as cursor:
-            cursor.execute("UPDATE conversations_conversation SET updated_at = %s WHERE id = %s RETURNING project_id",
-                           [now, pk])
+            cursor.execute(
+                "UPDATE conversations_conversation SET updated_at = %s, first_message_at = LEAST(first_message_at, %s),"
+                " last_message_at = GREATEST(last_message_at, %s), title = COALESCE(title, %s)"
+                " WHERE id = %s RETURNING project_id",
+                [now, when, when, prompt_title(content) if role == Role.USER else None, pk])
             found = cursor.fetchone()
-        if found is None:
+        if found is None or not projects.project_visible(found[0]):  # (another project's: rolled back)
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
         projects.project_touch(found[0])
         if turn_number is None:
@@ -172,9 +188,9 @@ def message_store(
             conversation_id=pk,
             turn_number=turn_number,
             role=role,
-            content=content,
+            content=plain(content),
             metadata=metadata,
-            created_at=created or now,
+            created_at=when,
         )
         message.save(force_insert=True)
         _announce_stored([message.id])
@@ -206,8 +222,8 @@ def _validated_bulk_messages(messages: Any) -> list[dict[str, Any]]:
         clean.append(
             {
                 "role": validate_role(item.get("role"), field=f"{prefix}.role"),
-                "content": validate_content(item.get("content"), field=f"{prefix}.content"),
-                "metadata": validate_metadata(item.get("metadata"), field=f"{prefix}.metadata"),
+                "content": plain(validate_content(item.get("content"), field=f"{prefix}.content")),
+                "metadata": redact_json(validate_metadata(item.get("metadata"), field=f"{prefix}.metadata")),
                 "created_at": parse_timestamp(item.get("created_at"), field=f"{prefix}.created_at"),
             }
         )
@@ -249,7 +265,7 @@ def messages_store_bulk(
         field = "session_id" if session_id is not None else "metadata" if metadata is not None else "project"
         raise InvalidInput(f"{field} is only used when creating a conversation (conversation_id omitted)", field=field)
     session_id = validate_session_id(session_id)
-    metadata = validate_metadata(metadata)
+    metadata = redact_json(validate_metadata(metadata))
     in_project = projects.project_for_write(project)
     with storage_op("message.store_bulk", count=len(clean)) as log, transaction.atomic():
         if conversation_id is None:
@@ -274,7 +290,7 @@ def messages_store_bulk(
             for index, item in enumerate(clean)
         ]
         _copy_messages(rows)
-        _touch(conversation)
+        _touch(conversation, rows)
         projects.project_touch(conversation.project_id)
         _announce_stored([row.id for row in rows])
         log.update(conversation_id=str(conversation.id), first_turn=first_turn)

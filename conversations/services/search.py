@@ -60,6 +60,10 @@ class MessageFilters:
         elif self.project.project is not None:
             parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation WHERE project_id = %s)")
             params.append(self.project.project.pk)
+        elif self.project.allowed is not None:  # a token limited to projects
+            parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation "
+                         "WHERE project_id = ANY(%s))")
+            params.append(sorted(self.project.allowed))
         if self.conversation_id is not None:
             parts.append(f"{alias}.conversation_id = %s")
             params.append(self.conversation_id)

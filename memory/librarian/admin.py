@@ -13,11 +13,17 @@ from memory.librarian.models import QueryMemory
 CHART_DAYS = 14
 
 
+def _short_time(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else "—"
+
+
 @admin.register(QueryMemory)
 class QueryMemoryAdmin(admin.ModelAdmin):
     change_list_template = "admin/librarian/querymemory/change_list.html"
-    list_display = ("query_text", "project", "tier", "ask_count", "cache_hits", "confidence", "has_answer", "pinned",
-                    "last_asked", "expires_at")
+    # Compact columns (short query, numeric dates) so the table fits beside the filters.
+    list_display = ("query", "project", "tier", "asks", "hits", "confidence", "has_answer", "pinned",
+                    "last_asked_at", "expires")
+    list_display_links = ("query",)
     list_filter = ("project", "tier", "pinned", ("answer", admin.EmptyFieldListFilter))
     list_select_related = ("project",)
     search_fields = ("query_text", "answer")
@@ -32,6 +38,26 @@ class QueryMemoryAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[QueryMemory]:
         return super().get_queryset(request).defer("embedding")
+
+    @admin.display(ordering="query_text", description="query")
+    def query(self, obj: QueryMemory) -> str:
+        return obj.query_text if len(obj.query_text) <= 90 else obj.query_text[:89] + "…"
+
+    @admin.display(ordering="ask_count", description="asks")
+    def asks(self, obj: QueryMemory) -> int:
+        return obj.ask_count
+
+    @admin.display(ordering="cache_hits", description="hits")
+    def hits(self, obj: QueryMemory) -> int:
+        return obj.cache_hits
+
+    @admin.display(ordering="last_asked", description="last asked")
+    def last_asked_at(self, obj: QueryMemory) -> str:
+        return _short_time(obj.last_asked)
+
+    @admin.display(ordering="expires_at", description="expires")
+    def expires(self, obj: QueryMemory) -> str:
+        return "never (pinned)" if obj.pinned else _short_time(obj.expires_at)
 
     @admin.display(boolean=True, description="answer")
     def has_answer(self, obj: QueryMemory) -> bool:

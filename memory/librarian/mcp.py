@@ -1,6 +1,6 @@
 """MCP tools of the answer cache (seed 002 §9): validate the shape, call memory.librarian.services."""
 
-from core.mcp import McpRegistry, service_tool
+from core.mcp import McpRegistry, read_tool, service_tool
 from memory.librarian import outputs, services
 
 
@@ -36,7 +36,7 @@ def librarian_feedback(query: str, helpful: bool, project: str | None = None) ->
     return outputs.feedback_dict(entry, dropped)
 
 
-@service_tool
+@read_tool
 def librarian_memory_stats() -> outputs.StatsDict:
     """Cache statistics: hit rate (overall and last 24 h), exact vs semantic hits, tier
     distribution, entries, bytes per cached answer, time saved."""

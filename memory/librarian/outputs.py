@@ -4,6 +4,7 @@ from typing import Any
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
 from core.projects import slug_of
+from core.redaction import RedactionCounts
 from memory.librarian.models import QueryMemory
 from memory.librarian.services import AskResult
 
@@ -16,7 +17,7 @@ class SourceDict(TypedDict, total=False):
     score: float
 
 
-class AskDict(TypedDict):
+class AskDict(RedactionCounts):
     answer: str
     cached: bool
     cache_tier: str | None
@@ -32,7 +33,7 @@ class AskDict(TypedDict):
     sources: list[SourceDict]
 
 
-class EntryDict(TypedDict):
+class EntryDict(RedactionCounts):
     query: str
     project: str | None
     answer: str | None
@@ -58,7 +59,7 @@ class FeedbackDict(EntryDict):
     dropped: bool
 
 
-class ForgottenDict(TypedDict):
+class ForgottenDict(RedactionCounts):
     forgotten: bool
     query: str
     had_answer: bool

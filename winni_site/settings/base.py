@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
 
-from core.env import env_bool, env_float, env_int, env_list, env_str
+from core.env import env_bool, env_float, env_globs, env_int, env_list, env_str
 from winni_site import embedded, envfile
 
 WINNI_SETTINGS_FILE = envfile.load()  # first: it may set any variable below
@@ -91,6 +91,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "core.redaction.RedactionCountMiddleware",
+    "winni_site.auth.AccessMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -153,6 +155,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # instead of finishing unacknowledgeable (Celery 6's default; silences its warning).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 WINNI_WORKER_CONCURRENCY = env_int("WINNI_WORKER_CONCURRENCY", 1, minimum=1)
+# The worker's CPU priority (nice, 0-19): embedding is background work, and on a busy host the web
+# processes answering searches should get the CPU first (winni_site.celery).
+WINNI_WORKER_NICE = env_int("WINNI_WORKER_NICE", 10, minimum=0, maximum=19)
 WINNI_WEB_WORKERS = env_int("WINNI_WEB_WORKERS", 1, minimum=1)
 WINNI_HEARTBEAT_SECONDS = env_int("WINNI_HEARTBEAT_SECONDS", 30, minimum=1)
 
@@ -172,10 +177,11 @@ LOGIN_URL = "/admin/login/"
 # --- REST ------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["winni_site.auth.ApiTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "winni_site.auth.TokenScopePermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "core.errors.rest_exception_handler",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["core.redaction.RedactionCountRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -208,6 +214,7 @@ SPECTACULAR_SETTINGS = {
                                                    "a fan-out, by correlation id."},
         {"name": "projects", "description": "Projects: one per repository; every store carries one."},
         {"name": "capture", "description": "What the Claude Code hook program calls (docs/capture.md)."},
+        {"name": "tokens", "description": "API tokens (admin tokens only): list, create, revoke."},
     ],
 }
 
@@ -270,11 +277,20 @@ LOGGING = {
 # least this big instead of COUNT(*) on every page view; smaller tables are counted exactly.
 WINNI_ADMIN_EXACT_COUNT_BELOW = env_int("WINNI_ADMIN_EXACT_COUNT_BELOW", 20_000, minimum=0)
 
+# --- Privacy (docs/privacy.md) ---------------------------------------------------------------
+# Secrets in free text become [REDACTED:<type>] before anything is stored (core.redaction);
+# `<private>` spans become [private] whatever this says.
+WINNI_SCRUB = env_bool("WINNI_SCRUB", True)
+
 # --- Capture (Claude Code hooks, transcript import, MCP logging proxy) ----------------------
 # Characters the SessionStart hook may print (startup context, then medallions).
 WINNI_CAPTURE_SESSION_START_CHARS = env_int("WINNI_CAPTURE_SESSION_START_CHARS", 20000, minimum=200, maximum=500000)
 # A stored tool call + result (PostToolUse, transcript tool blocks, proxied tools/call) is cut here.
 WINNI_CAPTURE_TOOL_MAX_CHARS = env_int("WINNI_CAPTURE_TOOL_MAX_CHARS", 20000, minimum=200, maximum=1000000)
+# Projects whose sessions are not captured: comma-separated globs over the project's name or slug
+# and the session's working directory ("client-*,/home/me/private/*"). Their hook events are
+# acknowledged and dropped, and SessionStart injects nothing.
+WINNI_CAPTURE_EXCLUDE = env_globs("WINNI_CAPTURE_EXCLUDE")
 # Latest medallions of the project printed at SessionStart (0: none).
 WINNI_CAPTURE_SESSION_START_MEDALLIONS = env_int("WINNI_CAPTURE_SESSION_START_MEDALLIONS", 3, minimum=0, maximum=20)
 # PreCompact and SessionEnd hook events checkpoint the session into the project's medallion.
@@ -324,7 +340,15 @@ WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 0.65, minimum=0.0
 WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minimum=0.0, maximum=100.0)
 # Share of a message's score passed to the turns before and after it (0 = off).
 WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
+# Automatic recall (winni_site.autorecall): the hooks add what Winni knows about each prompt.
+WINNI_RECALL_INJECT = env_bool("WINNI_RECALL_INJECT", True)
+# Characters of the block added to one prompt at most (≈ 1,000 tokens at the default).
+WINNI_RECALL_INJECT_MAX_CHARS = env_int("WINNI_RECALL_INJECT_MAX_CHARS", 4000, minimum=200, maximum=50000)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
+# store_memory's `similar`: existing current memories at least this similar (cosine, active model)
+# that share a subject word; 0 turns the check off. Measured with all-MiniLM-L6-v2 by
+# bench/near_duplicates.py (docs/benchmarks.md); another model needs its own measurement.
+WINNI_MEMORY_SIMILAR_THRESHOLD = env_float("WINNI_MEMORY_SIMILAR_THRESHOLD", 0.6, minimum=0.0, maximum=1.0)
 # Persona prompts: "name=path,name2=path"; the first is the default an unknown name falls back to.
 WINNI_PERSONA_FILES = env_list("WINNI_PERSONA_FILES", [f"memory_protocol={BASE_DIR / 'memory' / 'personas' / 'memory_protocol.md'}"])
 # --- Conversations: search and orchestration results ---------------------------------------

@@ -28,7 +28,7 @@ from core import llm, projects
 from core.logs import storage_op
 from core.models import Project
 from core.recall import recall
-from core.validation import validate_query
+from core.redaction import redact
 from memory.librarian.models import QueryMemory, Tier
 from memory.librarian.services.entries import librarian_evict_over_limit
 from memory.librarian.services.policy import (
@@ -38,6 +38,7 @@ from memory.librarian.services.policy import (
     schedule_embedding,
     should_cache,
     unexpired,
+    validate_cached_query,
     vectors_fit,
 )
 from memory.librarian.services.queries import embed_queries, query_hash, query_vector_tag, semantic_guard_allows
@@ -198,6 +199,8 @@ def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: 
 def semantic_candidates(vector: list[float], now: dt.datetime, project: Project | None = None) -> list[QueryMemory]:
     """The nearest cached questions: the global entries, and `project`'s when given."""
     visible = Q(project__isnull=True) | Q(project=project) if project else Q(project__isnull=True)
+    if not projects.project_visible(None):  # a token limited to projects: no global entries
+        visible = Q(project=project) if project else Q(pk__in=[])
     return list(
         QueryMemory.objects.filter(
             answer__isnull=False, tier__in=[Tier.WARM, Tier.HOT, Tier.CORE], embedding_model=query_vector_tag()
@@ -242,7 +245,7 @@ def _record_miss(
                 entry.answer_version += 1
                 entry.confidence = None
                 entry.feedback_positive = entry.feedback_negative = 0
-            entry.answer = knowledge.answer
+            entry.answer = str(redact(knowledge.answer, field="answer"))
             entry.sources = knowledge.sources
             entry.expires_at = expiry(now, pinned=entry.pinned)
             if rating is not None:
@@ -263,7 +266,7 @@ def _record_miss(
 def librarian_ask(*, query: str, project: Any = None) -> AskResult:
     """Answer `query` (see the module docstring); `project` is an existing project's name (the
     ask records an entry, so an unknown name is refused like any write)."""
-    text = validate_query(query)
+    text = validate_cached_query(query)
     scope = projects.project_for_write(project)
     if not settings.LIBRARIAN_MEMORY_ENABLED:
         knowledge, compute_time_ms = _compute(text, scope)
@@ -272,7 +275,7 @@ def librarian_ask(*, query: str, project: Any = None) -> AskResult:
     key = query_hash(text)
     now = timezone.now()
     with storage_op("librarian.ask", project=scope.slug if scope else None) as log:
-        for owner in ([scope, None] if scope else [None]):
+        for owner in [owner for owner in ([scope, None] if scope else [None]) if projects.project_visible(owner)]:
             if (entry := _serve(EXACT, now, key=key, project=owner)) is not None:
                 log.update(match=EXACT, entry_id=entry.pk)
                 return AskResult(answer=entry.answer or "", match=EXACT, cached=True, entry=entry, similarity=1.0,

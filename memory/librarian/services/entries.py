@@ -13,7 +13,6 @@ from core import projects
 from core.errors import NotFound
 from core.logs import storage_op
 from core.models import Project
-from core.validation import validate_query
 from memory.librarian.models import TIER_ORDER, QueryMemory, Tier
 from memory.librarian.services.policy import (
     COMPUTED_CONFIDENCE,
@@ -25,6 +24,7 @@ from memory.librarian.services.policy import (
     rejected_by_feedback,
     schedule_embedding,
     validate_answer,
+    validate_cached_query,
     vectors_fit,
 )
 from memory.librarian.services.queries import embed_queries, query_hash, query_vector_tag
@@ -37,7 +37,7 @@ QUERY_UNKNOWN = "no cached query matches {query!r} (feedback and forget need the
 
 def get_by_query(query: str, *, lock: bool = False, project: Project | None = None) -> QueryMemory:
     """The entry of `query` in `project` (None: the global entry)."""
-    text = validate_query(query)
+    text = validate_cached_query(query)
     rows = QueryMemory.objects.select_for_update() if lock else QueryMemory.objects.all()
     entry = rows.defer("embedding").filter(query_hash=query_hash(text), project=project).first()
     if entry is None:
@@ -68,7 +68,7 @@ def apply_answer(entry: QueryMemory, answer: str, *, pin: bool, now: dt.datetime
 def librarian_remember(*, query: str, answer: str, pin: bool = False, project: Any = None) -> tuple[QueryMemory, bool]:
     """Cache `answer` for `query` (seed §9.1) in `project` (an existing project's name; None: a
     global entry); pinned answers are never evicted and never expire. Returns (entry, created)."""
-    text = validate_query(query)
+    text = validate_cached_query(query)
     answer = validate_answer(answer)
     scope = projects.project_for_write(project)
     key = query_hash(text)
@@ -239,7 +239,7 @@ def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[s
     answers are found by paraphrases at once. The caller batches (a few hundred pairs per call)."""
     cleaned: dict[str, tuple[str, str]] = {}
     for number, (question, answer) in enumerate(pairs):
-        text = validate_query(question, field=f"pairs[{number}].question")
+        text = validate_cached_query(question, field=f"pairs[{number}].question")
         key = query_hash(text)
         # A repeated question keeps its first wording and takes the last answer.
         cleaned[key] = (cleaned[key][0] if key in cleaned else text, validate_answer(answer, field=f"pairs[{number}].answer"))

@@ -10,7 +10,8 @@ from django.db import transaction
 from django.db.models import Q
 
 from core.errors import InvalidInput
-from core.validation import validate_storable
+from core.redaction import redact
+from core.validation import validate_query, validate_storable
 from memory import embeddings
 from memory.librarian.models import QUERY_EMBEDDING_DIMENSIONS, TIER_ORDER, QueryMemory, Tier
 from memory.librarian.services.queries import query_vector_tag
@@ -26,10 +27,18 @@ FEEDBACK_DOWN = 0.2
 
 
 def validate_answer(value: Any, *, field: str = "answer") -> str:
+    """A stored answer: secrets and `<private>` spans redacted (core.redaction), then checked."""
+    value = redact(value, field=field)
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field}: {ANSWER_EMPTY}", field=field)
     validate_storable(value, field=field)
-    return value
+    return str(value)
+
+
+def validate_cached_query(value: Any, *, field: str = "query") -> str:
+    """A query as the cache stores and finds it: redacted like an answer (so the same question
+    finds its entry), then checked like every search query."""
+    return str(validate_query(redact(value, field=field), field=field))
 
 
 # --- tiers and the cache decision ----------------------------------------------------------------

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from memory import embeddings
 
 _SPACE = re.compile(r"\s+")
+# Sentence punctuation at the end does not change the question: "how do we store money amounts?"
+# is "how do we store money amounts". Only these marks (ASCII and full-width), so "what is c#?"
+# stays "what is c#" and "c++" keeps its pluses. The migration librarian 0003 rehashed the
+# entries stored before with this rule (a copy of it: change both together).
+_TRAILING_PUNCTUATION = re.compile(r"[\s.?!…;:,？！。，；：]+$")
 
 
 def normalize_query(query: str) -> str:
-    """Lowercase, trimmed, whitespace collapsed (seed §4.2)."""
-    return _SPACE.sub(" ", query.strip().lower())
+    """Lowercase, trimmed, whitespace collapsed (seed §4.2), trailing sentence punctuation removed
+    (unless that is all there is: "?" stays "?")."""
+    spaced = _SPACE.sub(" ", query.strip().lower())
+    return _TRAILING_PUNCTUATION.sub("", spaced) or spaced
 
 
 def query_hash(query: str) -> str:

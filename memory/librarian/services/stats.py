@@ -11,6 +11,7 @@ from django.db import connection, models
 from django.db.models import Sum
 from django.utils import timezone
 
+from core import projects
 from core.errors import InvalidInput
 from memory.librarian.models import LibrarianHourlyStats, QueryMemory, Tier
 
@@ -48,10 +49,11 @@ def librarian_memory_stats() -> dict[str, Any]:
         asks=Sum("asks", default=0), exact=Sum("exact_hits", default=0), semantic=Sum("semantic_hits", default=0)
     )
     tiers = dict.fromkeys(Tier.values, 0)
-    for row in QueryMemory.objects.values("tier").annotate(n=models.Count("pk")):
+    entries = projects.scope_queryset(QueryMemory.objects.all(), None)  # a token limited to projects: theirs
+    for row in entries.values("tier").annotate(n=models.Count("pk")):
         tiers[row["tier"]] = row["n"]
     cached_tiers = dict.fromkeys(Tier.values, 0)
-    for row in QueryMemory.objects.filter(answer__isnull=False).values("tier").annotate(n=models.Count("pk")):
+    for row in entries.filter(answer__isnull=False).values("tier").annotate(n=models.Count("pk")):
         cached_tiers[row["tier"]] = row["n"]
     table = QueryMemory._meta.db_table
     with connection.cursor() as cursor:

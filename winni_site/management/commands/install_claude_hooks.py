@@ -1,127 +1,13 @@
-"""Install Winni's capture hooks into Claude Code's settings JSON.
+"""`install_claude_hooks`: the earlier name of `install_agent_hooks --agent claude` (kept as an
+alias). Writes Winni's capture hooks into Claude Code's settings JSON (user or project), the hook's
+config file (URL, token; mode 600), and prints the `claude mcp add` line for the MCP tools."""
+from winni_site.agent_dialects import CLAUDE
+from winni_site.agent_install import HOOK_SCRIPT
+from winni_site.management.commands.install_agent_hooks import Command as AgentCommand
 
-Why: seed 001 requires every turn to be stored as it happens, without relying on the agent to
-remember. Claude Code's command hooks run `winni_site/claude_hook.py` on each prompt, reply, tool
-call and session start; this command writes those hook entries (merging into existing settings,
-replacing only earlier Winni entries), writes the hook's config file (URL, token; mode 600) and
-prints the `claude mcp add` line for the MCP tools."""
-from __future__ import annotations
-
-import json
-import os
-import shlex
-import sys
-from pathlib import Path
-from typing import Any
-
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-
-from core.errors import ApplicationError
-from winni_site import auth
-
-HOOK_SCRIPT = Path(__file__).resolve().parents[2] / "claude_hook.py"
-DEFAULT_CONFIG = Path("~/.config/winni/claude-hook.json")
-# Events the hook handles, and the matcher each needs (tool events match every tool).
-EVENTS: dict[str, str | None] = {
-    "SessionStart": None,
-    "UserPromptSubmit": None,
-    "PostToolUse": "*",
-    "Stop": None,
-    "PreCompact": None,
-    "SessionEnd": None,
-}
-HOOK_TIMEOUT_SECONDS = 10
+__all__ = ["HOOK_SCRIPT", "Command"]
 
 
-def hook_command(*, python: str, config: Path) -> str:
-    # -I -S: the hook needs only the standard library; skipping site-packages keeps start-up fast.
-    return " ".join(shlex.quote(part) for part in (python, "-I", "-S", str(HOOK_SCRIPT), "--config", str(config)))
-
-
-def is_winni_entry(entry: Any) -> bool:
-    hooks = entry.get("hooks") if isinstance(entry, dict) else None
-    return isinstance(hooks, list) and any(
-        isinstance(h, dict) and HOOK_SCRIPT.name in str(h.get("command", "")) for h in hooks
-    )
-
-
-def merge_hooks(existing: dict[str, Any], command: str) -> dict[str, Any]:
-    """Settings with Winni's hook entries added; other keys and other hooks are kept as they are,
-    earlier Winni entries are replaced (so re-running the command is idempotent)."""
-    merged = dict(existing)
-    hooks = merged.get("hooks") or {}
-    if not isinstance(hooks, dict):
-        raise CommandError("the settings file's \"hooks\" is not a JSON object; fix it by hand first")
-    hooks = dict(hooks)
-    for event, matcher in EVENTS.items():
-        entries = [e for e in hooks.get(event) or [] if not is_winni_entry(e)]
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}]}
-        if matcher is not None:
-            entry = {"matcher": matcher, **entry}
-        hooks[event] = [*entries, entry]
-    merged["hooks"] = hooks
-    return merged
-
-
-def write_json(path: Path, data: dict[str, Any], *, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".winni-tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    if mode is not None:
-        tmp.chmod(mode)
-    os.replace(tmp, path)
-
-
-class Command(BaseCommand):
+class Command(AgentCommand):
     help = "Write Winni's capture hooks into Claude Code's settings (user or project) and print the MCP line."
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        where = parser.add_mutually_exclusive_group()
-        where.add_argument("--user", action="store_true", help="~/.claude/settings.json (the default)")
-        where.add_argument("--project", metavar="DIR", help="DIR/.claude/settings.json")
-        parser.add_argument("--url", help="Winni's URL (default http://WINNI_HOST:WINNI_PORT)")
-        parser.add_argument("--token", help="an existing token secret (default: create one)")
-        parser.add_argument("--token-name", default="claude-code", help="name of the token to create")
-        parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="where the hook's config file goes")
-        parser.add_argument("--python", default=os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
-                            help="Python 3 interpreter that runs the hook")
-        parser.add_argument("--dry-run", action="store_true", help="print the settings instead of writing")
-
-    def handle(self, *args: Any, **options: Any) -> None:
-        if options["project"]:
-            project = Path(options["project"]).expanduser().resolve()
-            if not project.is_dir():
-                raise CommandError(f"--project: {project} is not a directory")
-            settings_path = project / ".claude" / "settings.json"
-        else:
-            settings_path = Path("~/.claude/settings.json").expanduser()
-        host = "127.0.0.1" if settings.WINNI_HOST in ("0.0.0.0", "::") else settings.WINNI_HOST
-        url = (options["url"] or f"http://{host}:{settings.WINNI_PORT}").rstrip("/")
-        config_path = Path(options["config"]).expanduser().resolve()
-
-        existing: dict[str, Any] = {}
-        if settings_path.exists():
-            try:
-                existing = json.loads(settings_path.read_text() or "{}")
-            except ValueError as exc:
-                raise CommandError(f"{settings_path} is not valid JSON ({exc}); nothing was changed") from exc
-            if not isinstance(existing, dict):
-                raise CommandError(f"{settings_path} does not hold a JSON object; nothing was changed")
-        merged = merge_hooks(existing, hook_command(python=options["python"], config=config_path))
-        if options["dry_run"]:
-            self.stdout.write(json.dumps(merged, indent=2))
-            return
-
-        secret = options["token"]
-        if not secret:
-            try:
-                _, secret = auth.token_create(name=options["token_name"])
-            except ApplicationError as exc:
-                raise CommandError(f"{exc.message}; pass --token SECRET or another --token-name") from exc
-        write_json(config_path, {"url": url, "token": secret, "timeout": 2}, mode=0o600)
-        write_json(settings_path, merged)
-        self.stderr.write(f"hooks written to {settings_path}; hook config in {config_path}")
-        self.stdout.write(
-            f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"'
-        )
+    fixed_agent = CLAUDE

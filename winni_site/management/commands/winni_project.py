@@ -1,5 +1,5 @@
 """Manage projects: `create NAME [--path P] [--remote URL]`, `list`, `rename PROJECT NAME`,
-`merge A B [--dry-run]`.
+`merge A B [--dry-run]`, `recall PROJECT on|off` (automatic recall for its sessions).
 
 Why: capture makes a project the first time a session runs in a repository (docs/projects.md),
 so most users never need this. It is for the rest: a project made before its first session (to
@@ -34,6 +34,9 @@ class Command(BaseCommand):
         merge.add_argument("source", metavar="A")
         merge.add_argument("target", metavar="B")
         merge.add_argument("--dry-run", action="store_true", help="say what would move, change nothing")
+        recall = sub.add_parser("recall", help="automatic recall for the project's sessions (docs/autorecall.md)")
+        recall.add_argument("project")
+        recall.add_argument("state", choices=("on", "off"))
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -62,3 +65,9 @@ class Command(BaseCommand):
         rows = ", ".join(f"{label} {n}" for label, n in moved.items())
         verb = "would merge" if options["dry_run"] else "merged"
         self.stdout.write(f"{verb} {options['source']} into {options['target']}: {rows}")
+
+    def _recall(self, options: dict[str, Any]) -> None:
+        from winni_site import autorecall
+
+        project = autorecall.project_recall_set(project=options["project"], enabled=options["state"] == "on")
+        self.stdout.write(f"automatic recall {options['state']} for {project.slug}")

@@ -1,4 +1,7 @@
-"""Manage API tokens: `create NAME` prints the secret once, `list`, `revoke NAME`."""
+"""Manage API tokens: `create NAME [--scope read|write|admin] [--project NAME ...]` prints the
+secret once, `list`, `revoke NAME`. A read token changes nothing; write (the default) is what
+clients do; admin also manages tokens and exports/imports over the API. --project limits the
+token to those projects' rows everywhere (docs/privacy.md, "Scoped tokens")."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApplicationError
@@ -13,6 +16,10 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         create = sub.add_parser("create", help="create a token and print its secret once")
         create.add_argument("name")
+        # No `choices=`: a wrong scope is refused by the service, with the same message as elsewhere.
+        create.add_argument("--scope", default="write", help="read, write (default) or admin")
+        create.add_argument("--project", action="append", default=[], metavar="NAME",
+                            help="limit the token to this project (slug, name or alias); repeatable")
         sub.add_parser("list", help="list tokens (never their secrets)")
         revoke = sub.add_parser("revoke", help="revoke a token; it stops working at once")
         revoke.add_argument("name")
@@ -20,9 +27,12 @@ class Command(BaseCommand):
     def handle(self, *args: object, **options: object) -> None:
         try:
             if options["action"] == "create":
-                token, secret = auth.token_create(name=str(options["name"]))
+                token, secret = auth.token_create(name=str(options["name"]), scope=str(options["scope"]),
+                                                  projects=list(options["project"]))  # type: ignore[call-overload]
                 self.stdout.write(secret)
-                self.stderr.write(f"token {token.name!r} created; the secret above is shown only once")
+                limited = ", ".join(token.projects.order_by("slug").values_list("slug", flat=True)) or "every project"
+                self.stderr.write(f"token {token.name!r} created (scope {token.scope}, {limited}); "
+                                  "the secret above is shown only once")
             elif options["action"] == "revoke":
                 token = auth.token_revoke(name=str(options["name"]))
                 self.stdout.write(f"revoked {token.name}")
@@ -30,6 +40,8 @@ class Command(BaseCommand):
                 for token in ApiToken.objects.all():
                     state = "revoked" if token.is_revoked else "active"
                     last = token.last_used_at.isoformat() if token.last_used_at else "never"
-                    self.stdout.write(f"{token.name}\t{state}\tcreated {token.created_at.isoformat()}\tlast used {last}")
+                    limited = ",".join(token.projects.order_by("slug").values_list("slug", flat=True)) or "*"
+                    self.stdout.write(f"{token.name}\t{state}\t{token.scope}\tprojects {limited}\t"
+                                      f"created {token.created_at.isoformat()}\tlast used {last}")
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc

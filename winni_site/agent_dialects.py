@@ -1,0 +1,224 @@
+"""The coding agents' hook dialects, mapped to one common hook event. Standard library only: the hook
+program (claude_hook.py, run as `python3 -I -S`) imports it, and so does the server.
+
+Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI each pipe one JSON event to their hook
+command, with their own event names and field names (docs/capture.md, "Other agents"). `normalize`
+turns one of them into the common event Winni stores (Claude Code's shape: hook_event_name,
+session_id, cwd, prompt, last_assistant_message, tool_name/tool_input/tool_response), and
+`context_output` formats text for the agent to add to its context (SessionStart, and the prompt-time
+context where the agent supports it) the way that agent reads its hook's stdout.
+
+Unknown fields are ignored. An event Winni does not capture gives None; a payload that is not an
+event at all raises Unreadable (the hook logs it and never fails the agent)."""
+import json
+import os
+import time
+
+CLAUDE, CODEX, GEMINI, COPILOT = "claude", "codex", "gemini", "copilot"
+AGENTS = (CLAUDE, CODEX, GEMINI, COPILOT)
+# metadata.source of the conversations each agent's hooks write.
+SOURCES = {CLAUDE: "claude-code", CODEX: "codex", GEMINI: "gemini-cli", COPILOT: "copilot-cli"}
+COMMON_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
+
+# Each agent's event name → the common event. Events not listed are not captured.
+EVENTS = {
+    CLAUDE: {name: name for name in COMMON_EVENTS},
+    # Codex has no SessionEnd hook.
+    CODEX: {name: name for name in COMMON_EVENTS if name != "SessionEnd"},
+    # Gemini CLI fires PreCompress on every turn (0.61.0, headless), not only before a compression:
+    # it is not taken as a checkpoint; SessionEnd is.
+    GEMINI: {
+        "SessionStart": "SessionStart",
+        "BeforeAgent": "UserPromptSubmit",
+        "AfterTool": "PostToolUse",
+        "AfterAgent": "Stop",
+        "SessionEnd": "SessionEnd",
+    },
+    # Copilot names its events in camelCase (fields camelCase too) or, in its "VS Code compatible"
+    # form, in PascalCase (fields snake_case, as Claude Code's). Both are read.
+    COPILOT: {
+        "sessionStart": "SessionStart", "SessionStart": "SessionStart",
+        "userPromptSubmitted": "UserPromptSubmit", "UserPromptSubmit": "UserPromptSubmit",
+        "postToolUse": "PostToolUse", "PostToolUse": "PostToolUse",
+        "agentStop": "Stop", "Stop": "Stop",
+        "preCompact": "PreCompact", "PreCompact": "PreCompact",
+        "sessionEnd": "SessionEnd", "SessionEnd": "SessionEnd",
+    },
+}
+# The events the installer registers for each agent, in the agent's own names (Copilot: the
+# PascalCase form, whose payloads carry hook_event_name and session_id).
+INSTALLED_EVENTS = {
+    CLAUDE: list(EVENTS[CLAUDE]),
+    CODEX: list(EVENTS[CODEX]),
+    GEMINI: list(EVENTS[GEMINI]),
+    COPILOT: ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd"],
+}
+SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
+# How much of the end of a transcript is read to find the last reply (Copilot's Stop carries none).
+TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024
+# How long the hook waits for Copilot to write a turn's final message (its hook timeout is 10 s).
+TRANSCRIPT_WAIT_SECONDS = 3.0
+
+
+class Unreadable(ValueError):
+    """The payload is not a hook event of that agent (not JSON, not an object, no session id)."""
+
+
+def _first(payload: dict, *names: str) -> object:
+    for name in names:
+        if payload.get(name) is not None:
+            return payload[name]
+    return None
+
+
+def _text(value: object) -> object:
+    return value if isinstance(value, str) else None
+
+
+def _maybe_json(value: object) -> object:
+    """Copilot passes tool arguments as a JSON string in its camelCase form."""
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def parse(raw: str) -> dict:
+    """The JSON object on the hook's stdin, or Unreadable."""
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise Unreadable(f"not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise Unreadable("not a JSON object")
+    return payload
+
+
+def event_name(agent: str, payload: dict, hint: object = None) -> object:
+    """The agent's own name of the event: hook_event_name (hookEventName), else `hint` (the
+    --event argument of the hook command: Copilot's camelCase payloads do not name their event)."""
+    name = _first(payload, "hook_event_name", "hookEventName")
+    return name if isinstance(name, str) and name else hint
+
+
+def normalize(agent: str, payload: dict, hint: object = None) -> object:
+    """The common event for one agent's payload, or None when Winni does not capture that event.
+    Raises Unreadable when the payload has no event name or no session id."""
+    if agent not in EVENTS:
+        raise Unreadable(f"unknown agent {agent!r}")
+    name = event_name(agent, payload, hint)
+    if not isinstance(name, str):
+        raise Unreadable("no hook_event_name (and no --event)")
+    common = EVENTS[agent].get(name)
+    if common is None:
+        return None
+    session_id = _first(payload, "session_id", "sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        raise Unreadable("no session_id")
+    event = {
+        "hook_event_name": common,
+        "session_id": session_id,
+        "cwd": _text(_first(payload, "cwd")),
+        "transcript_path": _text(_first(payload, "transcript_path", "transcriptPath")),
+    }
+    if name != common:
+        event["agent_event"] = name
+    if common == "SessionStart":
+        source = _first(payload, "source")
+        event["source"] = source if source in SESSION_START_SOURCES else "startup"
+    elif common == "UserPromptSubmit":
+        event["prompt"] = _text(_first(payload, "prompt"))
+        if agent == GEMINI and event["prompt"]:
+            event["prompt"] = strip_hook_context(event["prompt"])
+    elif common == "Stop":
+        reply = _first(payload, "last_assistant_message", "prompt_response", "response")
+        if reply is None and event["transcript_path"]:
+            reply = last_reply(agent, event["transcript_path"])
+        event["last_assistant_message"] = _text(reply)
+    elif common == "PostToolUse":
+        event["tool_name"] = _text(_first(payload, "tool_name", "toolName"))
+        event["tool_input"] = _maybe_json(_first(payload, "tool_input", "toolArgs", "tool_args"))
+        event["tool_response"] = _first(payload, "tool_response", "tool_result", "toolResult")
+        tool_use_id = _first(payload, "tool_use_id", "toolUseId", "tool_call_id", "toolCallId")
+        if tool_use_id is not None:
+            event["tool_use_id"] = str(tool_use_id)
+    return event
+
+
+HOOK_CONTEXT_OPEN, HOOK_CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
+
+
+def strip_hook_context(prompt: str) -> str:
+    """Gemini CLI (headless) puts the SessionStart hook's text before the user's prompt, in
+    <hook_context>...</hook_context>, and hands BeforeAgent that combined prompt: the user's words
+    are what follows."""
+    text = prompt.lstrip()
+    if text.startswith(HOOK_CONTEXT_OPEN) and HOOK_CONTEXT_CLOSE in text:
+        return text.split(HOOK_CONTEXT_CLOSE, 1)[1].lstrip()
+    return prompt
+
+
+def _tail_lines(path: str) -> list:
+    try:
+        with open(os.path.expanduser(path), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[1:] if size > TRANSCRIPT_TAIL_BYTES else lines
+
+
+def _reply_in(lines: list) -> tuple:
+    """(final reply, any reply) of the last turn in Copilot events: the assistant messages after
+    the last user message; the final one is a message that asks for no more tools."""
+    messages: list = []
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        data = item.get("data") if isinstance(item.get("data"), dict) else {}
+        if item.get("type") == "user.message":
+            messages = []
+        elif item.get("type") == "assistant.message" and isinstance(data.get("content"), str):
+            messages.append(data)
+    said = [m for m in messages if m["content"].strip()]
+    final = [m for m in said if not m.get("toolRequests")]
+    return (final[-1]["content"] if final else None), (said[-1]["content"] if said else None)
+
+
+def last_reply(agent: str, path: str, wait_seconds: float = TRANSCRIPT_WAIT_SECONDS) -> object:
+    """The text of the last turn's reply in the agent's transcript file, for agents whose Stop
+    event carries none (Copilot: events {"type": "assistant.message", "data": {"content"}}). The
+    CLI may still be writing the turn's last message when its Stop hook runs: the file is read
+    again for up to `wait_seconds` until the turn's final message is there."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        final, said = _reply_in(_tail_lines(path))
+        if final is not None or time.monotonic() >= deadline:
+            return final if final is not None else said
+        time.sleep(0.05)
+
+
+def context_output(agent: str, event: str, text: str) -> str:
+    """What the hook prints so the agent adds `text` to its context for the common `event`
+    (SessionStart, UserPromptSubmit, or PostToolUse for file recall): plain text for Claude Code's
+    SessionStart, else a JSON hookSpecificOutput (Claude Code, Codex, Gemini CLI), a JSON
+    additionalContext for Copilot. Empty when there is nothing to add."""
+    if not text:
+        return ""
+    if agent == CLAUDE and event == "SessionStart":
+        return text  # a SessionStart hook's plain output joins the context
+    if agent == COPILOT:
+        return json.dumps({"additionalContext": text})
+    own = event
+    if agent == GEMINI:
+        own = {"UserPromptSubmit": "BeforeAgent", "PostToolUse": "AfterTool"}.get(event, event)
+    return json.dumps({"hookSpecificOutput": {"hookEventName": own, "additionalContext": text}})

@@ -1,0 +1,642 @@
+"""Automatic recall: what Winni knows about a prompt, as a short block the agent's model reads.
+
+`context_for_prompt` is the one service behind every way in: the UserPromptSubmit hook (the block
+goes into Claude Code's `additionalContext`), the MCP tool `winni_context` and REST
+`POST /api/v1/recall/context`. It fans out over the stores of several apps (memories, the
+project's medallions, past turns of other sessions, the answer cache), so it lives in the assembly.
+
+What it does with a prompt:
+1. Its words: the english lexemes of the prompt (as full-text search indexes them), less the
+   generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
+   learnt from bench/autorecall_generic.txt's calibration half). A prompt with no other word gets
+   nothing: "run the tests", "thanks", "continue" never search.
+2. Candidates: hybrid recall (core.recall.rank) over memories (the project's and the global ones)
+   and past turns of the project's other sessions (this session's turns are already in the model's
+   context, the prompt just captured among them); the active decisions, invariants and open
+   questions of the project's newest medallions; a cached librarian answer to the same question.
+3. The gate (docs/autorecall.md says how its thresholds were measured): the block is given only
+   when some candidate shares enough of the prompt's specific words (their weight by how rare
+   each is in the store: `overlap`) with enough meaning (`similarity`, cosine of the embeddings),
+   or is very close in meaning alone. Otherwise: an empty text, no header.
+4. The block: the candidates in rank order, each a snippet cut around the matched words, with its
+   source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
+   this session (and not reset by a compaction or /clear) are left out; what is injected is
+   recorded (winni_site.models.Injection)."""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from conversations.models import Message
+from core import projects
+from core.errors import InvalidInput
+from core.logs import storage_op
+from core.models import Project
+from core.recall import rank
+from core.searchable import EmbeddingUnavailable
+from core.validation import validate_storable
+from medallions.models import Medallion, Status
+from memory import embeddings
+from memory.librarian.models import QueryMemory
+from memory.librarian.services.policy import unexpired
+from memory.librarian.services.queries import query_hash
+from memory.models import Memory
+from winni_site.models import Injection
+
+MAX_CHARS_MIN = 200
+MAX_CHARS_MAX = 50_000
+# The prompt's first characters are what is searched (a pasted log or file adds words, not meaning).
+QUERY_CHARS = 2_000
+# Candidates asked of hybrid recall, and medallions read for their items.
+CANDIDATES = 20
+MEDALLIONS = 3
+# Characters of one item's snippet at most (a long turn is cut around its matched words).
+SNIPPET_CHARS = 700
+HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
+          "dewey_get_conversation, medallion_get or winni_recall)")
+FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
+
+# The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
+# An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight and is at
+# least SIMILARITY_MIN close in meaning, or is SIMILARITY_ALONE close in meaning whatever its words.
+OVERLAP_MIN = 0.5
+SIMILARITY_MIN = 0.25
+SIMILARITY_ALONE = 0.75
+# After the first item passes, the block carries the next ones while their recall score is at least
+# this share of the best one's.
+RELATIVE_MIN = 0.25
+
+# Lexemes (english stems) of generic coding-agent instructions: they say what to do now, not what
+# was known before, so they neither open the gate nor count in an item's overlap. Learnt from the
+# calibration half of bench/autorecall_generic.txt (every lexeme of those prompts), see
+# docs/autorecall.md; bench/autorecall.py measures silence on the other half.
+GENERIC_WORDS = frozenset("""
+add ahead amend approach artifact back benchmark broken browser build bump case chang changelog
+check ci code commit configur continu coverag databas dead debug delet depend dev didn diff differ
+docstr done els enough entri error explain fail faster file first fix format function git go good
+great handl hmm import increas inlin input instal job last left lgtm local lock log look main make
+mark mean measur merg migrat next ok one open option output pin pleas previous print project pull
+push readm rebas refactor regener remov renam request rerun reset retri revert right run save script
+server ship show smaller sort sound split start stop suit summar sure tail test thank todo tri type
+updat valid variabl verbos version work wrap write yes
+""".split())
+
+
+class Source(TypedDict, total=False):
+    kind: str
+    id: str
+    date: str | None
+    session_id: str | None
+    conversation_id: str | None
+    turn: int | None
+    role: str
+    medallion_id: str
+    project: str | None
+
+
+class Item(TypedDict):
+    kind: str
+    id: str
+    score: float
+    source: Source
+
+
+class ContextDict(TypedDict):
+    text: str
+    items: list[Item]
+    gate: dict[str, Any]
+
+
+@dataclass
+class Candidate:
+    kind: str  # memory, message, decision, invariant, question, answer
+    id: str
+    text: str
+    source: Source
+    score: float = 0.0  # the recall score (fused) that orders the block
+    similarity: float | None = None
+    overlap: float = 0.0
+    snippet: str = ""
+    lexemes: set[str] = field(default_factory=set)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.id}"
+
+
+def validate_max_chars(value: Any) -> int:
+    if value is None:
+        return settings.WINNI_RECALL_INJECT_MAX_CHARS
+    if isinstance(value, bool) or not isinstance(value, int) or not MAX_CHARS_MIN <= value <= MAX_CHARS_MAX:
+        raise InvalidInput(f"max_chars must be an integer from {MAX_CHARS_MIN} to {MAX_CHARS_MAX}, got "
+                           f"{str(value)[:20]!r}", field="max_chars")
+    return value
+
+
+def _empty(reason: str, **gate: Any) -> ContextDict:
+    return {"text": "", "items": [], "gate": {"injected": False, "reason": reason, **gate}}
+
+
+def _project_of(project: Any) -> Project | None:
+    """The project a name means (slug, name or alias), or None: unknown names answer from the
+    whole store rather than fail."""
+    if isinstance(project, Project):
+        return project
+    if isinstance(project, str) and project.strip():
+        return projects.project_find(project.strip()[: projects.NAME_MAX])
+    if project is not None and not isinstance(project, str):
+        raise InvalidInput("project must be a project's slug or name", field="project")
+    return None
+
+
+# --- words ---------------------------------------------------------------------------------------
+
+
+def _lexemes_of(texts: list[str]) -> list[set[str]]:
+    """The english lexemes of each text, with the parts of its paths (as search indexes them)."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
+        return [{lexeme for lexeme in row[0] or [] if "\\" not in lexeme} for row in cursor.fetchall()]
+
+
+def _weights(lexemes: set[str]) -> dict[str, float]:
+    """Each specific lexeme's weight: its inverse document frequency among past turns (ANALYZE's
+    statistics; a lexeme they do not list as common is rare). Generic words weigh nothing."""
+    from memory.retrieval import lexeme_frequencies
+
+    frequencies = lexeme_frequencies(Message._meta.db_table)
+    floor = min(frequencies.values()) / 2 if frequencies else 0.001
+    return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6))
+            for lexeme in lexemes if lexeme not in GENERIC_WORDS}
+
+
+def _overlap(weights: dict[str, float], lexemes: set[str]) -> float:
+    total = sum(weights.values())
+    return sum(w for lexeme, w in weights.items() if lexeme in lexemes) / total if total else 0.0
+
+
+_WORD = re.compile(r"\w[\w./-]*\w|\w")
+
+
+def _snippet(text: str, matched: set[str], stems: dict[str, str], limit: int) -> str:
+    """`text` cut to `limit` characters around its first words whose lexemes are in `matched`."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    start = 0
+    for found in _WORD.finditer(text):
+        if stems.get(found.group().lower()) in matched:
+            start = max(0, found.start() - limit // 4)
+            break
+    end = min(len(text), start + limit)
+    start = max(0, end - limit)
+    return ("… " if start else "") + text[start:end].strip() + (" …" if end < len(text) else "")
+
+
+def _stems(words: set[str]) -> dict[str, str]:
+    """Each word's english lexeme (one round trip)."""
+    if not words:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT w, (tsvector_to_array(to_tsvector('english', w)))[1] FROM unnest(%s::text[]) w",
+                       [sorted(words)])
+        return {word: lexeme for word, lexeme in cursor.fetchall() if lexeme}
+
+
+# --- candidates ----------------------------------------------------------------------------------
+
+
+def _scopes(project: Project | None, session_id: str | None) -> dict[str, QuerySet]:
+    # A token limited to projects reads only theirs (core.projects' one rule); superseded memories
+    # are not brought back (memory.models: current()).
+    messages = projects.scope_queryset(Message.objects.all(), None, lookup="conversation__project")
+    memories = projects.scope_queryset(Memory.objects.current(), None)
+    if project is not None:
+        messages = messages.filter(conversation__project=project)
+        memories = memories.filter(Q(project=project) | Q(project__isnull=True))
+    if session_id:
+        messages = messages.exclude(conversation__session_id=session_id)
+    return {"message": messages, "memory": memories}
+
+
+def _date(value: Any) -> str | None:
+    return value.date().isoformat() if value else None
+
+
+def _recalled(query: str, project: Project | None, session_id: str | None,
+              query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False) -> list[Candidate]:
+    """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
+    tool calls) for `query`."""
+    scopes = _scopes(project, session_id)
+    if spoken_only:
+        scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
+    limited = projects.project_filter(None).narrows  # a token limited to projects
+    filtered = {"message": project is not None or bool(session_id) or spoken_only or limited,
+                "memory": project is not None or limited}
+    try:
+        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode=mode,  # type: ignore[arg-type]
+                    query_vector=query_vector)
+    except EmbeddingUnavailable:
+        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="fts")
+    conversations = {}
+    message_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
+    if message_ids:
+        from conversations.models import Conversation
+
+        conversations = {c.id: c for c in Conversation.objects.filter(id__in=message_ids).only("id", "session_id")}
+    found = []
+    for hit in hits:
+        obj = hit.obj
+        if hit.kind == "message":
+            conversation = conversations.get(obj.conversation_id)
+            source: Source = {"kind": "message", "id": str(obj.id), "date": _date(obj.created_at),
+                              "session_id": conversation.session_id if conversation else None,
+                              "conversation_id": str(obj.conversation_id), "turn": obj.turn_number,
+                              "role": obj.role}
+            text = obj.content
+        else:
+            source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
+            text = obj.content
+        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source, score=hit.fused,
+                               similarity=hit.similarity))
+    return found
+
+
+def _medallion_items(project: Project | None) -> list[Candidate]:
+    """The active decisions, invariants and open questions of the project's newest medallions."""
+    if project is None:
+        return []
+    found = []
+    rows = (projects.scope_queryset(Medallion.objects.filter(project=project, status=Status.ACTIVE), None)
+            .defer("search_vector").order_by("-updated_at")[:MEDALLIONS])
+    for medallion in rows:
+        base: Source = {"medallion_id": str(medallion.id), "date": _date(medallion.updated_at)}
+        for decision in medallion.decisions or []:
+            if decision.get("status", "active") not in ("active", "proposed"):
+                continue
+            text = f"Decision: {decision.get('statement', '')}"
+            if decision.get("rationale"):
+                text += f" (why: {decision['rationale']})"
+            item_id = f"{medallion.id}:{decision.get('id', '')}"
+            found.append(Candidate(kind="decision", id=item_id, text=text,
+                                   source={**base, "kind": "decision", "id": item_id}))
+        for invariant in (medallion.affordances or {}).get("invariants", []):
+            item_id = f"{medallion.id}:inv-{hashlib.sha256(str(invariant).encode()).hexdigest()[:10]}"
+            found.append(Candidate(kind="invariant", id=item_id, text=f"Invariant: {invariant}",
+                                   source={**base, "kind": "invariant", "id": item_id}))
+        for question in medallion.open_questions or []:
+            item_id = f"{medallion.id}:{question.get('id', '')}"
+            text = f"Open question: {question.get('question', '')}"
+            if question.get("blocked_on"):
+                text += f" (blocked on: {question['blocked_on']})"
+            found.append(Candidate(kind="question", id=item_id, text=text,
+                                   source={**base, "kind": "question", "id": item_id}))
+    return found
+
+
+def _cached_answer(prompt: str, project: Project | None) -> Candidate | None:
+    """The librarian's cached answer when the prompt repeats a cached question (after
+    normalisation: case, spacing)."""
+    entry = (projects.scope_queryset(QueryMemory.objects.defer("embedding"), None)
+             .filter(unexpired(timezone.now()), query_hash=query_hash(prompt), answer__isnull=False)
+             .filter(Q(project=project) | Q(project__isnull=True) if project else Q())
+             .order_by("project_id").first())
+    if entry is None:
+        return None
+    source: Source = {"kind": "answer", "id": str(entry.pk), "date": _date(entry.last_asked)}
+    return Candidate(kind="answer", id=str(entry.pk), text=f"Cached answer to {entry.query_text!r}: {entry.answer}",
+                     source=source, score=1.0, similarity=1.0, overlap=1.0)
+
+
+_item_vectors: dict[str, list[float]] = {}
+
+
+def _similarities(query_vector: list[float] | None, candidates: list[Candidate]) -> None:
+    """Cosine similarity of the medallion items (recall gave the others theirs); their vectors are
+    kept per process (an item's text does not change)."""
+    if query_vector is None:
+        return
+    missing = [c.text for c in candidates if c.similarity is None and c.text not in _item_vectors]
+    if missing:
+        try:
+            for text, vector in zip(missing, embeddings.embed_texts(missing)):
+                _item_vectors[text] = vector
+        except EmbeddingUnavailable:
+            return
+        if len(_item_vectors) > 5_000:
+            _item_vectors.clear()
+    for candidate in candidates:
+        vector = _item_vectors.get(candidate.text)
+        if candidate.similarity is None and vector is not None:
+            candidate.similarity = sum(a * b for a, b in zip(query_vector, vector))
+
+
+# --- the service ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gate:
+    """When a candidate is relevant enough to open the block (see the module docstring)."""
+
+    overlap_min: float = OVERLAP_MIN
+    similarity_min: float = SIMILARITY_MIN
+    similarity_alone: float = SIMILARITY_ALONE
+    relative_min: float = RELATIVE_MIN
+
+    def passes(self, candidate: Candidate) -> bool:
+        if candidate.kind == "answer":
+            return True
+        similarity = candidate.similarity if candidate.similarity is not None else 0.0
+        return (candidate.overlap >= self.overlap_min and similarity >= self.similarity_min) \
+            or similarity >= self.similarity_alone
+
+    def as_dict(self) -> dict[str, float]:
+        return {"overlap_min": self.overlap_min, "similarity_min": self.similarity_min,
+                "similarity_alone": self.similarity_alone, "relative_min": self.relative_min}
+
+
+GATE = Gate()
+
+
+def project_recall_set(*, project: Any, enabled: bool) -> Project:
+    """Turn automatic recall on or off for one project's sessions (Project.settings["recall_inject"]);
+    the MCP tool and REST endpoint still answer when asked."""
+    with transaction.atomic():
+        found = projects.project_get(name=project, field="project")
+        found = Project.objects.select_for_update().get(pk=found.pk)
+        found.settings = {**(found.settings or {}), "recall_inject": bool(enabled)}
+        found.save(update_fields=["settings"])
+    with storage_op("autorecall.project_set", project=found.slug) as log:
+        log["enabled"] = bool(enabled)
+    return found
+
+
+def project_recall_enabled(project: Project | None) -> bool:
+    return project is None or (project.settings or {}).get("recall_inject", True) is not False
+
+
+def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
+    """The admin transcript's "Winni added" notes: what automatic recall added to each message
+    (a prompt, a tool call that touched a file)."""
+    notes: dict[Any, list[dict[str, str]]] = {}
+    rows = Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at")
+    for injection in rows:
+        count = len(injection.item_keys)
+        about = f" about {injection.file_path}" if injection.file_path else ""
+        title = f"Winni added {count} item{'s' if count != 1 else ''}{about} ({len(injection.text)} characters)"
+        notes.setdefault(injection.message_id, []).append({"title": title, "text": injection.text})
+    return notes
+
+
+def injected_keys(session_id: str) -> set[str]:
+    """The items already injected into a session since its last reset."""
+    keys: set[str] = set()
+    for row in Injection.objects.filter(session_id=session_id, reset_at__isnull=True).values_list("item_keys",
+                                                                                                   flat=True):
+        keys.update(row)
+    return keys
+
+
+def injections_reset(*, session_id: str) -> int:
+    """Forget what was injected into a session (its context was compacted or cleared)."""
+    with storage_op("autorecall.reset", session_id=session_id) as log:
+        count = Injection.objects.filter(session_id=session_id, reset_at__isnull=True).update(reset_at=timezone.now())
+        log["reset"] = count
+    return count
+
+
+def _line(candidate: Candidate) -> str:
+    source = candidate.source
+    parts = [candidate.kind, source.get("date") or ""]
+    if candidate.kind == "message":
+        parts += [f"session {source.get('session_id')}", f"turn {source.get('turn')} ({source.get('role')})",
+                  f"conversation {source.get('conversation_id')}"]
+    elif candidate.kind in ("decision", "invariant", "question"):
+        parts += [f"medallion {source.get('medallion_id')}"]
+    else:
+        parts += [f"id {candidate.id}"]
+    return f"- [{' · '.join(part for part in parts if part)}] {candidate.snippet}"
+
+
+def context_for_prompt(
+    *,
+    prompt: Any,
+    project: Any = None,
+    session_id: Any = None,
+    max_chars: Any = None,
+    record: bool = True,
+    trigger: str = Injection.Trigger.CALL,
+    message_id: Any = None,
+    file_path: str = "",
+) -> ContextDict:
+    """What Winni knows about `prompt`, within `max_chars` characters (default
+    WINNI_RECALL_INJECT_MAX_CHARS), for a session of `project` (a slug, name or alias; unknown or
+    none: the whole store). `session_id`: that session's own turns are left out, and so are items
+    already injected into it; with `record`, what is returned is recorded as an injection of it.
+    An empty or blank prompt gets an empty result; one over WINNI_MAX_CONTENT_BYTES is refused (413)."""
+    max_chars = validate_max_chars(max_chars)
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidInput("session_id must be a string", field="session_id")
+    if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
+        return _empty("empty prompt")
+    if not isinstance(prompt, str):
+        raise InvalidInput("prompt must be a string", field="prompt")
+    validate_storable(prompt, field="prompt")
+    found_project = _project_of(project)
+    session_id = (session_id or "").strip() or None
+    with storage_op("autorecall.context", session_id=session_id, project=found_project.slug if found_project else None,
+                    trigger=trigger) as log:
+        result = _context(prompt.strip(), found_project, session_id, max_chars)
+        log.update(injected=bool(result["text"]), items=len(result["items"]), chars=len(result["text"]),
+                   reason=result["gate"].get("reason"))
+        if result["text"] and session_id and record:
+            Injection.objects.create(
+                session_id=session_id, trigger=trigger, project=found_project, message_id=message_id,
+                file_path=file_path, text=result["text"], items=result["items"],
+                item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+    return result
+
+
+@dataclass
+class Candidates:
+    """Everything that could go into a prompt's block, with the signals the gate reads."""
+
+    terms: list[str]
+    weights: dict[str, float]
+    answer: Candidate | None = None
+    medallion_items: list[Candidate] = field(default_factory=list)
+    recalled: list[Candidate] = field(default_factory=list)
+
+    @property
+    def everything(self) -> list[Candidate]:
+        return ([self.answer] if self.answer else []) + self.medallion_items + self.recalled
+
+
+def candidates_for(prompt: str, project: Project | None, session_id: str | None) -> Candidates:
+    """The candidates for a (non-blank) prompt and their signals; none when the prompt has no
+    specific word and repeats no cached question."""
+    query = prompt[:QUERY_CHARS]
+    (prompt_lexemes,) = _lexemes_of([query])
+    weights = _weights(prompt_lexemes)
+    found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
+                       answer=_cached_answer(prompt, project))
+    if not weights:
+        return found
+    query_vector: list[float] | None
+    try:
+        query_vector = embeddings.embed_query(query)
+    except EmbeddingUnavailable:
+        query_vector = None
+    found.recalled = _recalled(query, project, session_id, query_vector)
+    found.medallion_items = _medallion_items(project)
+    everything = found.medallion_items + found.recalled
+    for candidate, lexemes in zip(everything, _lexemes_of([c.text for c in everything])):
+        candidate.lexemes = lexemes
+        candidate.overlap = _overlap(weights, lexemes)
+    _similarities(query_vector, found.medallion_items)
+    for candidate in found.medallion_items:
+        candidate.score = round(_item_score(candidate), 6)
+    return found
+
+
+def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
+    """The candidates the block carries, in order (before leaving out what the session has had):
+    the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
+    while their score holds up, once one of them passes."""
+    medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
+    opened = [c for c in found.recalled if gate.passes(c)]
+    top = max((c.score for c in opened), default=0.0)
+    recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
+        if opened else []
+    return ([found.answer] if found.answer else []) + medallion_items + recalled
+
+
+# --- file recall ---------------------------------------------------------------------------------
+
+# Claude Code tools whose PostToolUse names the file they touch (tool_input.file_path).
+FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
+
+
+def file_named(tool_input: Any, cwd: Any = None) -> str:
+    """The file a Read/Edit/Write call touches, relative to `cwd` when inside it; "" when none."""
+    if not isinstance(tool_input, dict):
+        return ""
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if not isinstance(path, str) or not path.strip() or len(path) > 1000:
+        return ""
+    path = path.strip()
+    if isinstance(cwd, str) and cwd and path.startswith(cwd.rstrip("/") + "/"):
+        path = path[len(cwd.rstrip("/")) + 1:]
+    return path
+
+
+def context_for_file(*, file_path: str, project: Any = None, session_id: str | None = None,
+                     max_chars: Any = None, message_id: Any = None) -> ContextDict:
+    """What Winni knows about a file the session touches (PostToolUse on Read, Edit, Write): the
+    project's decisions, invariants and open questions, memories and past turns (said by the user
+    or the agent, not tool output) that name it. Given once per file per session (until a
+    compaction or /clear), recorded like a prompt's block."""
+    max_chars = validate_max_chars(max_chars)
+    name = file_path.rsplit("/", 1)[-1]
+    if not name or "." not in name.strip("."):
+        return _empty("no file name to look for")
+    found_project = _project_of(project)
+    with storage_op("autorecall.file", session_id=session_id, file=file_path[:200]) as log:
+        if session_id and Injection.objects.filter(session_id=session_id, file_path=file_path,
+                                                   reset_at__isnull=True).exists():
+            return _empty("this file's recall was given to this session already")
+        result = _file_context(file_path, name, found_project, session_id, max_chars)
+        log.update(injected=bool(result["text"]), items=len(result["items"]))
+        if result["text"] and session_id:
+            Injection.objects.create(
+                session_id=session_id, trigger=Injection.Trigger.FILE, project=found_project, message_id=message_id,
+                file_path=file_path, text=result["text"], items=result["items"],
+                item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+    return result
+
+
+def _file_context(file_path: str, name: str, project: Project | None, session_id: str | None,
+                  max_chars: int) -> ContextDict:
+    (lexemes,) = _lexemes_of([file_path])
+    weights = {lexeme: 1.0 for lexeme in lexemes}
+    everything = _medallion_items(project) + _recalled(file_path, project, session_id, None, mode="fts",
+                                                       spoken_only=True)
+    for candidate, found in zip(everything, _lexemes_of([c.text for c in everything])):
+        candidate.lexemes = found
+    # Names the file: its path or its name as written (a word boundary before it).
+    pattern = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*" + re.escape(name) + r"\b")
+    naming = [c for c in everything if pattern.search(c.text)]
+    gate: dict[str, Any] = {"file": file_path, "candidates": len(everything), "naming": len(naming)}
+    if not naming:
+        return _empty("nothing names this file", **gate)
+    already = injected_keys(session_id) if session_id else set()
+    fresh = [c for c in naming if c.key not in already]
+    gate["repeated"] = len(naming) - len(fresh)
+    if not fresh:
+        return _empty("everything naming this file was injected into this session already", **gate)
+    result = _block(fresh, weights, max_chars, gate, header=FILE_HEADER.format(file=file_path))
+    return result
+
+
+def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int) -> ContextDict:
+    found = candidates_for(prompt, project, session_id)
+    everything = found.everything
+    gate: dict[str, Any] = {
+        "terms": found.terms[:12], "thresholds": GATE.as_dict(), "candidates": len(everything),
+        "top_similarity": round(max((c.similarity or 0.0 for c in everything), default=0.0), 4),
+        "top_overlap": round(max((c.overlap for c in everything if c.kind != "answer"), default=0.0), 4),
+    }
+    if not found.weights and found.answer is None:
+        return _empty("no specific words in the prompt", **gate)
+    ordered = block_items(found)
+    if not ordered:
+        return _empty("nothing relevant enough", **gate)
+    already = injected_keys(session_id) if session_id else set()
+    fresh = [c for c in ordered if c.key not in already]
+    gate["repeated"] = len(ordered) - len(fresh)
+    if not fresh:
+        return _empty("everything relevant was injected into this session already", **gate)
+    return _block(fresh, found.weights, max_chars, gate)
+
+
+def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
+           header: str = HEADER) -> ContextDict:
+    words = {word.lower() for c in fresh for word in _WORD.findall(" ".join(c.text.split())[:20_000])}
+    stems = _stems(words)
+    lines: list[str] = []
+    items: list[Item] = []
+    used = len(header) + 1
+    for candidate in fresh:
+        room = max_chars - used - 160  # the source line's own length, roughly
+        if room < 60:
+            break
+        matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
+        candidate.snippet = _snippet(candidate.text, matched, stems, min(SNIPPET_CHARS, room))
+        line = _line(candidate)
+        if used + len(line) + 1 > max_chars:
+            continue
+        lines.append(line)
+        used += len(line) + 1
+        items.append({"kind": candidate.kind, "id": candidate.id, "score": round(candidate.score, 6),
+                      "source": candidate.source})
+    if not items:
+        return _empty("max_chars leaves no room", **gate)
+    return {"text": header + "\n" + "\n".join(lines), "items": items,
+            "gate": {"injected": True, "reason": "relevant items found", **gate}}
+
+
+def _item_score(candidate: Candidate) -> float:
+    """A medallion item's score: its word overlap and closeness in meaning, averaged."""
+    return (candidate.overlap + (candidate.similarity or 0.0)) / 2
