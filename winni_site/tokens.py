@@ -60,7 +60,9 @@ class TokenListCreateApi(APIView):
     class InputSerializer(StrictSerializer):
         name = serializers.RegexField(auth.NAME_PATTERN.pattern, max_length=100,
                                       help_text="letters, digits, '_', '.', '@' or '-'; unique (409)")
-        scope = serializers.ChoiceField(choices=list(access.SCOPES), required=False, default=access.WRITE)
+        scope = serializers.ChoiceField(choices=list(access.SCOPES), required=False, default=access.WRITE,
+                                        error_messages={"invalid_choice": "scope must be one of "
+                                                        f"{', '.join(access.SCOPES)}, got {{input!r}}"})
         projects = serializers.ListField(child=ProjectField(), required=False, default=list,
                                          help_text="limit the token to these existing projects (404 if one is not)")
 
