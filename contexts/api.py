@@ -1,5 +1,5 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -8,42 +8,75 @@ from rest_framework.views import APIView
 from contexts import outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
-from core.rest import StrictSerializer
+from core.rest import NON_BLANK, NonBlankField, ProjectField, StrictSerializer, answer
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
-PROJECT_PARAMETER = OpenApiParameter(
-    "project", str, required=False,
-    description="the project's slug or name; omitted: the global contexts (list: every context)")
+CONTEXTS = ["contexts"]
+CID = "3c2b1a09-8f7e-4d6c-9b5a-4f3e2d1c0b9a"
+NOW = "2026-11-24T09:40:00.000000+00:00"
+CONTENT = "# Where we are\nMoney is integer cents. Next: the invoice export."
+CONTEXT = {"context_id": CID, "id": CID, "name": "invoice-export", "project": None, "content": CONTENT,
+           "is_active": True, "created_at": NOW, "updated_at": NOW}
+NAME_PATH = OpenApiParameter("name", {"type": "string", "pattern": NON_BLANK, "maxLength": services.NAME_MAX},
+                             OpenApiParameter.PATH, description="the context's name")
+
+
+class ScopeSerializer(StrictSerializer):
+    project = ProjectField(required=False, help_text="the project's slug or name; omitted: the global "
+                                                              "contexts (404 if no such project)")
 
 
 def _project(request: Request) -> str | None:
     """The ?project= a detail URL addresses (its context is that project's; none: a global one)."""
-    return request.query_params.get("project") or None
+    data = ScopeSerializer(data=request.query_params)
+    data.is_valid(raise_exception=True)
+    return data.validated_data.get("project")
 
 
 class ContextInput(StrictSerializer):
-    content = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    set_active = serializers.BooleanField(required=False, allow_null=True, default=None)
+    content = NonBlankField(help_text="the text loaded at the start of a session (Markdown)")
+    set_active = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                          help_text="true: make it the active one of its scope; false: inactive; "
+                                                    "null or omitted: leave it (a new context: inactive)")
 
 
 class ContextListCreateApi(APIView):
     # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
     @extend_schema_serializer(component_name="ContextCreate")
     class InputSerializer(ContextInput):
-        name = serializers.CharField(allow_blank=True, trim_whitespace=False)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True, default=None)
+        name = NonBlankField(max_length=services.NAME_MAX, help_text="unique within its project (or among the "
+                                                                      "global contexts)")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
+                                        help_text="an existing project's slug or name (404 if none); omitted: global")
+
+    class ListSerializer(StrictSerializer):
+        include_content = serializers.BooleanField(required=False, default=False, help_text="also return each text")
+        project = ProjectField(required=False, help_text="only this project's contexts (default: all)")
 
     @extend_schema(
-        parameters=[OpenApiParameter("include_content", bool, required=False), PROJECT_PARAMETER],
-        responses={200: dict},
-        operation_id="contexts_list",
+        operation_id="contexts_list", tags=CONTEXTS, summary="List startup contexts",
+        description="Every startup context (global and per project) by project then name "
+                    "(`dewey_list_startup_contexts`), with their text when `include_content=true`.",
+        parameters=[ListSerializer],
+        responses={200: answer(outputs.ContextListDict, "the contexts", {"contexts": [
+            {key: value for key, value in CONTEXT.items() if key != "content"}]})},
     )
     def get(self, request: Request) -> Response:
-        include = request.query_params.get("include_content", "").lower() in ("1", "true", "yes")
-        contexts = services.context_list(project=_project(request))
-        return Response(outputs.context_list_dict(contexts, include_content=include))
+        data = self.ListSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        contexts = services.context_list(project=data.validated_data.get("project"))
+        return Response(outputs.context_list_dict(contexts, include_content=data.validated_data["include_content"]))
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="contexts_create")
+    @extend_schema(
+        operation_id="contexts_create", tags=CONTEXTS, summary="Create a startup context",
+        description="A new named context (`dewey_set_startup_context` with a new name); an existing name in the "
+                    "same scope is a 409. With `set_active: true` it becomes the active one of its project (or "
+                    "the active global one) in the same transaction. Every write leaves an audit row.",
+        request=InputSerializer,
+        examples=[OpenApiExample("the context for the next session", request_only=True,
+                                 value={"name": "invoice-export", "content": CONTENT, "set_active": True})],
+        responses={201: answer(outputs.ContextDict, "the new context", CONTEXT)},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -52,7 +85,13 @@ class ContextListCreateApi(APIView):
 
 
 class ContextActiveApi(APIView):
-    @extend_schema(parameters=[PROJECT_PARAMETER], responses={200: dict, 404: dict}, operation_id="contexts_active")
+    @extend_schema(
+        operation_id="contexts_active", tags=CONTEXTS, summary="Get the active startup context",
+        description="The active global context, or with `?project=` the project's (`dewey_get_startup_context`); "
+                    "404 when none is active.",
+        parameters=[ScopeSerializer],
+        responses={200: answer(outputs.ContextDict, "the active context", CONTEXT)},
+    )
     def get(self, request: Request) -> Response:
         context = services.context_get(project=_project(request))
         if context is None:
@@ -61,12 +100,27 @@ class ContextActiveApi(APIView):
 
 
 class ContextDetailApi(APIView):
-    @extend_schema(parameters=[PROJECT_PARAMETER], responses={200: dict}, operation_id="contexts_retrieve")
+    class DeleteSerializer(ScopeSerializer):
+        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
+
+    @extend_schema(
+        operation_id="contexts_retrieve", tags=CONTEXTS, summary="Get a startup context",
+        description="One context by name: a global one, or with `?project=` the project's.",
+        parameters=[NAME_PATH, ScopeSerializer],
+        responses={200: answer(outputs.ContextDict, "the context", CONTEXT)},
+    )
     def get(self, request: Request, name: str) -> Response:
         return Response(outputs.context_dict(services.context_get(name=name, project=_project(request))))  # type: ignore[arg-type]
 
-    @extend_schema(parameters=[PROJECT_PARAMETER], request=ContextInput, responses={200: dict},
-                   operation_id="contexts_update")
+    @extend_schema(
+        operation_id="contexts_update", tags=CONTEXTS, summary="Update a startup context",
+        description="Replaces the text of an existing context (404 if there is none) and optionally activates "
+                    "or deactivates it; the change is audited (content hashes before and after).",
+        parameters=[NAME_PATH, ScopeSerializer], request=ContextInput,
+        examples=[OpenApiExample("new text, made active", request_only=True,
+                                 value={"content": CONTENT, "set_active": True})],
+        responses={200: answer(outputs.ContextDict, "the context after the update", CONTEXT)},
+    )
     def put(self, request: Request, name: str) -> Response:
         data = ContextInput(data=request.data)
         data.is_valid(raise_exception=True)
@@ -77,25 +131,43 @@ class ContextDetailApi(APIView):
         return Response(outputs.context_dict(context))
 
     @extend_schema(
-        parameters=[OpenApiParameter("force", bool, required=True), PROJECT_PARAMETER], responses={204: None},
-        operation_id="contexts_destroy",
+        operation_id="contexts_destroy", tags=CONTEXTS, summary="Delete a startup context",
+        description="Deletes a context (`dewey_delete_startup_context`); needs `force=true`. Its audit trail is "
+                    "kept.",
+        parameters=[NAME_PATH, ScopeSerializer,
+                    OpenApiParameter("force", bool, required=True, enum=[True], description="must be true")],
+        responses={204: None},
     )
     def delete(self, request: Request, name: str) -> Response:
-        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
-        services.context_delete(name=name, force=force, actor=actor_name_from_rest(request), project=_project(request))
+        data = self.DeleteSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        services.context_delete(name=name, force=data.validated_data["force"], actor=actor_name_from_rest(request),
+                                project=data.validated_data.get("project"))
         return Response(status=204)
 
 
 class ContextActivateApi(APIView):
-    @extend_schema(parameters=[PROJECT_PARAMETER], request=None, responses={200: dict},
-                   operation_id="contexts_activate")
+    @extend_schema(
+        operation_id="contexts_activate", tags=CONTEXTS, summary="Activate a startup context",
+        description="Makes the context the active one of its scope, deactivating the previous one in the same "
+                    "transaction (the database allows one active context per project plus one global).",
+        parameters=[NAME_PATH, ScopeSerializer], request=None,
+        responses={200: answer(outputs.ContextDict, "the context, now active", CONTEXT)},
+    )
     def post(self, request: Request, name: str) -> Response:
         context = services.context_activate(name=name, actor=actor_name_from_rest(request), project=_project(request))
         return Response(outputs.context_dict(context))
 
 
 class ContextAuditApi(APIView):
-    @extend_schema(parameters=[PROJECT_PARAMETER], responses={200: dict}, operation_id="contexts_audit")
+    @extend_schema(
+        operation_id="contexts_audit", tags=CONTEXTS, summary="A startup context's audit trail",
+        description="Who changed the context, what and when, newest first (kept after a delete).",
+        parameters=[NAME_PATH, ScopeSerializer],
+        responses={200: answer(outputs.AuditListDict, "the audit rows", {"audit": [
+            {"context_name": "invoice-export", "project": None, "action": "create", "actor": "alice", "at": NOW,
+             "sha256_before": "", "sha256_after": "5d41402abc4b2a76b9719d911017c592"}]})},
+    )
     def get(self, request: Request, name: str) -> Response:
         rows = services.context_audit(name=name, project=_project(request))
         return Response({"audit": [outputs.audit_dict(row) for row in rows]})

@@ -55,6 +55,10 @@ class AuditDict(TypedDict):
     sha256_after: str
 
 
+class AuditListDict(TypedDict):
+    audit: list[AuditDict]
+
+
 def context_dict(context: StartupContext) -> ContextDict:
     return {
         "context_id": str(context.id),

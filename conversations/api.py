@@ -1,17 +1,37 @@
 """REST views for conversations and orchestration results: one APIView per operation (HS) — a
 path that serves two operations has one method per operation, each with its own serializer.
-Shapes come from outputs.py; errors from the services go through the one exception handler."""
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+Shapes come from outputs.py; errors from the services go through the one exception handler.
+Each operation documents itself (summary, description, tag, examples) for /api/docs/."""
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import outputs, services
-from core.rest import StrictSerializer
+from conversations.services.fiedler import FIEDLER_BATCH_MAX
+from conversations.services.messages import MAX_BULK_MESSAGES
+from core.rest import (
+    INT_MAX,
+    NO_NUL,
+    DateBoundField,
+    JsonObjectField,
+    NonBlankField,
+    ProjectField,
+    StrictSerializer,
+    UuidTextField,
+    answer,
+    uuid_path,
+)
 
 ROLE_CHOICES = ["user", "assistant", "system", "tool"]
 STATUS_CHOICES = ["success", "error"]
+CONVERSATIONS = ["conversations"]
+FIEDLER = ["fiedler-results"]
+CID = "6b0d2457-c3c8-48d6-8bce-07d50d9c9c8c"
+MID = "0f8e3a52-5a1c-4b7e-9d0e-2c4f3b1a7e11"
+NOW = "2026-11-24T09:15:02.114301+00:00"
+CONVERSATION_ID_PATH = uuid_path("conversation_id", "the conversation's id (`conversation_id`)")
 
 
 def _validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
@@ -21,29 +41,56 @@ def _validated(serializer_class: type[serializers.Serializer], data: object) -> 
 
 
 class PageSerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100)
-    offset = serializers.IntegerField(required=False, default=0, min_value=0)
+    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100,
+                                     help_text="page size, 1-100 (default 20)")
+    offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT_MAX,
+                                      help_text="rows to skip (default 0)")
 
 
 class ConversationsApi(APIView):
     """POST: begin a conversation. GET: list conversations."""
 
     class InputSerializer(StrictSerializer):
-        session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
-        metadata = serializers.JSONField(required=False, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                           max_length=500, help_text="the client's session id (Claude Code's)")
+        metadata = JsonObjectField(required=False, allow_null=True, help_text="any JSON object")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                                        help_text="an existing project's slug or name (404 if none)")
 
     class ListInputSerializer(PageSerializer):
-        session_id = serializers.CharField(required=False, max_length=500)
-        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at")
-        project = serializers.CharField(required=False)
+        session_id = serializers.CharField(required=False, max_length=500, trim_whitespace=False,
+                                           help_text="only this session's conversations")
+        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at",
+                                          help_text="newest first by this time (default updated_at)")
+        project = ProjectField(required=False, help_text="only this project's (slug or name)")
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="conversations_create")
+    @extend_schema(
+        operation_id="conversations_create", tags=CONVERSATIONS, summary="Begin a conversation",
+        description="Creates an empty conversation (`dewey_begin_conversation`). Store its messages with "
+                    "`POST /conversations/{conversation_id}/messages/` or many at once with `POST /conversations/bulk/`.",
+        request=InputSerializer,
+        examples=[OpenApiExample("a Claude Code session", request_only=True,
+                                 value={"session_id": "7d1c9b0e-claude-session", "metadata": {"client": "claude-code"}})],
+        responses={201: answer(outputs.BegunDict, "the new conversation",
+                               {"conversation_id": CID, "session_id": "7d1c9b0e-claude-session", "project": None,
+                                "created_at": NOW})},
+    )
     def post(self, request: Request) -> Response:
         conversation = services.conversation_begin(**_validated(self.InputSerializer, request.data))
         return Response(outputs.begun_dict(conversation), status=201)
 
-    @extend_schema(parameters=[ListInputSerializer], responses={200: dict}, operation_id="conversations_list")
+    @extend_schema(
+        operation_id="conversations_list", tags=CONVERSATIONS, summary="List conversations",
+        description="A page of conversations, newest first, each with its message count "
+                    "(`dewey_list_conversations`). `total` is exact up to 10,000 rows, an estimate beyond "
+                    "(`total_is_estimate`).",
+        parameters=[ListInputSerializer],
+        responses={200: answer(outputs.ConversationListDict, "one page", {
+            "conversations": [{"conversation_id": CID, "id": CID, "session_id": "7d1c9b0e-claude-session",
+                               "project": "winni", "created_at": NOW, "updated_at": NOW, "message_count": 2,
+                               "metadata": {"client": "claude-code"}}],
+            "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0})},
+    )
     def get(self, request: Request) -> Response:
         data = _validated(self.ListInputSerializer, request.query_params)
         page, total, estimate = services.conversation_list(**data)
@@ -52,10 +99,22 @@ class ConversationsApi(APIView):
 
 class SessionConversationListApi(APIView):
     class InputSerializer(PageSerializer):
-        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at")
-        project = serializers.CharField(required=False)
+        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at",
+                                          help_text="newest first by this time (default updated_at)")
+        project = ProjectField(required=False, help_text="only this project's (slug or name)")
 
-    @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="sessions_conversations_list")
+    @extend_schema(
+        operation_id="sessions_conversations_list", tags=CONVERSATIONS, summary="List one session's conversations",
+        description="The conversations stored under one `session_id`, newest first (the same page as "
+                    "`GET /conversations/?session_id=`).",
+        parameters=[InputSerializer, OpenApiParameter("session_id", {"type": "string", "maxLength": 500},
+                                                      OpenApiParameter.PATH, description="the session id")],
+        responses={200: answer(outputs.ConversationListDict, "one page", {
+            "conversations": [{"conversation_id": CID, "id": CID, "session_id": "7d1c9b0e-claude-session",
+                               "project": "winni", "created_at": NOW, "updated_at": NOW, "message_count": 2,
+                               "metadata": None}],
+            "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0})},
+    )
     def get(self, request: Request, session_id: str) -> Response:
         data = _validated(self.InputSerializer, request.query_params)
         page, total, estimate = services.conversation_list(session_id=session_id, **data)
@@ -66,14 +125,31 @@ class ConversationDetailApi(APIView):
     """GET: the conversation with its messages. DELETE (?force=true): remove it and its messages."""
 
     class DeleteInputSerializer(StrictSerializer):
-        force = serializers.BooleanField(required=False, default=False)
+        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
 
-    @extend_schema(responses={200: dict}, operation_id="conversations_retrieve")
+    @extend_schema(
+        operation_id="conversations_retrieve", tags=CONVERSATIONS, summary="Get a conversation with its messages",
+        description="The conversation and every message in turn order (`dewey_get_conversation`).",
+        parameters=[CONVERSATION_ID_PATH],
+        responses={200: answer(outputs.ConversationDict, "the conversation", {
+            "conversation_id": CID, "session_id": "7d1c9b0e-claude-session", "project": None, "created_at": NOW,
+            "updated_at": NOW, "metadata": None,
+            "messages": [{"message_id": MID, "id": MID, "turn": 1, "role": "user",
+                          "content": "How do we store money amounts?", "metadata": None, "created_at": NOW}]})},
+    )
     def get(self, request: Request, conversation_id: str) -> Response:
         conversation, messages = services.conversation_get(conversation_id=conversation_id)
         return Response(outputs.conversation_dict(conversation, messages))
 
-    @extend_schema(parameters=[DeleteInputSerializer], responses={200: dict}, operation_id="conversations_destroy")
+    @extend_schema(
+        operation_id="conversations_destroy", tags=CONVERSATIONS, summary="Delete a conversation",
+        description="Deletes the conversation, its messages and their search entries. Needs `force=true`; "
+                    "Fiedler results that pointed to it stay, unlinked.",
+        parameters=[CONVERSATION_ID_PATH, OpenApiParameter("force", bool, required=True, enum=[True],
+                                                           description="must be true")],
+        responses={200: answer(outputs.DeletedDict, "what was deleted",
+                               {"deleted": True, "conversation_id": CID, "messages_deleted": 2})},
+    )
     def delete(self, request: Request, conversation_id: str) -> Response:
         data = _validated(self.DeleteInputSerializer, request.query_params)
         deleted = services.conversation_delete(conversation_id=conversation_id, force=data["force"])
@@ -83,30 +159,104 @@ class ConversationDetailApi(APIView):
 class MessageStoreApi(APIView):
     class InputSerializer(StrictSerializer):
         role = serializers.ChoiceField(choices=ROLE_CHOICES)
-        content = serializers.CharField(trim_whitespace=False, allow_blank=True)
-        turn_number = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-        metadata = serializers.JSONField(required=False, allow_null=True)
-        created_at = serializers.CharField(required=False, allow_null=True)
+        content = NonBlankField(help_text="the message text (at most WINNI_MAX_CONTENT_BYTES of UTF-8, 413 beyond)")
+        turn_number = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=INT_MAX,
+                                               help_text="omitted: the next turn; an existing one is a 409")
+        metadata = JsonObjectField(required=False, allow_null=True)
+        created_at = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 (default: now)")
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="conversations_messages_create")
+    @extend_schema(
+        operation_id="conversations_messages_create", tags=CONVERSATIONS, summary="Store one message",
+        description="Appends a message (`dewey_store_message`). Without `turn_number` the server takes the next "
+                    "turn under a lock, so concurrent writers get unique, gapless turns; a given turn that exists "
+                    "is a 409 and never overwritten.",
+        parameters=[CONVERSATION_ID_PATH], request=InputSerializer,
+        examples=[OpenApiExample("a user prompt", request_only=True,
+                                 value={"role": "user", "content": "How do we store money amounts?"})],
+        responses={201: answer(outputs.StoredMessageDict, "the stored message",
+                               {"message_id": MID, "conversation_id": CID, "turn_number": 1, "created_at": NOW})},
+    )
     def post(self, request: Request, conversation_id: str) -> Response:
         data = _validated(self.InputSerializer, request.data)
         message = services.message_store(conversation_id=conversation_id, **data)
         return Response(outputs.stored_message_dict(message), status=201)
 
 
+BULK_MESSAGE_SCHEMA = {
+    "type": "object",
+    "required": ["role", "content"],
+    "additionalProperties": False,
+    "properties": {
+        "role": {"type": "string", "enum": ROLE_CHOICES},
+        "content": {"type": "string", "pattern": NonBlankField.PATTERN},
+        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
+        "created_at": {"anyOf": [*DateBoundField.SCHEMA["anyOf"], {"type": "string", "maxLength": 0}], "nullable": True},
+    },
+}
+
+
+BULK_MESSAGES_SCHEMA = {"type": "array", "items": BULK_MESSAGE_SCHEMA, "minItems": 1, "maxItems": MAX_BULK_MESSAGES,
+                        "description": f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"}
+ONLY_NULL = {"nullable": True, "enum": [None]}
+# Two shapes: into a new conversation (session_id, metadata and project describe it), or into an
+# existing one (conversation_id, and nothing about the conversation).
+BULK_REQUEST_SCHEMA = {"oneOf": [
+    {"type": "object", "title": "into a new conversation", "required": ["messages"], "additionalProperties": False,
+     "properties": {
+         "conversation_id": ONLY_NULL,
+         "session_id": {"type": "string", "maxLength": 500, "nullable": True, "pattern": NO_NUL},
+         "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
+         "project": {"type": "string", "nullable": True, "pattern": NO_NUL,
+                     "description": "an existing project's slug or name (404 if none)"},
+         "messages": BULK_MESSAGES_SCHEMA}},
+    {"type": "object", "title": "into an existing conversation", "required": ["conversation_id", "messages"],
+     "additionalProperties": False,
+     "properties": {
+         "conversation_id": {"type": "string", "format": "uuid"},
+         "session_id": ONLY_NULL, "metadata": ONLY_NULL, "project": ONLY_NULL,
+         "messages": BULK_MESSAGES_SCHEMA}},
+]}
+
+
+@extend_schema_field(BULK_MESSAGES_SCHEMA)
+class BulkMessagesField(serializers.ListField):
+    """The messages as JSON: the service checks each and names the failing one (messages[3].role)."""
+
+    child = serializers.JSONField()
+
+
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
     class InputSerializer(StrictSerializer):
-        conversation_id = serializers.CharField(required=False, allow_null=True)
-        session_id = serializers.CharField(required=False, allow_null=True, max_length=500)
-        metadata = serializers.JSONField(required=False, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        # Items are validated by the service, which names the failing item (messages[3].role).
-        messages = serializers.ListField(child=serializers.JSONField())
+        conversation_id = UuidTextField(required=False, allow_null=True,
+                                        help_text="an existing conversation; omitted: a new one is created")
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                           max_length=500, help_text="for a new conversation only")
+        metadata = JsonObjectField(required=False, allow_null=True, help_text="for a new conversation only")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                                        help_text="for a new conversation only: an existing project's slug or name")
+        messages = BulkMessagesField(help_text=f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order")
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="conversations_messages_bulk_create")
+    @extend_schema(
+        operation_id="conversations_messages_bulk_create", tags=CONVERSATIONS, summary="Store many messages at once",
+        description="Stores up to 1,000 messages in one transaction: all or none (`dewey_store_messages_bulk`). "
+                    "One bad message and nothing is stored; the error names it (`messages[3].role`). Without "
+                    "`conversation_id` a new conversation is created with `session_id`, `metadata` and `project`; "
+                    "with it, those must be omitted. Each message may carry its own `created_at` (a back-fill).",
+        request={"application/json": BULK_REQUEST_SCHEMA},
+        examples=[OpenApiExample("a new conversation with two turns", request_only=True, value={
+            "session_id": "import-2026-11-24", "metadata": {"source": "import"},
+            "messages": [
+                {"role": "user", "content": "How do we store money amounts?",
+                 "created_at": "2026-11-20T10:00:00Z"},
+                {"role": "assistant", "content": "As integer cents in a BIGINT column, never floats.",
+                 "metadata": {"model": "claude"}, "created_at": "2026-11-20T10:00:05Z"},
+            ]})],
+        responses={201: answer(outputs.BulkStoredDict, "what was stored", {
+            "conversation_id": CID, "stored": 2, "message_ids": [MID, "5c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"],
+            "first_turn": 1, "last_turn": 2})},
+    )
     def post(self, request: Request) -> Response:
         conversation, stored = services.messages_store_bulk(**_validated(self.InputSerializer, request.data))
         return Response(outputs.bulk_stored_dict(conversation, stored), status=201)
@@ -114,19 +264,37 @@ class MessagesBulkStoreApi(APIView):
 
 class MessageSearchApi(APIView):
     class InputSerializer(PageSerializer):
-        query = serializers.CharField(trim_whitespace=False, allow_blank=True)
-        session_id = serializers.CharField(required=False, max_length=500)
-        conversation_id = serializers.CharField(required=False)
+        query = NonBlankField(max_length=1000, help_text="web-search syntax: words, \"a phrase\", -excluded, or")
+        session_id = serializers.CharField(required=False, max_length=500, trim_whitespace=False)
+        conversation_id = UuidTextField(required=False)
         role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
-        start_date = serializers.CharField(required=False)
-        end_date = serializers.CharField(required=False)
-        context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10)
-        mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, allow_null=True, default=None)
-        project = serializers.CharField(required=False)
-        as_of = serializers.CharField(required=False)
-        recency = serializers.FloatField(required=False)
+        start_date = DateBoundField(required=False, help_text="ISO 8601 date or date-time, inclusive")
+        end_date = DateBoundField(required=False, help_text="ISO 8601 date (the whole day) or date-time, inclusive")
+        context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10,
+                                                 help_text="messages before and after each hit (default 2)")
+        mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, default=None,
+                                       help_text="default: WINNI_SEARCH_DEFAULT_MODE")
+        project = ProjectField(required=False, help_text="only this project's (slug or name)")
+        as_of = DateBoundField(required=False, help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
+        recency = serializers.FloatField(required=False, min_value=0.01, max_value=36500,
+                                         help_text="rank newer hits higher: a half-life in days (default: off)")
 
-    @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="messages_search")
+    @extend_schema(
+        operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",
+        description="Ranked search over stored messages (`dewey_search`): full text, semantic or hybrid, with "
+                    "filters, a highlighted snippet and the surrounding messages of each hit. A query of stop "
+                    "words only finds nothing; a start after the end is an empty range.",
+        parameters=[InputSerializer],
+        responses={200: answer(outputs.SearchPageDict, "one page of hits, best first", {
+            "query": "money amounts", "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0, "mode": "hybrid",
+            "results": [{"conversation_id": CID, "message_id": MID, "turn": 1, "role": "user",
+                         "content": "How do we store money amounts?", "rank": 0.912,
+                         "snippet": "How do we store <b>money</b> <b>amounts</b>?", "created_at": NOW,
+                         "session_id": "7d1c9b0e-claude-session", "project": "winni", "conversation_metadata": None,
+                         "context": [{"message_id": "5c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", "turn": 2,
+                                      "role": "assistant", "content": "As integer cents, never floats.",
+                                      "truncated": False, "created_at": NOW}]}]})},
+    )
     def get(self, request: Request) -> Response:
         page = services.message_search(**_validated(self.InputSerializer, request.query_params))
         return Response(outputs.search_page_dict(page))
@@ -136,50 +304,112 @@ class MessageSearchApi(APIView):
 
 
 class FiedlerResultSerializer(StrictSerializer):
-    correlation_id = serializers.CharField(max_length=255)
-    model = serializers.CharField(max_length=200)
+    correlation_id = NonBlankField(max_length=255, help_text="groups the results of one fan-out")
+    model = NonBlankField(max_length=200)
     output = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    prompt = serializers.CharField(required=False, allow_null=True, trim_whitespace=False, allow_blank=True)
-    tokens_prompt = serializers.IntegerField(required=False, allow_null=True, min_value=0)
-    tokens_completion = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    prompt = serializers.CharField(required=False, allow_null=True, trim_whitespace=False, allow_blank=True,
+                                   help_text="stored as null when redacted (redact, or WINNI_REDACT_PROMPTS)")
+    tokens_prompt = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT_MAX)
+    tokens_completion = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT_MAX)
     duration_seconds = serializers.FloatField(required=False, allow_null=True, min_value=0)
     status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False, default="success")
-    error_message = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    metadata = serializers.JSONField(required=False, allow_null=True)
-    conversation_id = serializers.CharField(required=False, allow_null=True)
-    redact = serializers.BooleanField(required=False, default=False)
+    error_message = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
+    metadata = JsonObjectField(required=False, allow_null=True)
+    conversation_id = UuidTextField(required=False, allow_null=True, help_text="an existing conversation (404 if none)")
+    redact = serializers.BooleanField(required=False, default=False, help_text="store this one's prompt as null")
+
+
+FIEDLER_EXAMPLE = {"correlation_id": "fanout-2026-11-24-001", "model": "gpt-5", "prompt": "Summarise the diff",
+                   "output": "The diff renames Money.amount to amount_cents.", "tokens_prompt": 812,
+                   "tokens_completion": 64, "duration_seconds": 2.4, "status": "success",
+                   "metadata": {"temperature": 0.2}}
+FIEDLER_STORED = {"result_id": MID, "id": MID, "correlation_id": "fanout-2026-11-24-001", "created_at": NOW,
+                  "prompt_redacted": False}
+FIEDLER_ROW = {"result_id": MID, "id": MID, **FIEDLER_EXAMPLE, "error_message": None, "conversation_id": None,
+               "created_at": NOW}
 
 
 class FiedlerResultsApi(APIView):
     """POST: store one result. GET: filtered list (model, status, correlation_id, text, dates)."""
 
     class ListInputSerializer(PageSerializer):
-        model = serializers.CharField(required=False, max_length=200)
+        model = serializers.CharField(required=False, max_length=200, trim_whitespace=False)
         status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False)
-        correlation_id = serializers.CharField(required=False, max_length=255)
-        text = serializers.CharField(required=False, trim_whitespace=False)
-        start_date = serializers.CharField(required=False)
-        end_date = serializers.CharField(required=False)
-        project = serializers.CharField(required=False)
+        correlation_id = serializers.CharField(required=False, max_length=255, trim_whitespace=False)
+        text = NonBlankField(required=False, max_length=1000, help_text="full-text search of prompt and output")
+        start_date = DateBoundField(required=False, help_text="ISO 8601 date or date-time, inclusive")
+        end_date = DateBoundField(required=False, help_text="ISO 8601 date (the whole day) or date-time, inclusive")
+        project = ProjectField(required=False, help_text="only this project's (slug or name)")
 
-    @extend_schema(request=FiedlerResultSerializer, responses={201: dict}, operation_id="fiedler_results_create")
+    @extend_schema(
+        operation_id="fiedler_results_create", tags=FIEDLER, summary="Store one orchestration result",
+        description="Stores one model's answer in a fan-out (`dewey_store_fiedler_result`), grouped by "
+                    "`correlation_id`.",
+        request=FiedlerResultSerializer,
+        examples=[OpenApiExample("one model's answer", request_only=True, value=FIEDLER_EXAMPLE)],
+        responses={201: answer(outputs.FiedlerStoredDict, "the stored result", FIEDLER_STORED)},
+    )
     def post(self, request: Request) -> Response:
         result = services.fiedler_result_store(**_validated(FiedlerResultSerializer, request.data))
         return Response(outputs.fiedler_stored_dict(result), status=201)
 
-    @extend_schema(parameters=[ListInputSerializer], responses={200: dict}, operation_id="fiedler_results_list")
+    @extend_schema(
+        operation_id="fiedler_results_list", tags=FIEDLER, summary="Query orchestration results",
+        description="Results filtered by model, status, correlation id, dates and full text of prompt and output "
+                    "(`dewey_query_fiedler_results`), newest first.",
+        parameters=[ListInputSerializer],
+        responses={200: answer(outputs.FiedlerQueryDict, "one page", {
+            "results": [FIEDLER_ROW], "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0})},
+    )
     def get(self, request: Request) -> Response:
         data = _validated(self.ListInputSerializer, request.query_params)
         results, total, estimate = services.fiedler_results_query(**data)
         return Response(outputs.fiedler_query_dict(results, total, estimate, data["limit"], data["offset"]))
 
 
+FIEDLER_ITEM_SCHEMA = {
+    "type": "object",
+    "required": ["correlation_id", "model", "output"],
+    "additionalProperties": False,
+    "properties": {
+        "correlation_id": {"type": "string", "pattern": NonBlankField.PATTERN, "maxLength": 255},
+        "model": {"type": "string", "pattern": NonBlankField.PATTERN, "maxLength": 200},
+        "output": {"type": "string"},
+        "prompt": {"type": "string", "nullable": True},
+        "tokens_prompt": {"type": "integer", "minimum": 0, "maximum": INT_MAX, "nullable": True},
+        "tokens_completion": {"type": "integer", "minimum": 0, "maximum": INT_MAX, "nullable": True},
+        "duration_seconds": {"type": "number", "minimum": 0, "nullable": True},
+        "status": {"type": "string", "enum": STATUS_CHOICES},
+        "error_message": {"type": "string", "nullable": True},
+        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
+        "conversation_id": {"type": "string", "format": "uuid", "nullable": True},
+        "redact": {"type": "boolean"},
+    },
+}
+
+
+@extend_schema_field({"type": "array", "items": FIEDLER_ITEM_SCHEMA, "minItems": 1,
+                      "maxItems": FIEDLER_BATCH_MAX})
+class FiedlerItemsField(serializers.ListField):
+    """The results as JSON: the service checks each and names the failing one (results[2].model)."""
+
+    child = serializers.JSONField()
+
+
 class FiedlerResultsBatchApi(APIView):
     class InputSerializer(StrictSerializer):
-        # Items are validated by the service, which names the failing item (results[2].model).
-        results = serializers.ListField(child=serializers.JSONField())
+        results = FiedlerItemsField(help_text=f"1-{FIEDLER_BATCH_MAX} results")
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="fiedler_results_batch_create")
+    @extend_schema(
+        operation_id="fiedler_results_batch_create", tags=FIEDLER, summary="Store many orchestration results",
+        description="Stores up to 100 results in one transaction: all or none; the error names the failing item "
+                    "(`results[2].model`).",
+        request=InputSerializer,
+        examples=[OpenApiExample("two models' answers", request_only=True, value={"results": [
+            FIEDLER_EXAMPLE, {**FIEDLER_EXAMPLE, "model": "claude-opus", "output": "It renames a field."}]})],
+        responses={201: answer(outputs.FiedlerBatchDict, "the stored results",
+                               {"stored": 1, "results": [FIEDLER_STORED]})},
+    )
     def post(self, request: Request) -> Response:
         results = services.fiedler_results_store_batch(**_validated(self.InputSerializer, request.data))
         return Response(outputs.fiedler_batch_dict(results), status=201)
@@ -187,9 +417,13 @@ class FiedlerResultsBatchApi(APIView):
 
 class FiedlerCorrelationApi(APIView):
     @extend_schema(
-        parameters=[OpenApiParameter("correlation_id", str, OpenApiParameter.PATH)],
-        responses={200: dict},
-        operation_id="fiedler_results_by_correlation",
+        operation_id="fiedler_results_by_correlation", tags=FIEDLER, summary="Get one fan-out's results",
+        description="Every result stored under a correlation id, oldest first (`dewey_get_fiedler_results`); an "
+                    "unknown id is a 404.",
+        parameters=[OpenApiParameter("correlation_id", {"type": "string", "pattern": NonBlankField.PATTERN,
+                                                        "maxLength": 255}, OpenApiParameter.PATH)],
+        responses={200: answer(outputs.FiedlerCorrelationDict, "the results",
+                               {"correlation_id": "fanout-2026-11-24-001", "results": [FIEDLER_ROW]})},
     )
     def get(self, request: Request, correlation_id: str) -> Response:
         results = services.fiedler_results_for_correlation(correlation_id=correlation_id)

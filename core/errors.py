@@ -130,7 +130,7 @@ ERROR_RESPONSES = {
     "403": "beyond the token's scope (read, write, admin) or its projects",
     "404": "no such object",
     "409": "conflict with the stored data",
-    "413": "content or request body too large",
+    "413": "content, a search query or the request body too large",
 }
 
 
@@ -140,11 +140,9 @@ def document_error_responses(result: dict[str, Any], generator: Any, request: An
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     ref = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for operations in result.get("paths", {}).values():
-        for method, operation in operations.items():
+        for operation in operations.values():
             if not isinstance(operation, dict) or "responses" not in operation:
                 continue
             for status, description in ERROR_RESPONSES.items():
-                if status == "413" and method not in ("post", "put", "patch"):
-                    continue
                 operation["responses"].setdefault(status, {"description": description, "content": ref})
     return result

@@ -107,13 +107,13 @@ def project_find(value: str) -> Project | None:
 
 def project_for_write(value: Any, *, field: str = "project") -> Project | None:
     """The project a write names (None when none is given: a global row). A name that matches no
-    project is refused, naming the field: projects are made by capture or `winni_project create`,
-    never by a typo.
+    project is refused (NotFound, like any reference to a row that does not exist), naming the
+    field: projects are made by capture or `winni_project create`, never by a typo.
     A token limited to projects (core.access) writes only into one of them: none named, its only
     project; another project or a global row is Forbidden."""
     if value is None or value == "":
         return access.check_write_project(None, field=field)
-    return access.check_write_project(project_get(name=value, field=field, error=InvalidInput), field=field)
+    return access.check_write_project(project_get(name=value, field=field, error=NotFound), field=field)
 
 
 def project_visible(project: Project | int | None) -> bool:
@@ -520,7 +520,7 @@ def project_merge(*, source: Any, target: Any, dry_run: bool = False) -> dict[st
     source_project = project_get(name=source, field="source")
     target_project = project_get(name=target, field="target")
     if source_project.pk == target_project.pk:
-        raise InvalidInput(f"{MERGE_SAME} ({source_project.slug!r})", field="target")
+        raise Conflict(f"{MERGE_SAME} ({source_project.slug!r})", field="target")
     if dry_run:
         return project_list(project=source_project)[0][1]
     moved: dict[str, int] = {}

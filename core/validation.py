@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -16,7 +15,6 @@ from core.errors import InvalidInput, PayloadTooLarge
 
 METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
 QUERY_EMPTY = "query must not be empty or whitespace"
-QUERY_NO_WORDS = "must contain at least one searchable word (it is empty or only stop words)"
 QUERY_MAX_CHARS = 1000
 # Any other query (recall, search_memory, the answer cache): the embedding model reads about 256
 # tokens (≈ 1,000 characters) of it anyway, and echoing a megabyte back helps nobody.
@@ -70,10 +68,23 @@ def parse_uuid(value: Any, *, field: str, optional: bool = False) -> uuid.UUID |
         raise InvalidInput(f"{field} must be a UUID, got {str(value)[:80]!r}", field=field) from None
 
 
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any("\x00" in str(key) or _has_nul(inner) for key, inner in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(inner) for inner in value)
+    return False
+
+
 def validate_metadata(value: Any, *, field: str = "metadata") -> dict[str, Any] | None:
-    if value is None or isinstance(value, dict):
-        return value
-    raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
+    """A JSON object or None; PostgreSQL's jsonb keeps no NUL character (in a key or a string)."""
+    if value is not None and not isinstance(value, dict):
+        raise InvalidInput(f"{field}: {METADATA_NOT_OBJECT}", field=field)
+    if value and _has_nul(value):
+        raise InvalidInput(f"{field} must not contain NUL (\\u0000) characters", field=field)
+    return value
 
 
 def parse_timestamp(value: Any, *, field: str) -> dt.datetime | None:
@@ -90,8 +101,12 @@ def parse_timestamp(value: Any, *, field: str) -> dt.datetime | None:
     if parsed is None:
         raise InvalidInput(f"{field} must be an ISO 8601 date-time, got {str(value)[:60]!r}", field=field)
     if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, dt.timezone.utc)
-    return parsed
+        return timezone.make_aware(parsed, dt.timezone.utc)
+    # In UTC: PostgreSQL takes offsets up to ±15:59 only, Python up to ±23:59.
+    try:
+        return parsed.astimezone(dt.timezone.utc)
+    except OverflowError:
+        raise InvalidInput(f"{field} is out of range in UTC, got {str(value)[:60]!r}", field=field) from None
 
 
 def _date_bound(value: Any, *, field: str, end: bool) -> dt.datetime | None:
@@ -104,14 +119,24 @@ def _date_bound(value: Any, *, field: str, end: bool) -> dt.datetime | None:
         except ValueError:
             raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {value[:60]!r}", field=field) from None
         midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
+        if not end:
+            return midnight
         # A date alone means the whole day: an end date includes all of it.
-        return midnight + dt.timedelta(days=1) if end else midnight
+        return _later(midnight, dt.timedelta(days=1))
     try:
         parsed = parse_timestamp(value, field=field)
     except InvalidInput:
         raise InvalidInput(f"{field} must be an ISO 8601 date or date-time, got {str(value)[:60]!r}", field=field) from None
     # A date-time end is inclusive: move it just past the instant so `< end` keeps it.
-    return parsed + dt.timedelta(microseconds=1) if end and parsed else parsed
+    return _later(parsed, dt.timedelta(microseconds=1)) if end and parsed else parsed
+
+
+def _later(instant: dt.datetime, step: dt.timedelta) -> dt.datetime | None:
+    """An exclusive end bound; none at all past the last representable instant."""
+    try:
+        return instant + step
+    except OverflowError:
+        return None
 
 
 def parse_date_range(start_date: Any, end_date: Any) -> tuple[dt.datetime | None, dt.datetime | None]:
@@ -119,12 +144,10 @@ def parse_date_range(start_date: Any, end_date: Any) -> tuple[dt.datetime | None
     every tool and endpoint that filters by date (dewey_search, the Fiedler queries, winni_recall,
     search_memory): a date alone means that whole day (UTC), so a start date is its midnight and an
     end date includes the day; a date-time is the instant (a naive one is UTC), inclusive at both
-    ends. A start after the end is an error naming start_date."""
+    ends. A start after the end is an empty range (it finds nothing), not an error: no schema can
+    say "after" (issue #24: what the schema allows, the code accepts)."""
     start = _date_bound(start_date, field="start_date", end=False)
     end = _date_bound(end_date, field="end_date", end=True)
-    if start and end and start >= end:
-        raise InvalidInput(f"start_date must not be after end_date (start_date {str(start_date)[:40]!r}, "
-                           f"end_date {str(end_date)[:40]!r})", field="start_date")
     return start, end
 
 
@@ -164,9 +187,9 @@ def validate_query(value: Any, *, field: str = "query", words: bool = False) -> 
     """A search query, trimmed: a non-blank string PostgreSQL can store.
 
     Without `words` it is at most QUERY_TEXT_MAX_CHARS (PayloadTooLarge: REST 413, an MCP tool
-    error). With `words` (full-text search in web-search syntax) it must be at most QUERY_MAX_CHARS
-    and hold at least one word the english configuration indexes (not only stop words); the
-    message then says so, blank or not."""
+    error). With `words` (full-text search in web-search syntax) it must be at most QUERY_MAX_CHARS.
+    A query of stop words or punctuation only ("the", "?!") is valid and finds nothing (full-text
+    search has nothing to look for); a blank one is refused."""
     if not words:
         if not isinstance(value, str) or not value.strip():
             raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
@@ -175,12 +198,8 @@ def validate_query(value: Any, *, field: str = "query", words: bool = False) -> 
                                   field=field)
         return validate_storable(value, field=field).strip()
     if not isinstance(value, str) or not value.strip():
-        raise InvalidInput(f"{field}: {QUERY_NO_WORDS}", field=field)
+        raise InvalidInput(f"{field}: {QUERY_EMPTY}", field=field)
     if len(value) > QUERY_MAX_CHARS:
         raise InvalidInput(f"{field} must be at most {QUERY_MAX_CHARS} characters", field=field)
     validate_storable(value, field=field)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT numnode(websearch_to_tsquery('english', %s))", [value])
-        if cursor.fetchone()[0] == 0:
-            raise InvalidInput(f"{field}: {QUERY_NO_WORDS}", field=field)
     return value.strip()

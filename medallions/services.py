@@ -24,7 +24,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from core import projects
-from core.errors import InvalidInput, NotFound, PayloadTooLarge
+from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.models import Project
 from core.redaction import redact_json
@@ -78,7 +78,8 @@ def validate_scope(value: Any, *, field: str = "scope", required: bool = False) 
         raise InvalidInput(f"{field}.{unknown[0]}: unknown key ({SCOPE_NOT_OBJECT})", field=f"{field}.{unknown[0]}")
     scope: dict[str, list[str]] = {}
     for axis in ("graph_nodes", "tags"):
-        items = value.get(axis) or []
+        items = value.get(axis)
+        items = [] if items is None else items
         if not isinstance(items, list):
             raise InvalidInput(f"{field}.{axis} must be a list of strings", field=f"{field}.{axis}")
         if len(items) > schema.MAX_SCOPE_ITEMS:
@@ -115,9 +116,16 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
     if size > settings.WINNI_MAX_CONTENT_BYTES:
         raise PayloadTooLarge(f"medallion is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes "
                               "(WINNI_MAX_CONTENT_BYTES)", field="medallion")
-    meta = document.get("meta") or {}
+    meta = document.get("meta")
+    meta = {} if meta is None else meta
     if not isinstance(meta, dict):
         raise InvalidInput("meta must be an object", field="meta")
+    if existing and meta.get("id") not in (None, ""):
+        # On an update the path names the medallion; a given meta.id is only checked for its form.
+        try:
+            uuid.UUID(str(meta["id"]))
+        except ValueError:
+            raise InvalidInput("meta.id must be a UUID", field="meta.id") from None
     now = timezone.now()
     # Secrets and `<private>` spans in the content go before anything is stored (core.redaction).
     full = {
@@ -201,7 +209,7 @@ def medallion_create(*, document: dict[str, Any], actor: str = "") -> Medallion:
     parsed = validate_document(document)
     with storage_op("medallion.create", actor=actor) as log, transaction.atomic():
         if Medallion.objects.filter(pk=parsed.meta.id).exists():
-            raise InvalidInput(f"meta.id {parsed.meta.id} already exists; update it instead", field="meta.id")
+            raise Conflict(f"meta.id {parsed.meta.id} already exists; update it instead", field="meta.id")
         medallion = Medallion(id=uuid.UUID(parsed.meta.id), created_at=parsed.meta.created_at)
         _apply(medallion, parsed)
         medallion.save(force_insert=True)
@@ -343,12 +351,14 @@ def validate_evidence(value: Any) -> dict[str, Any]:
     if size > settings.WINNI_MAX_REQUEST_BYTES:
         raise PayloadTooLarge(f"evidence is {size} bytes; the limit is {settings.WINNI_MAX_REQUEST_BYTES} bytes "
                               "(WINNI_MAX_REQUEST_BYTES)", field="evidence")
-    summary = value.get("session_summary") or ""
+    summary = value.get("session_summary")
+    summary = "" if summary is None else summary
     if not isinstance(summary, str):
         raise InvalidInput("evidence.session_summary must be a string", field="evidence.session_summary")
     clean: dict[str, Any] = {"session_summary": summary}
     for key in ("transcripts", "artefacts"):
-        items = value.get(key) or []
+        items = value.get(key)
+        items = [] if items is None else items
         if not isinstance(items, list):
             raise InvalidInput(f"evidence.{key} must be a list", field=f"evidence.{key}")
         clean[key] = [_as_text(item, field=f"evidence.{key}[{i}]") for i, item in enumerate(items)]

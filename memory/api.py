@@ -1,6 +1,6 @@
 """REST views for memories: one APIView per operation (HS), shapes from outputs.py. Unlike MCP,
 REST may delete: it serves the people who own the data."""
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -8,40 +8,99 @@ from rest_framework.views import APIView
 
 from core import access, timerank
 from core.actors import actor_name_from_rest
-from core.rest import StrictSerializer
+from core.rest import (
+    NON_BLANK,
+    WHITE_SPACE,
+    DateBoundField,
+    JsonObjectField,
+    NonBlankField,
+    ProjectField,
+    SearchQueryField,
+    StrictSerializer,
+    UuidTextField,
+    answer,
+    uuid_path,
+)
 from memory import outputs, services
 
 PAGE_SIZE_MAX = 100
+MEMORIES = ["memories"]
+MID = "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"
+NOW = "2026-11-24T09:20:11.530112+00:00"
+FACT = "Money amounts are stored as integer cents (BIGINT), never as floats."
+# A tag is 1-50 characters once trimmed (the service trims and lower-cases it).
+TAG_PATTERN = f"^[{WHITE_SPACE}]*[^{WHITE_SPACE}\\u0000]([^\\u0000]{{0,48}}[^{WHITE_SPACE}\\u0000])?[{WHITE_SPACE}]*$"
+MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
+
+
+@extend_schema_field({"type": "string", "pattern": TAG_PATTERN})
+class TagField(serializers.CharField):
+    """One tag; the service trims it, lower-cases it and checks its length (naming the field)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID},
+                         **kwargs)  # type: ignore[arg-type]
 
 
 class MemoryCreateListApi(APIView):
     class InputSerializer(StrictSerializer):
-        content = serializers.CharField(trim_whitespace=False, allow_blank=True)
-        tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
-                                     required=False, allow_null=True)
-        metadata = serializers.JSONField(required=False, allow_null=True)
-        conversation_id = serializers.CharField(required=False, allow_null=True)
-        message_id = serializers.CharField(required=False, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        supersedes = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+        content = NonBlankField(help_text="the fact, preference or decision (at most WINNI_MAX_CONTENT_BYTES)")
+        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
+                                     help_text="up to 10 tags, each 1-50 characters (stored trimmed, lower case)")
+        metadata = JsonObjectField(required=False, allow_null=True)
+        conversation_id = UuidTextField(required=False, allow_null=True,
+                                        help_text="the conversation it came from (404 if none)")
+        message_id = UuidTextField(required=False, allow_null=True, help_text="the message it came from (404 if none)")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                                        help_text="an existing project's slug or name (404 if none); omitted: the "
+                                                  "conversation's project, else a global memory")
+        supersedes = serializers.ListField(child=UuidTextField(), required=False, allow_null=True,
+                                           help_text="ids of memories this one replaces (they leave search)")
 
     class ListSerializer(StrictSerializer):
-        tag = serializers.ListField(child=serializers.CharField(), required=False)
-        project = serializers.CharField(required=False)
-        page = serializers.IntegerField(required=False, min_value=1, default=1)
+        tag = serializers.ListField(child=TagField(), required=False, max_length=services.MAX_TAGS,
+                                    help_text="repeatable: only memories carrying every one of these tags")
+        project = ProjectField(required=False, help_text="only this project's (slug or name)")
+        page = serializers.IntegerField(required=False, min_value=1, max_value=1_000_000, default=1)
         page_size = serializers.IntegerField(required=False, min_value=1, max_value=PAGE_SIZE_MAX, default=20)
 
-    @extend_schema(request=InputSerializer, responses={201: dict, 200: dict}, operation_id="memories_create")
+    @extend_schema(
+        operation_id="memories_create", tags=MEMORIES, summary="Store a memory",
+        description="Remembers a fact, preference or decision for future sessions (`store_memory`). It is found "
+                    "by full text at once and by meaning once the worker has embedded it. The same content "
+                    "(ignoring case and spacing) in the same project returns the existing memory with 200 and "
+                    "`duplicate: true`.",
+        request=InputSerializer,
+        examples=[OpenApiExample("a decision", request_only=True,
+                                 value={"content": FACT, "tags": ["decision", "money"]})],
+        responses={
+            201: answer(outputs.StoredMemoryDict, "stored", {
+                "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
+                "duplicate": False, "message": "stored", "supersedes": [], "superseded_by": None, "similar": []}),
+            200: answer(outputs.StoredMemoryDict, "the same content was already stored: the existing memory", {
+                "memory_id": MID, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
+                "duplicate": True, "message": "already stored", "supersedes": [], "superseded_by": None, "similar": []}),
+        },
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         memory, created, similar = services.memory_remember(**data.validated_data)
         return Response(outputs.stored_memory_dict(memory, created, similar), status=201 if created else 200)
 
-    @extend_schema(parameters=[ListSerializer], responses={200: dict}, operation_id="memories_list")
+    @extend_schema(
+        operation_id="memories_list", tags=MEMORIES, summary="List memories",
+        description="Memories, newest first, a page at a time; filtered by tags (all of them) and project.",
+        parameters=[ListSerializer],
+        responses={200: answer(outputs.MemoryListDict, "one page", {
+            "total": 1, "page": 1, "page_size": 20,
+            "results": [{"memory_id": MID, "content": FACT, "timestamp": NOW, "project": None,
+                         "tags": ["decision", "money"], "metadata": None, "conversation_id": None,
+                         "message_id": None, "version": 1, "updated_at": None, "superseded_by": None,
+                         "superseded_at": None}]})},
+    )
     def get(self, request: Request) -> Response:
-        params = self.ListSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")},
-                                     context={"query_string": True})
+        params = self.ListSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         page, size = params.validated_data["page"], params.validated_data["page_size"]
         queryset = services.memory_list(tags=params.validated_data.get("tag") or None,
@@ -54,12 +113,33 @@ class MemoryCreateListApi(APIView):
 
 class MemoryDetailApi(APIView):
     class UpdateSerializer(StrictSerializer):
-        content = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
-        tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
-                                     required=False, allow_null=True)
-        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True)
+        content = NonBlankField(required=False, allow_null=True, help_text="the new text")
+        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
+                                     help_text="the new tags (replace the old ones)")
+        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True,
+                                       max_length=services.REASON_MAX_CHARS, help_text="why it changed")
 
-    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_update")
+    UPDATE_DOC = dict(
+        tags=MEMORIES, parameters=[MEMORY_ID_PATH],
+        description="New content and/or tags (`update_memory`); the memory keeps its id and the previous text "
+                    "becomes a version (`GET /memories/{memory_id}/history/`). Give content or tags.",
+        request={"application/json": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "content": {"type": "string", "pattern": NON_BLANK, "nullable": True, "description": "the new text"},
+                "tags": {"type": "array", "nullable": True, "maxItems": services.MAX_TAGS,
+                         "items": {"type": "string", "pattern": TAG_PATTERN}},
+                "reason": {"type": "string", "nullable": True, "maxLength": services.REASON_MAX_CHARS}},
+            "anyOf": [{"required": ["content"], "properties": {"content": {"type": "string"}}},
+                      {"required": ["tags"], "properties": {"tags": {"type": "array"}}}]}},
+        examples=[OpenApiExample("a corrected fact", request_only=True,
+                                 value={"content": FACT, "reason": "cents, not floats"})],
+        responses={200: answer(outputs.UpdatedMemoryDict, "the memory after the update", {
+            "memory_id": MID, "content": FACT, "tags": ["decision", "money"], "project": None, "version": 2,
+            "updated_at": NOW, "changed": True, "message": "updated"})},
+    )
+
+    @extend_schema(operation_id="memories_update", summary="Update a memory", **UPDATE_DOC)
     def put(self, request: Request, memory_id: str) -> Response:
         """New content and/or tags; the previous text becomes a version (GET …/history/)."""
         data = self.UpdateSerializer(data=request.data)
@@ -68,58 +148,101 @@ class MemoryDetailApi(APIView):
                                                  **data.validated_data)
         return Response(outputs.updated_memory_dict(memory, changed))
 
-    @extend_schema(request=UpdateSerializer, responses={200: dict}, operation_id="memories_partial_update")
+    @extend_schema(operation_id="memories_partial_update", summary="Update a memory (PATCH)", **UPDATE_DOC)
     def patch(self, request: Request, memory_id: str) -> Response:
         return self.put(request, memory_id)
 
-    @extend_schema(responses={200: dict}, operation_id="memories_retrieve")
+    @extend_schema(
+        operation_id="memories_retrieve", tags=MEMORIES, summary="Get a memory",
+        description="One memory, with the embedding model whose vector it has (null while it waits for one).",
+        parameters=[MEMORY_ID_PATH],
+        responses={200: answer(outputs.MemoryDetailDict, "the memory", {
+            "memory_id": MID, "content": FACT, "timestamp": NOW, "project": None, "tags": ["decision", "money"],
+            "metadata": None, "conversation_id": None, "message_id": None, "version": 1, "updated_at": None,
+            "superseded_by": None, "superseded_at": None, "embedding_model": "all-MiniLM-L6-v2"})},
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         memory = services.memory_get(memory_id=memory_id)
         return Response({**outputs.memory_dict(memory), "embedding_model": services.memory_embedding_model(memory)})
 
-    @extend_schema(responses={204: None}, operation_id="memories_destroy")
+    @extend_schema(
+        operation_id="memories_destroy", tags=MEMORIES, summary="Delete a memory",
+        description="Deletes a memory and its vector. Only REST and the admin delete memories: the MCP tools never "
+                    "do (agents update or supersede them).",
+        parameters=[MEMORY_ID_PATH], responses={204: None},
+    )
     def delete(self, request: Request, memory_id: str) -> Response:
         services.memory_delete(memory_id=memory_id)
         return Response(status=204)
 
 
 class MemoryHistoryApi(APIView):
-    @extend_schema(responses={200: dict}, operation_id="memories_history")
+    @extend_schema(
+        operation_id="memories_history", tags=MEMORIES, summary="A memory's versions",
+        description="Every text and tag set the memory has had, newest first, with when, by whom and why "
+                    "(`memory_history`).",
+        parameters=[MEMORY_ID_PATH],
+        responses={200: answer(outputs.MemoryHistoryDict, "the versions", {
+            "memory_id": MID, "project": None, "current_version": 2, "versions": [
+                {"version": 2, "current": True, "content": FACT, "tags": ["decision", "money"], "written_at": NOW,
+                 "written_by": "alice", "reason": "cents, not floats", "replaced_at": None, "replaced_by": None}]})},
+    )
     def get(self, request: Request, memory_id: str) -> Response:
         memory, versions = services.memory_history(memory_id=memory_id)
         return Response(outputs.memory_history_dict(memory, versions))
 
 
+SEARCH_DESCRIPTION = (
+    "Memories by meaning (`search_memory`): relevance 0-100 from cosine similarity, under 30 left out, best "
+    "first. A memory not embedded yet is still found (its similarity is computed on the spot); with the "
+    "embedding provider down the answer comes from full text (`match: fulltext`). GET takes the same "
+    "parameters in the query string (`tags` repeatable).")
+SEARCH_EXAMPLE = {"query": "money amounts", "results": [
+    {"memory_id": MID, "content": FACT, "timestamp": NOW, "relevance_score": 71.3, "project": None,
+     "tags": ["decision", "money"], "match": "semantic", "matched_superseded": None, "superseded_by": None}],
+    "count": 1}
+
+
 class MemorySearchApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(StrictSerializer):
-        query = serializers.CharField(trim_whitespace=False, allow_blank=True)
-        limit = serializers.IntegerField(required=False, default=5)
-        tags = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False),
-                                     required=False, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True)
-        start_date = serializers.CharField(required=False, allow_null=True)
-        end_date = serializers.CharField(required=False, allow_null=True)
-        include_superseded = serializers.BooleanField(required=False, default=False)
-        as_of = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        recency = serializers.FloatField(required=False, allow_null=True)
+        query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
+        limit = serializers.IntegerField(required=False, default=5, min_value=1, max_value=20,
+                                         help_text="1-20 (default 5)")
+        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
+                                     help_text="only memories carrying all of these")
+        project = ProjectField(required=False, allow_null=True, help_text="only this project's")
+        start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time")
+        end_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
+        include_superseded = serializers.BooleanField(required=False, default=False,
+                                                      help_text="also memories a newer one superseded")
+        as_of = DateBoundField(required=False, allow_null=True,
+                               help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
+        recency = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=36500,
+                                         help_text="rank newer hits higher: a half-life in days (default: off)")
 
     def _search(self, data: dict) -> Response:
         time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))
         hits = services.memory_search(**data, time=time)
         return Response(outputs.search_memory_dict(data["query"], hits, time))
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="memories_search")
+    @extend_schema(
+        operation_id="memories_search", tags=MEMORIES, summary="Search memories by meaning",
+        description=SEARCH_DESCRIPTION, request=InputSerializer,
+        examples=[OpenApiExample("by meaning", request_only=True, value={"query": "money amounts", "limit": 5})],
+        responses={200: answer(outputs.SearchMemoryDict, "the memories found", SEARCH_EXAMPLE)},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         return self._search(data.validated_data)
 
-    @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="memories_search_get")
+    @extend_schema(
+        operation_id="memories_search_get", tags=MEMORIES, summary="Search memories by meaning (query string)",
+        description=SEARCH_DESCRIPTION, parameters=[InputSerializer],
+        responses={200: answer(outputs.SearchMemoryDict, "the memories found", SEARCH_EXAMPLE)},
+    )
     def get(self, request: Request) -> Response:
-        raw = {**request.query_params.dict()}
-        if "tags" in request.query_params:
-            raw["tags"] = request.query_params.getlist("tags")
-        data = self.InputSerializer(data=raw, context={"query_string": True})
+        data = self.InputSerializer(data=request.query_params)
         data.is_valid(raise_exception=True)
         return self._search(data.validated_data)

@@ -24,6 +24,17 @@ class MemoryDict(TypedDict):
     superseded_at: str | None
 
 
+class MemoryDetailDict(MemoryDict):
+    embedding_model: str | None
+
+
+class MemoryListDict(TypedDict):
+    total: int
+    page: int
+    page_size: int
+    results: list[MemoryDict]
+
+
 class UpdatedMemoryDict(TypedDict):
     memory_id: str
     content: str

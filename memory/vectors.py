@@ -24,6 +24,7 @@ from memory.embeddings import EmbeddingError
 from memory.models import Embedding, EmbeddingModel
 
 log = logging.getLogger("winni.embeddings")
+HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 
@@ -442,11 +443,12 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         sql = f"(SELECT * FROM ({sql}) nearest WHERE {active}) UNION ALL (SELECT NULL, NULL WHERE NOT {active})"
         params += [model.name, dims, model.name, dims]
     # The connection already has the search settings (hnsw_session_settings); only a limit beyond
-    # its ef_search needs a larger one, for this search alone.
+    # its ef_search needs a larger one, for this search alone (pgvector allows at most 1000: a
+    # deeper page is then found by the iterative scan, or comes back shorter).
     deeper = limit > settings.WINNI_RECALL_HNSW_EF_SEARCH
     with transaction.atomic() if deeper else contextlib.nullcontext(), connection.cursor() as cursor:
         if deeper:
-            cursor.execute(f"SET LOCAL hnsw.ef_search = {int(limit)}")
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {min(int(limit), HNSW_EF_SEARCH_MAX)}")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     if rows and rows[0][0] is None:

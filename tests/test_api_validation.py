@@ -70,6 +70,19 @@ def test_query_strings_are_still_parsed_as_text(api):
     assert api.get("/api/v1/memories/", {"page": "1", "page_size": "5"}).json()["total"] == 1
     assert api.get("/api/v1/conversations/", {"limit": "5"}).status_code == 200
     assert api.get("/api/v1/medallions/", {"limit": "5", "as_text": "true"}).status_code == 200
+    # What the Claude Code hook sends when the payload has no cwd.
+    assert api.get("/api/v1/capture/session-start", {"source": "startup", "cwd": ""}).status_code == 200
+
+
+def test_a_query_string_takes_one_value_and_no_empty_one(api):
+    error = _error(api.get("/api/v1/conversations/?sort_by="), 400)
+    assert error["fields"]["sort_by"] == ["must not be empty"]
+    error = _error(api.get("/api/v1/cache/stats?days=1&days=2"), 400)
+    assert error["fields"]["days"] == ["must be given once, got 2 values"]
+    error = _error(api.get("/api/v1/contexts/?include_content=null"), 400)
+    assert "true or false" in error["fields"]["include_content"][0]
+    error = _error(api.post("/api/v1/memories/", {"content": "x", "tagz": ["typo"]}, format="json"), 400)
+    assert "tagz" in error["fields"] and "is not a field" in error["message"]
 
 
 # --- MCP ---------------------------------------------------------------------------------------

@@ -60,8 +60,7 @@ def test_bulk_errors_name_the_item_and_store_nothing(api):
         ({"query": "x", "offset": -1}, "offset"),
         ({"query": "x", "role": "robot"}, "role"),
         ({"query": "x", "start_date": "soon"}, "start_date"),
-        ({"query": "x", "start_date": "2024-03-01", "end_date": "2024-02-01"}, "start_date"),
-        ({"query": "the"}, "query"),
+        ({"query": " "}, "query"),
         ({}, "query"),
     ],
 )

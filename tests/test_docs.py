@@ -62,7 +62,7 @@ def all_blocks() -> list[tuple[str, str, str]]:
 
 
 def check_python(code: str, info: str) -> None:
-    ast.parse(code)
+    compile(code, "<code block>", "exec")  # more than ast.parse: `return` outside a function, say
     if "run" in info.split()[1:]:
         # Self-contained examples run for real, in a fresh interpreter at the project root.
         result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -82,7 +82,17 @@ def check_toml(code: str, info: str) -> None:
     tomllib.loads(code)
 
 
-CHECKERS = {"python": check_python, "json": check_json, "sh": check_shell, "bash": check_shell, "toml": check_toml}
+def check_yaml(code: str, info: str) -> None:
+    import yaml
+
+    try:
+        yaml.safe_load(code)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+CHECKERS = {"python": check_python, "json": check_json, "sh": check_shell, "bash": check_shell, "toml": check_toml,
+            "yaml": check_yaml, "yml": check_yaml}
 
 
 @pytest.mark.parametrize(("where", "info", "code"), all_blocks(), ids=lambda value: str(value)[:40])
@@ -107,6 +117,52 @@ def test_a_broken_block_fails() -> None:
         check_shell("if true; then echo\n", "sh")
     with pytest.raises(ValueError):
         check_json('{"a": 1,}', "json")
+    with pytest.raises(SyntaxError):
+        check_python("return 1\n", "python")
+    with pytest.raises(ValueError):
+        check_yaml("a: [1, 2\n", "yaml")
+
+
+MANAGE_COMMAND = re.compile(r"(?:\./winni manage|manage\.py)\s+([a-z][a-z0-9_]*)")
+# /api/v1/… in a code block, up to a quote, a space, a query string or the end of the line.
+API_PATH = re.compile(r"/api/v1/[A-Za-z0-9_\-/{}.<>]*")
+
+
+def test_management_commands_in_code_blocks_exist() -> None:
+    """`./winni manage X` and `manage.py X` in an example name a command that exists."""
+    from django.core.management import get_commands
+
+    known = set(get_commands())
+    used = [(where, name) for where, _, code in all_blocks() for name in MANAGE_COMMAND.findall(code)]
+    assert len(used) >= 3  # the scan itself works
+    missing = sorted(f"{where}: {name}" for where, name in used if name not in known)
+    assert not missing, f"code blocks name management commands that do not exist: {missing}"
+    assert "winni_tokne" not in known
+
+
+def api_path_resolves(path: str) -> bool:
+    """A documented path (placeholders such as {id} or <token> filled in) names a route, with or
+    without its trailing slash (the API answers both)."""
+    from django.urls import Resolver404, resolve
+
+    path = re.sub(r"\{[^}/]*\}|<[^>/]*>", "x", path.rstrip("."))
+    for candidate in {path, path.rstrip("/") + "/", path.rstrip("/")}:
+        try:
+            resolve(candidate)
+            return True
+        except Resolver404:
+            continue
+    return False
+
+
+def test_api_paths_in_code_blocks_exist() -> None:
+    # Requests (shell and Python), not sample answers: a 404's JSON rightly shows a wrong path.
+    used = [(where, path) for where, info, code in all_blocks() if info.split()[:1] in (["sh"], ["bash"], ["python"])
+            for path in API_PATH.findall(code)]
+    assert len(used) >= 3  # the scan itself works
+    missing = sorted(f"{where}: {path}" for where, path in used if not api_path_resolves(path))
+    assert not missing, f"code blocks use API paths that do not exist: {missing}"
+    assert not api_path_resolves("/api/v1/conversation/x/")
 
 
 # --- Settings ---------------------------------------------------------------------------------

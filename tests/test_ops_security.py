@@ -554,7 +554,7 @@ def test_only_an_admin_token_manages_tokens_over_the_api(db):
     assert bad.status_code == 400 and bad.json()["error"]["fields"] == {"scope": bad.json()["error"]["message"]} or \
         "scope must be one of" in bad.json()["error"]["message"]
     unknown = admin_client.post("/api/v1/tokens/", {"name": "y", "projects": ["nope"]}, format="json")
-    assert unknown.status_code == 400 and "no project named 'nope'" in unknown.json()["error"]["message"]
+    assert unknown.status_code == 404 and "no project named 'nope'" in unknown.json()["error"]["message"]
     assert not auth.ApiToken.objects.filter(name__in=["sneaky", "x", "y"]).exists()
     names = [t["name"] for t in admin_client.get("/api/v1/tokens/").json()["tokens"]]
     assert names == ["boss", "ci", "writer"]

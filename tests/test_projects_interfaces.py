@@ -69,7 +69,7 @@ class TestRest:
         created = api.post("/api/v1/conversations/", {"session_id": "s", "project": "app"}, format="json").json()
         assert created["project"] == "app"
         refused = api.post("/api/v1/contexts/", {"name": "x", "content": "y", "project": "nope"}, format="json")
-        assert refused.status_code == 400 and "project" in refused.json()["error"]["fields"]
+        assert refused.status_code == 404 and "project" in refused.json()["error"]["fields"]
         assert "winni_project create" in refused.json()["error"]["message"]
         assert not StartupContext.objects.filter(name="x").exists()
         # A detail URL addresses a project's context with ?project=.
@@ -81,7 +81,7 @@ class TestRest:
         projects.project_create(name="one")
         fill(projects.project_create(name="two"))
         itself = api.post("/api/v1/projects/one/merge/", {"into": "one"}, format="json")
-        assert itself.status_code == 400 and "itself" in itself.json()["error"]["message"]
+        assert itself.status_code == 409 and "itself" in itself.json()["error"]["message"]
         unknown = api.post("/api/v1/projects/one/merge/", {"into": "ghost"}, format="json")
         assert unknown.status_code == 404 and "target" in unknown.json()["error"]["fields"]
         merged = api.post("/api/v1/projects/two/merge/", {"into": "one"}, format="json").json()

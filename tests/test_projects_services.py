@@ -12,7 +12,7 @@ from contexts import services as contexts
 from contexts.models import StartupContext
 from conversations import services as conversations
 from core import projects, recall
-from core.errors import ApplicationError, InvalidInput, NotFound
+from core.errors import ApplicationError, Conflict, InvalidInput, NotFound
 from core.models import Project, ProjectKey
 from core.projects import Identity, project_resolve
 from medallions import services as medallions
@@ -112,7 +112,7 @@ class TestWritesAndFilters:
                       lambda: memories.memory_store(content="a fact", project="nope"),
                       lambda: contexts.context_set(name="rules", content="x", actor="t", project="nope"),
                       lambda: librarian.librarian_remember(query="q?", answer="a", project="nope")):
-            with pytest.raises(InvalidInput) as error:
+            with pytest.raises(NotFound) as error:
                 write()
             assert error.value.field == "project"
             assert "no project named 'nope'" in error.value.message and "winni_project create" in error.value.message
@@ -226,7 +226,7 @@ class TestMerge:
         librarian.librarian_remember(query="where?", answer="there", project=target)
         medallions.medallion_create(document=document({"graph_nodes": [], "tags": [f"repo:{source.slug}"]}))
 
-        with pytest.raises(InvalidInput, match="cannot be merged into itself"):
+        with pytest.raises(Conflict, match="cannot be merged into itself"):
             projects.project_merge(source="app", target="app")
         assert projects.project_merge(source="app", target="app-main", dry_run=True)["conversations"] == 1
         moved = projects.project_merge(source="app", target="app-main")
@@ -270,7 +270,7 @@ class TestLibrarian:
         librarian.librarian_remember(query="Which port?", answer="app: 8000", project="app")
         assert librarian.librarian_ask(query="which port?", project="app").answer == "app: 8000"
         assert librarian.librarian_ask(query="which port?").answer == "global: 9020"
-        with pytest.raises(InvalidInput):
+        with pytest.raises(NotFound):
             librarian.librarian_ask(query="which port?", project="nope")
         librarian.librarian_forget(query="which port?", project="app")
         assert librarian.librarian_ask(query="which port?", project="app").answer == "global: 9020"

@@ -45,7 +45,8 @@ def token_create(*, name: str, scope: str = access.WRITE, projects: list[str] | 
         )
     if scope not in access.SCOPES:
         raise InvalidInput(f"scope must be one of {', '.join(access.SCOPES)}, got {str(scope)[:40]!r}", field="scope")
-    limited = [core_projects.project_get(name=value, field="project", error=InvalidInput) for value in projects or []]
+    # An unknown project is a 404, like any reference to a row that does not exist (issue #24).
+    limited = [core_projects.project_get(name=value, field="project", error=NotFound) for value in projects or []]
     if ApiToken.objects.filter(name=name).exists():
         raise Conflict(f"a token named {name!r} already exists", field="name")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)

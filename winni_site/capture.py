@@ -241,6 +241,10 @@ def capture_hook_event(
     hook read: git root, origin remote, root commit) and the payload's cwd (session_project)."""
     if not isinstance(payload, dict):
         raise InvalidInput("payload must be a JSON object (the hook's stdin)", field="payload")
+    for key in ("cwd", "transcript_path"):
+        value = payload.get(key)
+        if value is not None and (not isinstance(value, str) or "\x00" in value):
+            raise InvalidInput(f"payload.{key} must be a string without NUL characters", field=f"payload.{key}")
     if agent not in agent_dialects.SOURCES:
         raise InvalidInput(f"agent must be one of {', '.join(agent_dialects.AGENTS)}, got {str(agent)[:40]!r}",
                            field="agent")

@@ -1,35 +1,117 @@
 """REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
+from typing_extensions import NotRequired, TypedDict
 
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
-from core.rest import StrictSerializer
+from core.rest import (
+    NO_NUL,
+    NON_BLANK,
+    DateBoundField,
+    ProjectField,
+    StrictSerializer,
+    answer,
+)
 from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
 
+CAPTURE = ["capture"]
+CID = "6b0d2457-c3c8-48d6-8bce-07d50d9c9c8c"
+TEXT = {"type": "string", "pattern": NON_BLANK}
+NULLABLE_TEXT = {"type": "string", "nullable": True, "pattern": NO_NUL}
+# Stored as text (JSON), so anything goes, NUL included (kept as U+FFFD).
+ANY_JSON = {"nullable": True, "description": "any JSON value"}
+
+
+def _event(name: str, required: tuple[str, ...] = (), **properties: Any) -> dict[str, Any]:
+    """One hook event's payload: the fields Winni reads (any others are kept out of the way)."""
+    return {"type": "object", "title": name, "required": ["hook_event_name", "session_id", *required],
+            "additionalProperties": True,
+            "properties": {"hook_event_name": {"type": "string", "enum": [name]}, "session_id": TEXT,
+                           "cwd": NULLABLE_TEXT, "transcript_path": NULLABLE_TEXT, **properties}}
+
+
+# What capture_hook_event reads of Claude Code's hook payloads (docs/capture.md).
+PAYLOAD_SCHEMA = {
+    "description": "the hook's stdin, unchanged",
+    "oneOf": [
+        # NUL in a prompt is kept as U+FFFD (capture never loses a prompt).
+        _event("UserPromptSubmit", ("prompt",), prompt={"type": "string", "pattern": "\\S", "x-allows-nul": True}),
+        _event("Stop", last_assistant_message={"nullable": True, "description": "the reply (blank: nothing stored)"}),
+        _event("PostToolUse", ("tool_name",), tool_name=TEXT, tool_input=ANY_JSON, tool_response=ANY_JSON,
+               tool_use_id={"nullable": True}),
+        *[_event(name) for name in ("SessionStart", "PreCompact", "SessionEnd")],
+    ],
+}
+REPOSITORY_SCHEMA = {
+    "type": "object", "nullable": True, "additionalProperties": False,
+    "description": "what identifies the session's project (docs/projects.md)",
+    # A part capture cannot use (NUL, a relative path) is dropped rather than lose the event.
+    "properties": {key: {"nullable": True, "description": "a string; anything else is dropped"}
+                   for key in REPOSITORY_PARAMETERS},
+}
+
+
+@extend_schema_field(PAYLOAD_SCHEMA)
+class PayloadField(serializers.JSONField):
+    """The hook's stdin: the service checks it and names the field (payload.prompt)."""
+
+
+@extend_schema_field(REPOSITORY_SCHEMA)
+class RepositoryField(serializers.JSONField):
+    """{git_root, remote, root_commit}: the service checks it."""
+
+
 class HookEventSerializer(StrictSerializer):
-    payload = serializers.JSONField(help_text="the hook's stdin, unchanged")
-    event_id = serializers.CharField(required=False, allow_null=True, max_length=100)
-    captured_at = serializers.CharField(required=False, allow_null=True, max_length=60)
+    payload = PayloadField()
+    event_id = serializers.CharField(required=False, allow_null=True, max_length=100,
+                                     help_text="the hook's id for this event: a retry with the same id stores nothing")
+    captured_at = DateBoundField(required=False, allow_null=True, help_text="when the hook saw it (ISO 8601)")
     git_branch = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300)
-    project = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=300,
-                                    help_text="an existing project's slug or name; wins over `repository`")
-    repository = serializers.JSONField(
-        required=False, allow_null=True, default=None,
-        help_text="what identifies the session's project: {git_root, remote, root_commit} (docs/projects.md)")
+    project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                           help_text="an existing project's slug or name; wins over `repository`")
+    repository = RepositoryField(required=False, allow_null=True, default=None)
     recall = serializers.BooleanField(
         required=False, default=False,
         help_text="also answer `additional_context`: what automatic recall adds to this event (docs/autorecall.md)")
     agent = serializers.ChoiceField(choices=agent_dialects.AGENTS, required=False, default=agent_dialects.CLAUDE,
                                     help_text="the coding agent whose hook sent the event (metadata.source)")
+
+
+class ResultDict(TypedDict):
+    stored: bool
+    conversation_id: str | None
+    message_id: str | None
+    turn_number: int | None
+    reason: str | None
+    checkpoint_job_id: str | None
+    additional_context: NotRequired[str]  # with recall: true
+
+
+class BatchItemDict(TypedDict, total=False):
+    stored: bool
+    conversation_id: str | None
+    message_id: str | None
+    turn_number: int | None
+    reason: str | None
+    checkpoint_job_id: str | None
+    error: str
+
+
+class SessionStartDict(TypedDict):
+    text: str
+
+
+class BatchDict(TypedDict):
+    results: list[BatchItemDict]
 
 
 def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
@@ -43,8 +125,29 @@ def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
     }
 
 
+PROMPT_EVENT = {"payload": {"hook_event_name": "UserPromptSubmit", "session_id": "7d1c9b0e-claude-session",
+                            "cwd": "/home/me/src/winni", "prompt": "How do we store money amounts?"},
+                "event_id": "evt-0001", "captured_at": "2026-11-24T09:50:00Z",
+                "repository": {"git_root": "/home/me/src/winni", "remote": "github.com/example/winni",
+                               "root_commit": None}}
+STORED = {"stored": True, "conversation_id": CID, "message_id": "0f8e3a52-5a1c-4b7e-9d0e-2c4f3b1a7e11",
+          "turn_number": 1, "reason": None, "checkpoint_job_id": None}
+
+
 class CaptureEventApi(APIView):
-    @extend_schema(request=HookEventSerializer, responses={200: dict, 201: dict}, operation_id="capture_event")
+    @extend_schema(
+        operation_id="capture_event", tags=CAPTURE, summary="Capture one Claude Code hook event",
+        description="What the hook program posts for each event: a prompt (UserPromptSubmit), a reply (Stop) or "
+                    "a tool call (PostToolUse) is stored in the session's conversation (201); other events store "
+                    "nothing (200, `reason` says why), PreCompact and SessionEnd start a medallion checkpoint. "
+                    "A repeated `event_id` stores nothing ([docs/capture.md](docs/capture.md)).",
+        request=HookEventSerializer,
+        examples=[OpenApiExample("a user prompt", request_only=True, value=PROMPT_EVENT)],
+        responses={201: answer(ResultDict, "stored", STORED),
+                   200: answer(ResultDict, "nothing stored (`reason`), or a checkpoint started", {
+                       "stored": False, "conversation_id": CID, "message_id": None, "turn_number": None,
+                       "reason": "duplicate", "checkpoint_job_id": None})},
+    )
     def post(self, request: Request) -> Response:
         data = HookEventSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -63,9 +166,20 @@ class CaptureEventBatchApi(APIView):
 
     @extend_schema_serializer(component_name="CaptureEventBatch")
     class InputSerializer(StrictSerializer):
-        events = serializers.ListField(child=serializers.JSONField(), max_length=1000)
+        events = serializers.ListField(child=serializers.DictField(), max_length=1000,
+                                       help_text="up to 1,000 events, each shaped like POST /capture/events")
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="capture_event_batch")
+    @extend_schema(
+        operation_id="capture_event_batch", tags=CAPTURE, summary="Capture spooled hook events",
+        description="Events the hook spooled while Winni was away, in order. Each is stored in its own "
+                    "transaction; a refused event is reported in its result (`error`) and does not stop the rest.",
+        request=InputSerializer,
+        examples=[OpenApiExample("two spooled events", request_only=True, value={"events": [
+            PROMPT_EVENT, {**PROMPT_EVENT, "event_id": "evt-0002",
+                           "payload": {**PROMPT_EVENT["payload"], "hook_event_name": "Stop",
+                                       "last_assistant_message": "As integer cents."}}]})],
+        responses={200: answer(BatchDict, "one result per event, in order", {"results": [STORED]})},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -85,33 +199,66 @@ class CaptureEventBatchApi(APIView):
 
 
 class CaptureSessionStartApi(APIView):
+    class InputSerializer(StrictSerializer):
+        source = serializers.ChoiceField(choices=list(capture.SESSION_START_SOURCES), required=False,
+                                         default="startup", help_text="Claude Code's SessionStart source")
+        # The hook sends `cwd=` when Claude Code gave none.
+        cwd = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                    help_text="the session's directory")
+        project = ProjectField(required=False, help_text="an existing project's slug or name")
+        session_id = serializers.CharField(required=False, trim_whitespace=False,
+                                           help_text="with source compact or clear: what automatic recall gave "
+                                                     "the session may be given again")
+        git_root = serializers.CharField(required=False, trim_whitespace=False,
+                                         help_text="the session's repository (docs/projects.md)")
+        remote = serializers.CharField(required=False, trim_whitespace=False)
+        root_commit = serializers.CharField(required=False, trim_whitespace=False)
+
     @extend_schema(
-        parameters=[
-            OpenApiParameter("source", str, required=False, enum=list(capture.SESSION_START_SOURCES)),
-            OpenApiParameter("cwd", str, required=False),
-            OpenApiParameter("session_id", str, required=False,
-                             description="with source compact or clear: what automatic recall gave it may be given again"),
-            OpenApiParameter("project", str, required=False, description="an existing project's slug or name"),
-            *[OpenApiParameter(name, str, required=False, description="the session's repository (docs/projects.md)")
-              for name in REPOSITORY_PARAMETERS],
-        ],
-        responses={200: dict},
-        operation_id="capture_session_start",
+        operation_id="capture_session_start", tags=CAPTURE, summary="What a new session should load",
+        description="The text the SessionStart hook prints into Claude Code's context: the active global "
+                    "startup context, the project's, and the project's latest medallions (nothing of another "
+                    "project).",
+        parameters=[InputSerializer],
+        responses={200: answer(SessionStartDict, "the text (empty when there is nothing to load)",
+                               {"text": "# Startup context: invoice-export\nMoney is integer cents."})},
     )
     def get(self, request: Request) -> Response:
-        params = request.query_params
+        data = self.InputSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
         repository = {name: params[name] for name in REPOSITORY_PARAMETERS if params.get(name)}
         text = capture.session_start_text(
-            source=params.get("source") or "startup", cwd=params.get("cwd"), project=params.get("project"),
+            source=params["source"], cwd=params.get("cwd") or None, project=params.get("project"),
             repository=repository or None, session_id=params.get("session_id") or None,
         )
         return Response({"text": text})
+
+
+class HookSpecificDict(TypedDict):
+    hookEventName: str
+    additionalContext: str
+
+
+class HookOutputDict(TypedDict):
+    hookSpecificOutput: NotRequired[HookSpecificDict]
 
 
 class CaptureHookApi(APIView):
     """Claude Code's hooks of type `http` post their input JSON here (install_claude_hooks
     --hook-type http); the answer is the hook's JSON output (docs/capture.md)."""
 
-    @extend_schema(request=dict, responses={200: dict}, operation_id="capture_hook")
+    @extend_schema(
+        operation_id="capture_hook", tags=CAPTURE, summary="Capture an http hook's event and answer it",
+        description="Claude Code hooks of type `http` (`install_claude_hooks --hook-type http`) post their input "
+                    "here as it is: the event is captured like `POST /capture/events`, and the answer is the "
+                    "hook's JSON output: SessionStart's startup text and UserPromptSubmit's recalled block as "
+                    "`hookSpecificOutput.additionalContext`, else `{}`.",
+        request={"application/json": PAYLOAD_SCHEMA},
+        examples=[OpenApiExample("a user prompt", request_only=True, value=PROMPT_EVENT["payload"])],
+        responses={200: answer(HookOutputDict, "what Claude Code adds to its context (or nothing)", {
+            "hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                   "additionalContext": "Winni recalls: money is integer cents."}})},
+    )
     def post(self, request: Request) -> Response:
         return Response(capture.http_hook(payload=request.data, actor=actor_name_from_rest(request)))

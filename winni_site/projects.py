@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,7 +14,7 @@ from core import projects
 from core.errors import NotFound
 from core.mcp import McpRegistry, read_tool
 from core.models import Project
-from core.rest import StrictSerializer
+from core.rest import NON_BLANK, ProjectField, StrictSerializer, answer
 
 
 class KeyDict(TypedDict):
@@ -65,15 +64,47 @@ def winni_projects(project: str | None = None) -> ProjectListDict:
 MCP = McpRegistry(tools=[winni_projects])
 
 
+PROJECTS = ["projects"]
+PROJECT_EXAMPLE = {"slug": "winni", "name": "winni", "created_at": "2026-11-20T08:00:00+00:00",
+                   "last_activity_at": "2026-11-24T09:40:00+00:00",
+                   "keys": [{"kind": "remote", "value": "github.com/example/winni"}],
+                   "counts": {"conversations": 12, "memories": 30, "medallions": 2, "contexts": 1}}
+SLUG_PATH = OpenApiParameter("slug", {"type": "string", "pattern": NON_BLANK, "maxLength": projects.NAME_MAX},
+                             OpenApiParameter.PATH, description="the project's slug, name or an alias")
+
+
+class MergedDict(TypedDict):
+    merged: str
+    into: ProjectDict
+    moved: dict[str, int]
+
+
 class ProjectListApi(APIView):
-    @extend_schema(parameters=[OpenApiParameter("project", str, required=False)], responses={200: dict},
-                   operation_id="projects_list")
+    class InputSerializer(StrictSerializer):
+        project = ProjectField(required=False, help_text="only this one (slug, name or alias)")
+
+    @extend_schema(
+        operation_id="projects_list", tags=PROJECTS, summary="List projects",
+        description="The projects Winni knows (one per repository, found by its git remote, root commit or path "
+                    "when a session starts in it), most recently active first, each with its slug (what every "
+                    "`project` argument takes), identity keys, last activity and rows per store "
+                    "(`winni_projects`).",
+        parameters=[InputSerializer],
+        responses={200: answer(ProjectListDict, "the projects", {"projects": [PROJECT_EXAMPLE], "count": 1})},
+    )
     def get(self, request: Request) -> Response:
-        return Response(project_list_dict(request.query_params.get("project") or None))
+        data = self.InputSerializer(data=request.query_params)
+        data.is_valid(raise_exception=True)
+        return Response(project_list_dict(data.validated_data.get("project")))
 
 
 class ProjectDetailApi(APIView):
-    @extend_schema(responses={200: dict, 404: dict}, operation_id="projects_retrieve")
+    @extend_schema(
+        operation_id="projects_retrieve", tags=PROJECTS, summary="Get a project",
+        description="One project by slug, name or alias, with its keys and rows per store.",
+        parameters=[SLUG_PATH],
+        responses={200: answer(ProjectDict, "the project", PROJECT_EXAMPLE)},
+    )
     def get(self, request: Request, slug: str) -> Response:
         project = projects.project_get(name=slug)
         found = projects.project_list(project=project)
@@ -88,9 +119,17 @@ class ProjectMergeApi(APIView):
 
     @extend_schema_serializer(component_name="ProjectMerge")
     class InputSerializer(StrictSerializer):
-        into = serializers.CharField(max_length=projects.NAME_MAX)
+        into = ProjectField(help_text="the project that keeps everything (slug, name or alias)")
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="projects_merge")
+    @extend_schema(
+        operation_id="projects_merge", tags=PROJECTS, summary="Merge a project into another",
+        description="Moves every row of this project to `into`; this project's keys and name become the target's "
+                    "aliases and this project is deleted. Merging a project into itself is a 400.",
+        parameters=[SLUG_PATH], request=InputSerializer,
+        examples=[OpenApiExample("a renamed clone", request_only=True, value={"into": "winni"})],
+        responses={200: answer(MergedDict, "what moved", {"merged": "winni-old", "into": PROJECT_EXAMPLE,
+                                                          "moved": {"conversations": 3, "memories": 5}})},
+    )
     def post(self, request: Request, slug: str) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -4,18 +4,18 @@ list over every searchable kind (the service is core.recall). winni_context (MCP
 winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from pydantic import Field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from core import access
+from core import access, searchable
 from core.mcp import McpRegistry, read_tool
-from core.recall import LIMIT_DEFAULT, Mode, RecallDict, recall
-from core.rest import StrictSerializer
-from winni_site.autorecall import ContextDict, context_for_prompt
+from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
+from core.rest import DateBoundField, ProjectField, SearchQueryField, StrictSerializer, UuidTextField, answer
+from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 
 
 @read_tool
@@ -73,26 +73,59 @@ def winni_context(
 MCP = McpRegistry(tools=[winni_recall, winni_context])
 
 
+RECALL_DESCRIPTION = (
+    "Everything Winni keeps at once (`winni_recall`): past messages, memories, medallions, startup contexts "
+    "and any other registered kind, in one ranked list fusing full-text (BM25) and semantic similarity. "
+    "`session_id`, `conversation_id` and `role` apply to messages and `tags` to memories (the other kinds drop "
+    "out when such a filter is given); `start_date`, `end_date` and `project` apply to every kind. With the "
+    "embedding provider down, hybrid answers from full text and says `degraded: true`. GET takes the same "
+    "parameters in the query string (`kinds` and `tags` repeatable).")
+RECALL_EXAMPLE = {
+    "query": "how do we store money amounts", "mode": "hybrid", "kinds": ["message", "memory"], "count": 1,
+    "degraded": False,
+    "results": [{"kind": "memory", "id": "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b",
+                 "label": "Money amounts are stored as integer cents (BIGINT), never as floats.",
+                 "text": "Money amounts are stored as integer cents (BIGINT), never as floats.",
+                 "snippet": "Money amounts are stored as integer cents (BIGINT), never as floats.",
+                 "created_at": "2026-11-24T09:20:11.530112+00:00", "score": 0.912,
+                 "scores": {"fused": 0.912, "fts": 0.61, "fts_rank": 1, "vector_similarity": 0.7131,
+                            "vector_rank": 1, "context": 0.0},
+                 "conversation_id": None, "turn": None, "superseded_by": None}]}
+
+
 class RecallApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
     class InputSerializer(StrictSerializer):
-        query = serializers.CharField(trim_whitespace=False, allow_blank=True)
-        kinds = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-        limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT)
-        mode = serializers.CharField(required=False, default="hybrid")
-        session_id = serializers.CharField(required=False, allow_null=True)
-        conversation_id = serializers.CharField(required=False, allow_null=True)
-        role = serializers.CharField(required=False, allow_null=True)
-        tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-        start_date = serializers.CharField(required=False, allow_null=True)
-        end_date = serializers.CharField(required=False, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True)
-        include_superseded = serializers.BooleanField(required=False, default=False)
-        as_of = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        recency = serializers.FloatField(required=False, allow_null=True)
+        query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
+        kinds = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, allow_null=True,
+                                      help_text="only these kinds (default: all)")
+        limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT, min_value=1, max_value=LIMIT_MAX,
+                                         help_text=f"1-{LIMIT_MAX} (default {LIMIT_DEFAULT})")
+        mode = serializers.ChoiceField(choices=list(MODES), required=False, default="hybrid")
+        session_id = serializers.CharField(required=False, allow_null=True, trim_whitespace=False, max_length=500,
+                                           help_text="messages of this session only")
+        conversation_id = UuidTextField(required=False, allow_null=True, help_text="messages of this conversation only")
+        role = serializers.CharField(required=False, allow_null=True, help_text="messages of this role only")
+        tags = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False,
+                                     allow_null=True, help_text="memories carrying all of these only")
+        start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
+        end_date = DateBoundField(required=False, allow_null=True,
+                                  help_text="ISO 8601 date-time, inclusive (a date alone: its midnight)")
+        project = ProjectField(required=False, allow_null=True, help_text="only this project's rows")
+        include_superseded = serializers.BooleanField(required=False, default=False,
+                                                      help_text="also memories a newer one superseded")
+        as_of = DateBoundField(required=False, allow_null=True,
+                               help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
+        recency = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=36500,
+                                         help_text="rank newer hits higher: a half-life in days (default: off)")
 
-    def _answer(self, raw: dict[str, Any], *, query_string: bool = False) -> Response:
-        data = self.InputSerializer(data=raw, context={"query_string": query_string})
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            # The kinds are registered by the apps (AppConfig.ready), so they are read here, not at import.
+            self.fields["kinds"].child.choices = searchable.kinds()
+
+    def _answer(self, raw: Any) -> Response:
+        data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
@@ -100,29 +133,50 @@ class RecallApi(APIView):
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="recall")
+    @extend_schema(
+        operation_id="recall", tags=["recall"], summary="Recall everything about a question",
+        description=RECALL_DESCRIPTION, request=InputSerializer,
+        examples=[OpenApiExample("messages and memories", request_only=True,
+                                 value={"query": "how do we store money amounts", "kinds": ["message", "memory"],
+                                        "limit": 10})],
+        responses={200: answer(RecallDict, "one ranked list, best first", RECALL_EXAMPLE)},
+    )
     def post(self, request: Request) -> Response:
         return self._answer(request.data)
 
-    @extend_schema(parameters=[InputSerializer], responses={200: dict}, operation_id="recall_get")
+    @extend_schema(
+        operation_id="recall_get", tags=["recall"], summary="Recall everything about a question (query string)",
+        description=RECALL_DESCRIPTION, parameters=[InputSerializer],
+        responses={200: answer(RecallDict, "one ranked list, best first", RECALL_EXAMPLE)},
+    )
     def get(self, request: Request) -> Response:
-        raw: dict[str, Any] = request.query_params.dict()
-        for name in ("kinds", "tags"):
-            if name in request.query_params:
-                raw[name] = request.query_params.getlist(name)
-        return self._answer(raw, query_string=True)
+        return self._answer(request.query_params)
 
 
 class RecallContextApi(APIView):
     token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
 
     class InputSerializer(StrictSerializer):
-        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True)
-        project = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-        max_chars = serializers.IntegerField(required=False, allow_null=True)
+        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True,
+                                       help_text="the user's prompt (blank or null: nothing to add)")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                               help_text="the session's project (slug or name)")
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                           help_text="what was given earlier in this session is not given again")
+        max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
+                                             max_value=MAX_CHARS_MAX, help_text="budget of the text")
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="recall_context")
+    @extend_schema(
+        operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",
+        description="Automatic recall (`winni_context`, docs/autorecall.md): what Winni knows that is relevant "
+                    "to the prompt, within `max_chars`, gated (empty when nothing is relevant) and never "
+                    "repeated within a session; `gate` says why.",
+        request=InputSerializer,
+        examples=[OpenApiExample("a prompt", request_only=True,
+                                 value={"prompt": "How do we store money amounts?", "session_id": "demo"})],
+        responses={200: answer(ContextDict, "the text to add (empty: nothing)", {
+            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"}})},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

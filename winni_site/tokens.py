@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from core import access
 from core.errors import NotFound
-from core.rest import StrictSerializer
+from core.rest import ProjectField, StrictSerializer, answer
 from winni_site import auth, portable
 from winni_site.models import ApiToken
 
@@ -35,21 +35,59 @@ def token_dict(token: ApiToken) -> dict[str, Any]:
     }
 
 
+TOKENS = ["tokens"]
+NAME_SCHEMA = {"type": "string", "pattern": auth.NAME_PATTERN.pattern}
+TOKEN = {"name": "ci-bot", "scope": "read", "projects": ["winni"], "active": True,
+         "created_at": "2026-11-24T10:00:00+00:00", "last_used_at": None}
+
+
+class TokenDict(TypedDict):
+    name: str
+    scope: str
+    projects: list[str]
+    active: bool
+    created_at: str
+    last_used_at: str | None
+
+
+class NewTokenDict(TokenDict):
+    secret: str
+
+
+class TokenListDict(TypedDict):
+    tokens: list[TokenDict]
+    count: int
+
+
 class TokenListCreateApi(APIView):
     token_scopes = ADMIN_ONLY
 
     @extend_schema_serializer(component_name="TokenCreate")
     class InputSerializer(StrictSerializer):
-        name = serializers.CharField(max_length=100)
-        scope = serializers.CharField(required=False, default=access.WRITE, max_length=20)
-        projects = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list)
+        name = serializers.RegexField(auth.NAME_PATTERN.pattern, max_length=100,
+                                      help_text="letters, digits, '_', '.', '@' or '-'; unique (409)")
+        scope = serializers.ChoiceField(choices=list(access.SCOPES), required=False, default=access.WRITE,
+                                        error_messages={"invalid_choice": "scope must be one of "
+                                                        f"{', '.join(access.SCOPES)}, got {{input!r}}"})
+        projects = serializers.ListField(child=ProjectField(), required=False, default=list,
+                                         help_text="limit the token to these existing projects (404 if one is not)")
 
-    @extend_schema(responses={200: dict}, operation_id="tokens_list")
+    @extend_schema(operation_id="tokens_list", tags=TOKENS, summary="List API tokens",
+                   description="Every token (admin tokens only): name, scope, projects, whether it is active and "
+                               "when it was last used. Secrets are never shown again.",
+                   responses={200: answer(TokenListDict, "the tokens", {"tokens": [TOKEN], "count": 1})})
     def get(self, request: Request) -> Response:
         tokens = [token_dict(token) for token in ApiToken.objects.prefetch_related("projects")]
         return Response({"tokens": tokens, "count": len(tokens)})
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="tokens_create")
+    @extend_schema(operation_id="tokens_create", tags=TOKENS, summary="Create an API token",
+                   description="A new token (admin tokens only); the answer holds its secret, once: the database "
+                               "keeps only its SHA-256.",
+                   request=InputSerializer,
+                   examples=[OpenApiExample("a read-only token for one project", request_only=True,
+                                            value={"name": "ci-bot", "scope": "read"})],
+                   responses={201: answer(NewTokenDict, "the token and its secret", {
+                       **TOKEN, "projects": [], "secret": "winni_3q2…"})})
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -60,7 +98,10 @@ class TokenListCreateApi(APIView):
 class TokenRevokeApi(APIView):
     token_scopes = ADMIN_ONLY
 
-    @extend_schema(responses={200: dict}, operation_id="tokens_revoke")
+    @extend_schema(operation_id="tokens_revoke", tags=TOKENS, summary="Revoke an API token",
+                   description="Revokes a token by name (admin tokens only); requests with it get 401 from then on.",
+                   parameters=[OpenApiParameter("name", NAME_SCHEMA, OpenApiParameter.PATH)],
+                   responses={200: answer(TokenDict, "the revoked token", {**TOKEN, "active": False})})
     def delete(self, request: Request, name: str) -> Response:
         return Response(token_dict(auth.token_revoke(name=name)))
 
@@ -68,6 +109,18 @@ class TokenRevokeApi(APIView):
 # --- export and import over the API (admin tokens only) -----------------------------------------
 
 EXPORT_NAME = re.compile(r"^[0-9]{8}T[0-9]{6}Z(?:-[0-9]+)?$")
+STORE_NAMES = [store.store for store in portable.STORES]
+OPERATIONS = ["operations"]
+
+
+class ExportDict(TypedDict):
+    name: str
+    manifest: dict[str, Any]
+
+
+class ImportDict(TypedDict):
+    name: str
+    added: dict[str, dict[str, int]]
 
 
 def exports_dir() -> Path:
@@ -82,9 +135,18 @@ class ExportApi(APIView):
 
     @extend_schema_serializer(component_name="ExportRequest")
     class InputSerializer(StrictSerializer):
-        stores = serializers.ListField(child=serializers.CharField(max_length=100), required=False, allow_null=True)
+        stores = serializers.ListField(child=serializers.ChoiceField(choices=STORE_NAMES), required=False,
+                                       allow_null=True, help_text="only these stores (default: every one)")
 
-    @extend_schema(request=InputSerializer, responses={201: dict}, operation_id="export_create")
+    @extend_schema(
+        operation_id="export_create", tags=OPERATIONS, summary="Export the stores on the server",
+        description="Writes every store (or `stores`) as JSONL plus a manifest into WINNI_DATA_DIR/exports/<name> "
+                    "on the server, as `winni_export` does (admin tokens only); the answer names the export.",
+        request=InputSerializer,
+        examples=[OpenApiExample("conversations and memories", request_only=True,
+                                 value={"stores": ["conversations", "memories"]})],
+        responses={201: answer(ExportDict, "the export written", {"name": "20261124T103000Z", "manifest": {}})},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -105,10 +167,19 @@ class ImportApi(APIView):
 
     @extend_schema_serializer(component_name="ImportRequest")
     class InputSerializer(StrictSerializer):
-        name = serializers.CharField(max_length=100)
-        stores = serializers.ListField(child=serializers.CharField(max_length=100), required=False, allow_null=True)
+        name = serializers.RegexField(EXPORT_NAME, max_length=100, help_text="an export's name, as the export named it")
+        stores = serializers.ListField(child=serializers.ChoiceField(choices=STORE_NAMES), required=False,
+                                       allow_null=True, help_text="only these stores (default: every one in it)")
 
-    @extend_schema(request=InputSerializer, responses={200: dict}, operation_id="import_run")
+    @extend_schema(
+        operation_id="import_run", tags=OPERATIONS, summary="Import an export the server holds",
+        description="Adds the rows of an export in WINNI_DATA_DIR/exports (by `name`, never a path) that are not "
+                    "stored yet, as `winni_import` does (admin tokens only); 404 when there is no such export.",
+        request=InputSerializer,
+        examples=[OpenApiExample("an export", request_only=True, value={"name": "20261124T103000Z"})],
+        responses={200: answer(ImportDict, "rows added per store", {"name": "20261124T103000Z",
+                                                                    "added": {"memories": {"memory": 3}}})},
+    )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

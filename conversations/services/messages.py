@@ -28,7 +28,8 @@ from core.validation import (
 
 ROLE_INVALID = "role must be one of user, assistant, system, tool"
 CONTENT_EMPTY = "content must not be empty or whitespace"
-TURN_INVALID = "turn_number must be an integer of at least 1"
+TURN_MAX = 2**31 - 1  # the column is a PostgreSQL integer
+TURN_INVALID = f"turn_number must be an integer from 1 to {TURN_MAX}"
 BULK_EMPTY = "messages must be a non-empty list"
 BULK_TOO_MANY = "messages may hold at most {limit} items"
 MAX_BULK_MESSAGES = 1000
@@ -53,7 +54,7 @@ def validate_role(value: Any, *, field: str = "role") -> str:
 def validate_turn_number(value: Any, *, field: str = "turn_number") -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= TURN_MAX:
         raise InvalidInput(f"{field}: {TURN_INVALID}", field=field)
     return value
 
@@ -125,6 +126,8 @@ def _next_turn(conversation: Conversation | uuid.UUID) -> int:
         .values_list("turn_number", flat=True)
         .first()
     )
+    if (last or 0) >= TURN_MAX:
+        raise Conflict(f"conversation {pk} has no turn number left (the last is {last})", field="turn_number")
     return (last or 0) + 1
 
 
@@ -270,6 +273,9 @@ def messages_store_bulk(
         else:
             conversation = conversation_get_for_update(conversation_id=conversation_id)
         first_turn = _next_turn(conversation)
+        if first_turn + len(clean) - 1 > TURN_MAX:
+            raise Conflict(f"conversation {conversation.pk} has only {TURN_MAX - first_turn + 1} turn numbers left",
+                           field="messages")
         now = timezone.now()
         rows = [
             Message(

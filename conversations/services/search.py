@@ -257,7 +257,7 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
         around = Message.objects.raw(
             f"SELECT DISTINCT {_MESSAGE_COLUMNS} FROM conversations_message m "
             "JOIN unnest(%s::uuid[], %s::int[]) AS h(conversation_id, turn) "
-            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn - %s AND h.turn + %s "
+            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn::bigint - %s AND h.turn::bigint + %s "
             "ORDER BY m.conversation_id, m.turn_number",
             [[m.conversation_id for m in hits], [m.turn_number for m in hits], context_lines, context_lines],
         )
@@ -346,6 +346,7 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
     if not keys:
         return Surroundings(near={}, group={})
     reach = CONTEXT_REACH
+    # (bigint: the last turn number there is, 2^31 - 1, plus the reach must not overflow.)
     # One range probe of the (conversation, turn) index per candidate, in one statement (LATERAL: as a
     # plain join, or a LATERAL it could flatten, the planner hashed every message of the table: 5K
     # messages, 7 ms instead of 1; the LIMIT, at most 2 × reach rows anyway, keeps it per candidate).
@@ -354,7 +355,7 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
     sql = ("SELECT h.id::text, h.conversation_id::text, n.id::text, n.distance, n.size FROM conversations_message h "
            "LEFT JOIN LATERAL (SELECT m.id, abs(m.turn_number - h.turn_number) AS distance, "
            "length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
-           "AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+           "AND m.turn_number BETWEEN h.turn_number::bigint - %s AND h.turn_number::bigint + %s "
            "AND m.turn_number <> h.turn_number LIMIT %s) n ON true "
            "WHERE h.id = ANY(%s::uuid[])")
     with connection.cursor() as cursor:

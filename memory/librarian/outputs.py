@@ -1,5 +1,7 @@
 """Return shapes of the answer cache, shared by MCP tools and REST views (seed 002 §9.2)."""
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
 from core.projects import slug_of
 from core.redaction import RedactionCounts
@@ -63,6 +65,15 @@ class ForgottenDict(RedactionCounts):
     had_answer: bool
 
 
+class DayDict(TypedDict):
+    date: str
+    asks: int
+    exact_hits: int
+    semantic_hits: int
+    misses: int
+    hit_rate: float | None
+
+
 class StatsDict(TypedDict):
     asks: int
     hits: int
@@ -83,6 +94,7 @@ class StatsDict(TypedDict):
     max_cached: int
     similarity_threshold: float
     ttl_seconds: int
+    series: NotRequired[list[DayDict]]  # with ?days=N only
 
 
 def _iso(value: Any) -> str | None:

@@ -199,6 +199,24 @@ SPECTACULAR_SETTINGS = {
     "APPEND_COMPONENTS": {
         "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}},
     },
+    # One tag per store, in the order a reader meets them (docs/api.md).
+    "TAGS": [
+        {"name": "conversations", "description": "Conversations and their messages (\"Dewey\"): store, list, search."},
+        {"name": "contexts", "description": "Startup contexts: named text a new session loads; one active per "
+                                            "project plus one global; audited."},
+        {"name": "memories", "description": "Semantic memories: facts, preferences and decisions, found by meaning."},
+        {"name": "recall", "description": "One ranked search over every store at once (`winni_recall`)."},
+        {"name": "cache", "description": "The adaptive answer cache (\"Librarian\"): ask, remember, feedback, "
+                                         "forget, statistics."},
+        {"name": "medallions", "description": "Medallions: structured checkpoints of what is understood, decided "
+                                              "and open about a scope."},
+        {"name": "fiedler-results", "description": "Orchestration results (\"Fiedler\"): each model's answer in "
+                                                   "a fan-out, by correlation id."},
+        {"name": "projects", "description": "Projects: one per repository; every store carries one."},
+        {"name": "capture", "description": "What the coding agents' hook program calls (docs/capture.md)."},
+        {"name": "tokens", "description": "API tokens (admin tokens only): list, create, revoke."},
+        {"name": "operations", "description": "Export and import of the stores on the server (admin tokens only)."},
+    ],
 }
 
 # --- Static files (served by WhiteNoise: uvicorn serves none) --------------------------------
@@ -415,6 +433,7 @@ WINNI_RETENTION_DAYS_CACHE = env_int("WINNI_RETENTION_DAYS_CACHE", 0, minimum=0)
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
     "core.errors.document_error_responses",
+    "core.rest.declare_input_rules",
 ]
 # Distinct component names for the views' nested serializers, the bearer scheme (winni_site.schema).
 REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "winni_site.schema.WinniAutoSchema"
