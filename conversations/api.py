@@ -287,6 +287,7 @@ class MessageSearchApi(APIView):
         parameters=[InputSerializer],
         responses={200: answer(outputs.SearchPageDict, "one page of hits, best first", {
             "query": "money amounts", "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0, "mode": "hybrid",
+            "time_filter": None,
             "results": [{"conversation_id": CID, "message_id": MID, "turn": 1, "role": "user",
                          "content": "How do we store money amounts?", "rank": 0.912,
                          "snippet": "How do we store <b>money</b> <b>amounts</b>?", "created_at": NOW,

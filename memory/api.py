@@ -200,7 +200,7 @@ SEARCH_DESCRIPTION = (
 SEARCH_EXAMPLE = {"query": "money amounts", "results": [
     {"memory_id": MID, "content": FACT, "timestamp": NOW, "relevance_score": 71.3, "project": None,
      "tags": ["decision", "money"], "match": "semantic", "matched_superseded": None, "superseded_by": None}],
-    "count": 1}
+    "count": 1, "time_filter": None}
 
 
 class MemorySearchApi(APIView):

@@ -82,7 +82,7 @@ RECALL_DESCRIPTION = (
     "parameters in the query string (`kinds` and `tags` repeatable).")
 RECALL_EXAMPLE = {
     "query": "how do we store money amounts", "mode": "hybrid", "kinds": ["message", "memory"], "count": 1,
-    "degraded": False,
+    "degraded": False, "time_filter": None,
     "results": [{"kind": "memory", "id": "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b",
                  "label": "Money amounts are stored as integer cents (BIGINT), never as floats.",
                  "text": "Money amounts are stored as integer cents (BIGINT), never as floats.",
