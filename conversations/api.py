@@ -21,6 +21,8 @@ from core.rest import (
     StrictSerializer,
     UuidTextField,
     answer,
+    as_of_field,
+    recency_field,
     uuid_path,
 )
 
@@ -275,9 +277,8 @@ class MessageSearchApi(APIView):
         mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, default=None,
                                        help_text="default: WINNI_SEARCH_DEFAULT_MODE")
         project = ProjectField(required=False, help_text="only this project's (slug or name)")
-        as_of = DateBoundField(required=False, help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
-        recency = serializers.FloatField(required=False, min_value=0.01, max_value=36500,
-                                         help_text="rank newer hits higher: a half-life in days (default: off)")
+        as_of = as_of_field()
+        recency = recency_field()
 
     @extend_schema(
         operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",

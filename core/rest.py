@@ -102,6 +102,18 @@ class DateBoundField(serializers.CharField):
     SCHEMA = DATE_BOUND_SCHEMA
 
 
+def as_of_field(**kwargs: Any) -> DateBoundField:
+    """A search's `as_of`: what "now" is for its query's time words (core.timerank)."""
+    return DateBoundField(required=False, help_text="what \"now\" is for the query's time words (ISO 8601; "
+                                                    "default: now)", **kwargs)
+
+
+def recency_field(**kwargs: Any) -> serializers.FloatField:
+    """A search's `recency`: a half-life in days that ranks newer hits higher (core.timerank)."""
+    return serializers.FloatField(required=False, min_value=0.01, max_value=36500,
+                                  help_text="rank newer hits higher: a half-life in days (default: off)", **kwargs)
+
+
 class ProjectField(serializers.CharField):
     """A project's slug, name or alias (core.projects): at most NAME_MAX characters."""
 

@@ -19,6 +19,8 @@ from core.rest import (
     StrictSerializer,
     UuidTextField,
     answer,
+    as_of_field,
+    recency_field,
     uuid_path,
 )
 from memory import outputs, services
@@ -216,10 +218,8 @@ class MemorySearchApi(APIView):
         end_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
         include_superseded = serializers.BooleanField(required=False, default=False,
                                                       help_text="also memories a newer one superseded")
-        as_of = DateBoundField(required=False, allow_null=True,
-                               help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
-        recency = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=36500,
-                                         help_text="rank newer hits higher: a half-life in days (default: off)")
+        as_of = as_of_field(allow_null=True)
+        recency = recency_field(allow_null=True)
 
     def _search(self, data: dict) -> Response:
         time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))

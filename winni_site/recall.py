@@ -14,7 +14,16 @@ from rest_framework.views import APIView
 from core import access, searchable
 from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
-from core.rest import DateBoundField, ProjectField, SearchQueryField, StrictSerializer, UuidTextField, answer
+from core.rest import (
+    DateBoundField,
+    ProjectField,
+    SearchQueryField,
+    StrictSerializer,
+    UuidTextField,
+    answer,
+    as_of_field,
+    recency_field,
+)
 from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 
 
@@ -110,14 +119,12 @@ class RecallApi(APIView):
                                      allow_null=True, help_text="memories carrying all of these only")
         start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
         end_date = DateBoundField(required=False, allow_null=True,
-                                  help_text="ISO 8601 date-time, inclusive (a date alone: its midnight)")
+                                  help_text="ISO 8601 date (the whole day) or date-time, inclusive")
         project = ProjectField(required=False, allow_null=True, help_text="only this project's rows")
         include_superseded = serializers.BooleanField(required=False, default=False,
                                                       help_text="also memories a newer one superseded")
-        as_of = DateBoundField(required=False, allow_null=True,
-                               help_text="what \"now\" is for the query's time words (ISO 8601; default: now)")
-        recency = serializers.FloatField(required=False, allow_null=True, min_value=0.01, max_value=36500,
-                                         help_text="rank newer hits higher: a half-life in days (default: off)")
+        as_of = as_of_field(allow_null=True)
+        recency = recency_field(allow_null=True)
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
