@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import JsonHandler
 
 USE_TOOL = "USE_TOOL"
 
@@ -41,10 +43,7 @@ class FakeAnthropic:
         self.counter = 0
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_HEAD(self) -> None:  # noqa: N802
                 self.send_response(200)
                 self.end_headers()
@@ -68,14 +67,6 @@ class FakeAnthropic:
                     self._stream(body, blocks)
                 else:
                     self._json(200, fake.message(body, blocks))
-
-            def _json(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
             def _stream(self, body: dict, blocks: list[dict]) -> None:
                 self.send_response(200)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import JsonHandler
 
 USE_TOOL = "USE_TOOL"
 
@@ -31,11 +33,8 @@ class FakeGemini:
         self.lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
             def do_GET(self) -> None:  # noqa: N802
                 self._json(200, {"models": [{"name": "models/gemini-fake", "supportedGenerationMethods": [
@@ -66,14 +65,6 @@ class FakeGemini:
                     self.wfile.write(raw)
                 else:
                     self._json(200, response)
-
-            def _json(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

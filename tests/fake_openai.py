@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import JsonHandler
 
 USE_TOOL = "USE_TOOL"
 
@@ -43,11 +45,8 @@ class FakeOpenAI:
         self.lock = threading.Lock()
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JsonHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
 
             def do_GET(self) -> None:  # noqa: N802
                 path = self.path.split("?")[0]
@@ -77,14 +76,6 @@ class FakeOpenAI:
                     self._chat(body)
                 else:
                     self._json(404, {"error": {"message": f"no such path {path}"}})
-
-            def _json(self, status: int, data: Any) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
 
             def _sse(self, events: list[tuple[str | None, Any]]) -> None:
                 chunks = []
