@@ -239,6 +239,9 @@ def main() -> None:
                         help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
                              "in-process only)")
     parser.add_argument("--range-boost", type=float, help="A/B: core.timerank.RANGE_BOOST (in-process only)")
+    parser.add_argument("--reembed", action="store_true",
+                        help="A/B of embedding settings: drop the scopes' message vectors and embed them again "
+                             "(the ingest is reused)")
     parser.add_argument("--skip-embedding", action="store_true",
                         help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
@@ -277,6 +280,13 @@ def main() -> None:
         started = time.perf_counter()
         from conversations.models import Message
 
+        if args.reembed:
+            from memory import embeddings
+            from memory.models import Embedding
+
+            keys = [str(pk) for pk in Message.objects.filter(conversation__session_id__in=[s.name for s in scopes])
+                    .values_list("pk", flat=True)]
+            Embedding.objects.filter(kind="message", model=embeddings.model_name(), object_id__in=keys).delete()
         embedded = 0 if args.skip_embedding else _django.embed_pending("message", scope=Message.objects.filter(
             conversation__session_id__in=[scope.name for scope in scopes]))
         embed_seconds = time.perf_counter() - started

@@ -83,7 +83,14 @@ def runs_on_torch(count: int) -> bool:
     turns in tasks of 256, passes of 16: 62-69 vs 50-55 texts/s with one thread, 98-112 vs 82-91
     with two; the same vectors, cosine ≥ 0.9999998). Only a large batch in bf16, on a CPU that
     computes it natively, is faster on torch (AVX512-BF16: 73 vs 44 texts/s in batches of 64)."""
-    return not settings.WINNI_EMBEDDING_ONNX or (count > ONNX_MAX_BATCH and use_bf16())
+    return not settings.WINNI_EMBEDDING_ONNX or (count > ONNX_MAX_BATCH and use_bf16() and not use_int8(count))
+
+
+def use_int8(count: int) -> bool:
+    """Whether a batch of `count` texts runs on the int8 graph (WINNI_EMBEDDING_INT8: `batches` =
+    the worker's batches, larger than ONNX_MAX_BATCH; `all` = queries too)."""
+    mode = settings.WINNI_EMBEDDING_INT8
+    return settings.WINNI_EMBEDDING_ONNX and (mode == "all" or (mode == "batches" and count > ONNX_MAX_BATCH))
 
 
 @dataclass
@@ -102,7 +109,9 @@ class LocalProvider:
 
             from memory import onnx_encoder
 
-            fast = onnx_encoder.encoder(Path(_model_dir(self.model)), threads=settings.WINNI_EMBEDDING_THREADS)
+            model_dir, threads = Path(_model_dir(self.model)), settings.WINNI_EMBEDDING_THREADS
+            fast = use_int8(len(texts)) and onnx_encoder.encoder(model_dir, threads=threads, int8=True) or None
+            fast = fast or onnx_encoder.encoder(model_dir, threads=threads)
             if fast is not None:
                 return fast.embed(texts, pass_size=self.batch_size)
         try:
@@ -281,7 +290,8 @@ def warm_up(count: int) -> None:
     name = model_name()
     try:
         if settings.WINNI_EMBEDDING_ONNX:
-            onnx_encoder.encoder(Path(_model_dir(name)), threads=settings.WINNI_EMBEDDING_THREADS)
+            onnx_encoder.encoder(Path(_model_dir(name)), threads=settings.WINNI_EMBEDDING_THREADS,
+                                 int8=use_int8(count))
         if runs_on_torch(count):
             _local_model(name)
     except Exception:  # noqa: BLE001 - embed() raises it as EmbeddingUnavailable

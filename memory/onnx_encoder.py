@@ -30,8 +30,8 @@ _PIPELINE = ["sentence_transformers.models.Transformer", "sentence_transformers.
 _MEAN_ONLY = {"pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
               "pooling_mode_mean_sqrt_len_tokens": False}
 
-_sessions: dict[str, Any] = {}
-_failed: set[str] = set()
+_sessions: dict[tuple[str, bool], Any] = {}
+_failed: set[tuple[str, bool]] = set()
 _lock = threading.Lock()
 
 
@@ -59,6 +59,21 @@ def _graph_path(model_dir: Path) -> Path:
     weights = sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin"))
     key = "|".join([str(model_dir.resolve())] + [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights])
     return cache_dir() / f"{model_dir.name}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.onnx"
+
+
+def _int8_path(graph: Path) -> Path:
+    return graph.with_name(f"{graph.stem}-int8.onnx")
+
+
+def quantize(graph: Path, target: Path) -> None:
+    """int8 dynamic quantisation of the float32 graph (weights int8, activations quantised per
+    batch at run time): MatMuls run on the CPU's int8 dot products (AVX512-VNNI / AVX-VNNI, AVX2
+    otherwise). Written to a temporary name and renamed, like the export."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    quantize_dynamic(str(graph), str(partial), weight_type=QuantType.QInt8)
+    os.replace(partial, target)
 
 
 def _max_tokens(model_dir: Path) -> int:
@@ -103,17 +118,18 @@ class Encoder:
         return pooled.astype("float32").tolist()
 
 
-def encoder(model_dir: Path, *, threads: int) -> Encoder | None:
+def encoder(model_dir: Path, *, threads: int, int8: bool = False) -> Encoder | None:
     """The model's ONNX encoder, exporting it first if needed; None when the model does not qualify,
-    onnxruntime is missing or the export failed (the caller then uses torch)."""
-    key = str(model_dir)
+    onnxruntime is missing or the export failed (the caller then uses torch). `int8`: the
+    dynamically quantised graph (memory.embeddings.use_int8), quantised once per machine."""
+    key = (str(model_dir), int8)
     if key in _sessions:
         return _sessions[key]
     if key in _failed:
         return None
     with _lock:
         if key not in _sessions and key not in _failed:
-            loaded = _load(model_dir, threads)
+            loaded = _load(model_dir, threads, int8)
             if loaded is None:
                 _failed.add(key)
             else:
@@ -121,7 +137,7 @@ def encoder(model_dir: Path, *, threads: int) -> Encoder | None:
     return _sessions.get(key)
 
 
-def _load(model_dir: Path, threads: int) -> Encoder | None:
+def _load(model_dir: Path, threads: int, int8: bool) -> Encoder | None:
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
@@ -139,6 +155,15 @@ def _load(model_dir: Path, threads: int) -> Encoder | None:
             log.warning("onnx export of %s failed, staying on torch: %s %s", model_dir, exc,
                         detail.decode(errors="replace")[-500:])
             return None
+    if int8:
+        quantized = _int8_path(graph)
+        if not quantized.exists():
+            try:
+                quantize(graph, quantized)
+            except Exception as exc:  # noqa: BLE001 - float32 still works
+                log.warning("int8 quantisation of %s failed, staying on float32: %s", graph, exc)
+                return None
+        graph = quantized
     try:
         return Encoder(model_dir, graph, threads)
     except Exception as exc:  # a corrupt or foreign graph file: torch still works

@@ -233,3 +233,54 @@ def test_batches_are_formed_by_length_and_vectors_come_back_in_order(settings, f
     together = embeddings.embed_texts(texts, batch_size=2)
     assert [body["input"] for _, body in fake_provider.requests] == [["x", "xx"], ["xxxxx", "xxxxxxx"], ["x" * 9]]
     assert together == [embeddings.embed_texts([text])[0] for text in texts]
+
+
+@pytest.mark.parametrize("mode", ["batches", "all"])
+def test_int8_setting_puts_worker_batches_on_the_quantised_graph(settings, tmp_path, monkeypatch, mode):
+    """WINNI_EMBEDDING_INT8: the graph is quantised once into the cache, a worker batch (and with
+    `all` a query too) runs on it, and its vectors are the float32 model's texts in order: each
+    int8 vector is nearest to the float32 vector of its own text."""
+    import numpy as np
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_sessions", {})
+    monkeypatch.setattr(onnx_encoder, "_failed", set())
+    texts = ["pytest tests/test_orders.py failed: AssertionError in test_refund_total",
+             "Caroline went to the LGBTQ support group yesterday and found it very powerful.",
+             "git diff src/billing/invoice.py shows the rounding change",
+             "How do I restore the nightly backup into a fresh database?",
+             "Melanie painted a sunrise over the lake last summer.",
+             "Read /home/dev/app/settings.py: DATABASES uses PostgreSQL 17",
+             "The deploy failed because the Redis URL was missing from the environment.",
+             "We decided to keep the embedding worker at one thread per process.",
+             "npm run build: error TS2345 in src/components/Cart.tsx",
+             "Tim likes hiking in the Alps with his brother every autumn."]
+    settings.WINNI_EMBEDDING_BF16 = "off"
+    settings.WINNI_EMBEDDING_INT8 = "off"
+    reference = np.asarray(embeddings.LocalProvider().embed(texts))
+    assert len(list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))) == 0
+    settings.WINNI_EMBEDDING_INT8 = mode
+    settings.WINNI_EMBEDDING_BF16 = "on"  # int8 wins over bf16 torch for a worker batch
+    assert len(texts) > embeddings.ONNX_MAX_BATCH and not embeddings.runs_on_torch(len(texts))
+    assert embeddings.use_int8(len(texts)) and embeddings.use_int8(1) is (mode == "all")
+    ours = np.asarray(embeddings.LocalProvider(batch_size=4).embed(texts))
+    assert len(list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))) == 1
+    assert any(key[1] for key in onnx_encoder._sessions), "the batch did not run on the int8 graph"
+    similarity = ours @ reference.T
+    assert list(similarity.argmax(axis=1)) == list(range(len(texts)))
+    assert similarity.diagonal().min() >= 0.9
+    assert not np.allclose(ours, reference, atol=1e-4)  # really another graph
+    embeddings.LocalProvider().embed(texts[:1])  # a query: int8 only with `all`
+    assert any(not key[1] for key in onnx_encoder._sessions) is (mode == "batches")
+
+
+def test_int8_off_keeps_every_batch_on_float32(settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_sessions", {})
+    monkeypatch.setattr(onnx_encoder, "_failed", set())
+    settings.WINNI_EMBEDDING_BF16 = "off"
+    settings.WINNI_EMBEDDING_INT8 = "off"
+    assert not embeddings.use_int8(100) and not embeddings.use_int8(1)
+    embeddings.LocalProvider().embed([f"turn {i} about the garden" for i in range(12)])
+    assert onnx_encoder._sessions and not any(key[1] for key in onnx_encoder._sessions)
+    assert not list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))

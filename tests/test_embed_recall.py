@@ -473,10 +473,70 @@ def test_a_message_is_embedded_with_a_share_of_the_turn_before_it(settings):
     assert conversations.message_embed_parts(rows) == [
         [("how long have you painted?", 1.0)], [("Seven years now!", 1.0), ("how long have you painted?", 0.4)]]
     assert searchable.get("message").embed_parts is conversations.message_embed_parts
-    settings.WINNI_EMBEDDING_MAX_CHARS = 10  # no more of the previous turn than the embedder reads
-    assert conversations.message_embed_parts(rows[1:]) == [[("Seven years now!", 1.0), ("how long h", 0.4)]]
+    # The previous turn outside the batch is read as the model reads it (message_embedding_text).
+    assert conversations.message_embed_parts(rows[1:]) == [[("Seven years now!", 1.0), ("how long have you painted?", 0.4)]]
     settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.0
     assert conversations.message_embed_parts(rows) == [[("how long have you painted?", 1.0)], [("Seven years now!", 1.0)]]
+
+
+def _tool_message(body: dict) -> str:
+    import json
+
+    return json.dumps(body, ensure_ascii=False)
+
+
+def test_what_the_model_reads_of_a_tool_message_is_its_name_input_and_the_head_of_its_output():
+    """A hook's tool message: the tool's name, its input's values and the head of its output,
+    without the JSON keys, quotes and escapes, without Read's line numbers, and without what the
+    output repeats of the input; the tail of a long output is not read."""
+    from conversations.services import search
+
+    source = "".join(f"{n:>6}\u2192def handler_{n}(request):\n" for n in range(1, 400))
+    content = _tool_message({"tool_name": "Read", "tool_input": {"file_path": "/srv/app/views.py", "limit": 400},
+                             "tool_response": {"type": "text", "file": {"filePath": "/srv/app/views.py",
+                                                                        "content": source}}})
+    text = conversations.message_embedding_text("tool", content)
+    assert text.startswith("Read\n/srv/app/views.py\n400\ntext\ndef handler_1(request):\ndef handler_2(request):")
+    assert text.count("/srv/app/views.py") == 1  # the response's copy of the path is not read again
+    assert "\u2192" not in text and '"' not in text and "file_path" not in text
+    assert "handler_399" not in text and len(text) <= 200 + 300 + 20
+    # A transcript's tool_use and tool_result blocks.
+    use = _tool_message({"tool_use": "Bash", "id": "toolu_01", "input": {"command": "pytest -x tests/test_orders.py",
+                                                                         "description": "Run the order tests"}})
+    assert conversations.message_embedding_text("tool", use) == "Bash\npytest -x tests/test_orders.py\nRun the order tests"
+    result = _tool_message({"tool_result": "FAILED tests/test_orders.py::test_refund - AssertionError\n" + "." * 5000,
+                            "tool_use_id": "toolu_01", "is_error": True})
+    read = conversations.message_embedding_text("tool", result)
+    assert read.startswith("FAILED tests/test_orders.py::test_refund - AssertionError") and len(read) <= 300
+    # Cut by the capture cap, the JSON no longer parses: its parts are read from the raw text.
+    capped = _tool_message({"tool_name": "Bash", "tool_input": {"command": "cat big.log"},
+                            "tool_response": {"stdout": "line one\nline two\n" + "x" * 30_000}})[:20_000] + "… [truncated]"
+    raw = conversations.message_embedding_text("tool", capped)
+    assert raw.startswith("Bash\n") and "cat big.log" in raw and "line one\nline two" in raw and len(raw) <= 600
+    # A tool message that is not one of the stored shapes, and the other roles: their head.
+    assert conversations.message_embedding_text("tool", "plain output " * 500) == ("plain output " * 500)[:2000]
+    long_reply = "A paragraph about the deploy. " * 300
+    assert conversations.message_embedding_text("assistant", long_reply) == long_reply[: search.EMBED_TEXT_CHARS]
+    assert conversations.message_embedding_text("user", "why does the build fail?") == "why does the build fail?"
+
+
+def test_the_worker_embeds_what_the_model_reads_of_a_message_and_of_the_turn_before(settings):
+    """message_embed_parts (the worker, the sweep, winni_reembed) reads a tool message by the rule,
+    both as the message and as the next turn's context, also when that turn is outside the batch
+    and its JSON is longer than WINNI_EMBEDDING_MAX_CHARS."""
+    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.4
+    chat = conversations.conversation_begin(session_id="embed-tool-text")
+    dump = _tool_message({"tool_name": "Grep", "tool_input": {"pattern": "refund_total"},
+                          "tool_response": {"matches": ["src/orders.py:12: def refund_total(order):"] + ["y" * 80] * 80}})
+    assert len(dump) > settings.WINNI_EMBEDDING_MAX_CHARS
+    tool = conversations.message_store(conversation_id=chat.id, role="tool", content=dump)
+    reply = conversations.message_store(conversation_id=chat.id, role="assistant", content="refund_total is in orders.py")
+    Message = searchable.get("message").model
+    rows = list(Message.objects.filter(pk__in=[tool.pk, reply.pk]).order_by("turn_number"))
+    read = conversations.message_embedding_text("tool", dump)
+    assert read.startswith("Grep\nrefund_total\nsrc/orders.py:12: def refund_total(order):")
+    assert conversations.message_embed_parts(rows) == [[(read, 1.0)], [("refund_total is in orders.py", 1.0), (read, 0.4)]]
+    assert conversations.message_embed_parts(rows[1:]) == [[("refund_total is in orders.py", 1.0), (read, 0.4)]]
 
 
 def test_a_conversation_is_embedded_one_text_per_turn_and_each_vector_sums_its_parts(settings, monkeypatch):

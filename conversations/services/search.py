@@ -4,6 +4,8 @@ texts and its surroundings."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -379,34 +381,156 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
     return Surroundings(near=near, group=group, size=size)
 
 
+# --- what the model reads of a message ----------------------------------------------------------
+#
+# all-MiniLM-L6-v2 reads 256 word pieces of a text and ignores the rest, yet a text costs its whole
+# length to tokenise, and every text up to the 256 to compute: a 20,000-character file dump costs
+# as much model time as 256 word pieces of anything, however little of it a search would match
+# by meaning. So what is embedded is chosen per role here, once, for the worker, the sweep and
+# winni_reembed alike (message_embed_parts):
+# - user, assistant, system: the text's first EMBED_TEXT_CHARS characters, past what the model
+#   reads of prose (256 word pieces ≈ 1,100 characters of English), so their vectors are the ones
+#   the whole text gives (LoCoMo and LongMemEval_S dev turns: the same word pieces for all but a
+#   handful, bench/embedding_ab.py --check-chat);
+# - tool: the tool's name, the head of its input (a command, a path, a pattern) and the head of its
+#   output, unwrapped from the stored JSON (no keys, quotes or escaped line breaks to tokenise;
+#   Read's line numbers dropped): what names the call and what it started with. The rest of a long
+#   output is found by full-text search, which reads all of it.
+
+EMBED_TEXT_CHARS = 2_000
+EMBED_TOOL_INPUT_CHARS = 200
+EMBED_TOOL_OUTPUT_CHARS = 300
+# The stored shapes of a tool message (winni_site/capture.py, winni_site/agent_transcripts.py):
+# hooks {"tool_name", "tool_input", "tool_response"}, transcripts {"tool_use", "input"} and
+# {"tool_result"}, other agents {"tool_call", "input"} / {"tool_result"}.
+_TOOL_NAME_KEYS = ("tool_name", "tool_use", "tool_call")
+_TOOL_INPUT_KEYS = ("tool_input", "input")
+_TOOL_OUTPUT_KEYS = ("tool_response", "tool_result")
+_READ_LINE_NUMBER = re.compile(r"^ *\d+\u2192", re.M)
+_SPACES = re.compile(r"[ \t]{2,}")
+
+
+def _flatten(value: Any, limit: int, skip: frozenset[str] = frozenset()) -> str:
+    """The strings and numbers inside a JSON value, one per line, until `limit` characters; those in
+    `skip` left out (a hook's tool_response repeats its input: a path, a file's new content)."""
+    out: list[str] = []
+    size = 0
+
+    def walk(item: Any) -> None:
+        nonlocal size
+        if size >= limit:
+            return
+        if isinstance(item, dict):
+            for inner in item.values():
+                walk(inner)
+        elif isinstance(item, list):
+            for inner in item:
+                walk(inner)
+        elif isinstance(item, (str, int, float)) and not isinstance(item, bool) and str(item).strip() \
+                and str(item) not in skip:
+            text = str(item)[: limit - size]
+            out.append(text)
+            size += len(text) + 1
+
+    walk(value)
+    return "\n".join(out)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [text for inner in value.values() for text in _strings(inner)]
+    if isinstance(value, list):
+        return [text for inner in value for text in _strings(inner)]
+    return [value] if isinstance(value, str) else []
+
+
+def _unescaped(raw: str) -> str:
+    return raw.replace("\\n", "\n").replace("\\t", " ").replace('\\"', '"')
+
+
+def _tool_parts(content: str) -> tuple[str, str, str] | None:
+    """(name, input, output) of a stored tool message; None when it has none of the known keys.
+    A message cut by the capture cap is no longer JSON: its parts are then read from the raw text."""
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        if not any(key in body for key in _TOOL_NAME_KEYS + _TOOL_INPUT_KEYS + _TOOL_OUTPUT_KEYS):
+            return None
+        name = next((str(body[key]) for key in _TOOL_NAME_KEYS if body.get(key)), "")
+        given = next((body[key] for key in _TOOL_INPUT_KEYS if key in body), None)
+        output = next((body[key] for key in _TOOL_OUTPUT_KEYS if key in body), None)
+        said = frozenset(_strings(given))
+        return name, _flatten(given, EMBED_TOOL_INPUT_CHARS), _flatten(output, 4 * EMBED_TOOL_OUTPUT_CHARS, said)
+    if body is not None or not content.startswith("{"):
+        return None
+    found = {}
+    for group in (_TOOL_NAME_KEYS, _TOOL_INPUT_KEYS, _TOOL_OUTPUT_KEYS):
+        for key in group:
+            at = content.find(f'"{key}": ')
+            if at >= 0:
+                found[group] = at + len(key) + 4
+                break
+    if not found:
+        return None
+    name_at = found.get(_TOOL_NAME_KEYS)
+    name = content[name_at:].split('"', 2)[1] if name_at is not None and content[name_at:].startswith('"') else ""
+
+    def raw(group: tuple[str, ...], limit: int) -> str:
+        at = found.get(group)
+        return "" if at is None else _unescaped(content[at : at + 2 * limit]).strip('{}[]" ,')[:limit]
+
+    return name, raw(_TOOL_INPUT_KEYS, EMBED_TOOL_INPUT_CHARS), raw(_TOOL_OUTPUT_KEYS, 4 * EMBED_TOOL_OUTPUT_CHARS)
+
+
+def message_embedding_text(role: str, content: str) -> str:
+    """What the embedding model reads of a message (the rule above)."""
+    if role != "tool":
+        return content[:EMBED_TEXT_CHARS]
+    parts = _tool_parts(content)
+    if parts is None:
+        return content[:EMBED_TEXT_CHARS]
+    name, given, output = parts
+    output = _SPACES.sub(" ", _READ_LINE_NUMBER.sub("", output)).strip()[:EMBED_TOOL_OUTPUT_CHARS]
+    return "\n".join(part for part in (name, given.strip(), output) if part) or content[:EMBED_TOOL_OUTPUT_CHARS]
+
+
 def message_embed_parts(messages: list[Message]) -> list[Parts]:
-    """What gets embedded for each message: its content, plus WINNI_EMBEDDING_CONTEXT_WEIGHT of
-    the turn before it. A short reply ("Seven years now!") means little alone; the turn it answers
-    says what it is about. Summing the two turns' vectors instead of embedding their joined text
-    reads each turn once (the previous turn is usually in the same batch): 2-3x the messages per
-    second, for about the same ranking (LoCoMo dev, semantic turn recall@10: alone 51.3, joined
-    53.4, summed 53.9; hybrid 76.0 joined, 75.3-75.5 summed; README, "Retrieval quality")."""
+    """What gets embedded for each message: what the model reads of it (message_embedding_text),
+    plus WINNI_EMBEDDING_CONTEXT_WEIGHT of what it reads of the turn before it. A short reply
+    ("Seven years now!") means little alone; the turn it answers says what it is about. Summing
+    the two turns' vectors instead of embedding their joined text reads each turn once (the
+    previous turn is usually in the same batch): 2-3x the messages per second, for about the same
+    ranking (LoCoMo dev, semantic turn recall@10: alone 51.3, joined 53.4, summed 53.9; hybrid 76.0
+    joined, 75.3-75.5 summed; README, "Retrieval quality")."""
     weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
+    texts = {(m.conversation_id, m.turn_number): message_embedding_text(m.role, m.content) for m in messages}
     wanted = {(m.conversation_id, m.turn_number - 1) for m in messages if m.turn_number > 1} if weight else set()
-    previous: dict[tuple[Any, int], str] = {}
-    if wanted:
-        # Only as much of a (possibly huge) previous turn as the embedder reads.
-        for conversation, turn, content in Message.objects.filter(
-            conversation_id__in={conversation for conversation, _ in wanted},
-            turn_number__in={turn for _, turn in wanted},
-        ).annotate(head=Left("content", settings.WINNI_EMBEDDING_MAX_CHARS)).values_list(
-            "conversation_id", "turn_number", "head"):
-            if (conversation, turn) in wanted:
-                previous[(conversation, turn)] = content
-    return [message_parts(message.content, previous.get((message.conversation_id, message.turn_number - 1)))
+    missing = wanted - texts.keys()
+    if missing:
+        # A tool message's parts are read from its whole JSON (at most the capture cap).
+        for conversation, turn, role, content in Message.objects.filter(
+            conversation_id__in={conversation for conversation, _ in missing},
+            turn_number__in={turn for _, turn in missing},
+        ).annotate(head=Left("content", CONTEXT_READ_CHARS)).values_list("conversation_id", "turn_number", "role", "head"):
+            if (conversation, turn) in missing:
+                texts[(conversation, turn)] = message_embedding_text(role, content)
+    return [message_parts(texts[(message.conversation_id, message.turn_number)],
+                          texts.get((message.conversation_id, message.turn_number - 1)))
             for message in messages]
 
 
-def message_parts(content: str, before: str | None) -> Parts:
-    """A message's weighted texts: its content, and the previous turn's (if any) at
-    WINNI_EMBEDDING_CONTEXT_WEIGHT."""
+# How much of a previous turn outside the batch is loaded to read it: past the capture cap
+# (WINNI_CAPTURE_TOOL_MAX_CHARS, 20,000) so a tool message's JSON arrives whole.
+CONTEXT_READ_CHARS = 40_000
+
+
+def message_parts(text: str, before: str | None) -> Parts:
+    """A message's weighted texts: what the model reads of it, and of the previous turn (if any)
+    at WINNI_EMBEDDING_CONTEXT_WEIGHT."""
     weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
-    return [(content, 1.0), (before, weight)] if before and weight else [(content, 1.0)]
+    return [(text, 1.0), (before, weight)] if before and weight else [(text, 1.0)]
 
 
 def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:

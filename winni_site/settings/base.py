@@ -325,6 +325,12 @@ if WINNI_EMBEDDING_BF16 not in ("auto", "on", "off"):
 # Small batches (a query, a few fresh rows) of the local model through ONNX Runtime: ≈ 4.5 ms a
 # short query instead of ≈ 10 ms through torch, same vectors; and no torch in web processes.
 WINNI_EMBEDDING_ONNX = env_bool("WINNI_EMBEDDING_ONNX", True)
+# int8 (dynamically quantised) ONNX graph of the local model: `batches` = the worker's batches
+# (import, re-embed, live rows; queries stay float32), `all` = queries too, `off`. Judged by
+# retrieval recall, not cosine to float32 (docs/embeddings.md).
+WINNI_EMBEDDING_INT8 = env_str("WINNI_EMBEDDING_INT8", "off").lower()
+if WINNI_EMBEDDING_INT8 not in ("off", "batches", "all"):
+    raise ImproperlyConfigured(f"WINNI_EMBEDDING_INT8 must be off, batches or all, got {WINNI_EMBEDDING_INT8!r}")
 # Longer texts are cut before embedding (MiniLM reads at most 256 tokens anyway).
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
 # A message's vector is its own text's vector plus this share of the previous turn's (each turn
