@@ -216,20 +216,19 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
 
 def realistic_messages(corpus: Any, count: int) -> dict[str, list[Any]]:
     """The first `count` messages of the realistic corpus as the worker embeds them, in
-    conversation order: each its content plus a share of the turn before it (the previous
-    message's first WINNI_EMBEDDING_MAX_CHARS characters, as conversations.services.message_embed_parts
-    reads it)."""
-    from django.conf import settings
+    conversation order: what the model reads of each (conversations.services.message_embedding_text)
+    plus a share of what it reads of the turn before (message_embed_parts)."""
     from realistic import sample_rows
 
-    from conversations.services import message_parts
+    from conversations.services import message_embedding_text, message_parts
 
     rows, previous = [], None
     for message in sample_rows(corpus, count):  # in conversation order: turn 1 starts one
-        rows.append(message_parts(message.content, previous if message.turn_number > 1 else None))
-        previous = message.content[: settings.WINNI_EMBEDDING_MAX_CHARS]
+        text = message_embedding_text(message.role, message.content)
+        rows.append(message_parts(text, previous if message.turn_number > 1 else None))
+        previous = text
     mean = sum(len(parts[0][0]) for parts in rows) / max(1, len(rows))
-    return {f"realistic coding-agent messages as the worker embeds them (mean {mean:,.0f} chars)": rows}
+    return {f"realistic coding-agent messages as the worker embeds them (mean {mean:,.0f} chars read)": rows}
 
 
 def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048) -> None:
@@ -270,7 +269,8 @@ def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048)
                 embed([row])
                 single.append((time.perf_counter() - started) * 1000)
             p50, p95 = _django.percentiles(single)
-            runtime = "torch" if embeddings.runs_on_torch(size) else "ONNX Runtime"
+            runtime = ("torch" if embeddings.runs_on_torch(size) else
+                       "ONNX Runtime int8" if embeddings.use_int8(size) else "ONNX Runtime")
             print(f"embedding throughput, {name} (one process, tasks of {size}, {runtime}, "
                   f"{settings.WINNI_EMBEDDING_THREADS} thread(s), bf16 {embeddings.use_bf16()}): "
                   f"{len(sample) / seconds:.0f} rows/s; one row alone: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
