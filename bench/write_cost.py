@@ -31,18 +31,26 @@ from tqdm import tqdm  # noqa: E402
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
            "mcp-protocol-version": "2025-11-25"}
 
-# (part, substrings of a frame's "function (file)" that put a sample in it), first match from the
-# innermost frame outwards wins, so the embedding inside `similar` counts as embedding, not as the
-# service that called it.
-PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("query embedding (ONNX / tokenizer)", ("onnx_encoder.py", "onnxruntime", "tokenizers", "embeddings.py")),
-    ("Celery enqueue (kombu, redis-py)", ("celery/", "kombu/", "redis/")),
-    ("auth (token lookup)", ("winni_site/auth.py",)),
+# (part, substrings of a frame's "function (file:line)" that put a sample in it). The first five
+# claim a sample wherever they are on its stack, in this order (the database reads of the token
+# check count as auth, the model run inside `similar` as embedding); the others by the
+# innermost frame that names one (the rest of a tool's call is Winni's, the SDK's or the server's).
+CALLERS: list[tuple[str, tuple[str, ...]]] = [
+    ("query embedding (ONNX / tokenizer)", ("onnx_encoder.py", "onnxruntime", "tokenizers")),
+    ("Celery enqueue (kombu, redis-py)", ("celery/", "kombu/")),
+    ("auth (token check, its query)", ("winni_site/auth.py",)),
     ("scrub (core.redaction / core.scrub)", ("core/redaction.py", "core/scrub.py")),
     ("database (psycopg, Django ORM)", ("psycopg/", "django/db/")),
+]
+ASGI = "ASGI (uvicorn, starlette, anyio, asyncio, sockets, threads)"
+INNERMOST: list[tuple[str, tuple[str, ...]]] = [
+    (ASGI, ("(uvicorn/", "(starlette/", "(anyio/", "(asyncio/", "(h11/", "(asgiref/", "(threading.py",
+            "(concurrent/", "(selectors.py", "(socket.py")),
+    ("Winni's services and Django (Python)", tuple(f"({package}/" for package in
+                                                   ("core", "memory", "conversations", "contexts", "medallions",
+                                                    "winni_site", "django"))),
     ("MCP SDK (session, JSON-RPC, pydantic)", ("mcp/", "pydantic", "jsonschema")),
-    ("ASGI (uvicorn, starlette, anyio, asyncio)", ("uvicorn/", "starlette/", "anyio/", "asyncio/", "h11/",
-                                                    "httptools", "asgiref/")),
+    (ASGI, ("",)),
 ]
 
 
@@ -51,16 +59,16 @@ WAITING = ("EpollSelector.select", "Connection.wait (psycopg", "Condition.wait",
            "Queue.get", "Thread.join", "_wait_for_tstate_lock", "SocketBuffer._read_from_socket")
 
 
-WINNI_PACKAGES = {"core", "memory", "conversations", "contexts", "medallions", "winni_site"}
-
-
 def classify(stack: str) -> str:
     frames = stack.split(";")
+    for part, needles in CALLERS:
+        if any(needle in frame for frame in frames for needle in needles):
+            return part
     for frame in reversed(frames):
-        for part, needles in PARTS:
+        for part, needles in INNERMOST[:-1]:
             if any(needle in frame for needle in needles):
                 return part
-    return "other (Winni's services, Django, Python)"
+    return INNERMOST[-1][0]
 
 
 def breakdown(raw: Path) -> tuple[dict[str, int], collections.Counter[str]]:
@@ -73,7 +81,7 @@ def breakdown(raw: Path) -> tuple[dict[str, int], collections.Counter[str]]:
             continue
         part = classify(stack)
         parts[part] += int(count)
-        mine = [f for f in stack.split(";") if f.split(" (")[-1].split("/")[0] in WINNI_PACKAGES]
+        mine = [f for f in stack.split(";") if any(needle in f for needle in INNERMOST[1][1][:-1])]
         if mine:
             winni[mine[-1].split(" (")[0]] += int(count)
     return parts, winni

@@ -335,16 +335,18 @@ def memory_store(
     the memory came from, else none (global). `supersedes`: ids of memories this one replaces
     (they are kept, marked superseded by it, and leave search and recall); an unknown id, the
     memory itself or a cycle is refused naming the field, and then nothing is written."""
-    memory, created, _ = _store(content=content, tags=tags, metadata=metadata, conversation_id=conversation_id,
-                                message_id=message_id, project=project, supersedes=supersedes, model=None)
+    memory, created, _, _ = _store(content=content, tags=tags, metadata=metadata, conversation_id=conversation_id,
+                                   message_id=message_id, project=project, supersedes=supersedes, embed=False)
     return memory, created
 
 
 def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
            conversation_id: Any = None, message_id: Any = None, project: Any = None, supersedes: Any = None,
-           model: EmbeddingModel | None) -> tuple[Memory, bool, list[float] | None]:
-    """memory_store; with `model`, a new memory is also embedded under it here and its vector stored
-    in the same transaction (returned too), instead of queueing it for the worker (see memory_remember)."""
+           embed: bool) -> tuple[Memory, bool, EmbeddingModel | None, list[float] | None]:
+    """memory_store; with `embed`, a new memory is also embedded here under the model `similar`
+    compares under (_similar_model) and its vector stored in the same transaction, instead of
+    queueing it for the worker (see memory_remember). Returns the model and vector too (None, None
+    when not embedded)."""
     content = validate_content(content)
     tags = validate_tags(tags)
     metadata = redact_json(validate_metadata(metadata))
@@ -359,8 +361,10 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
     with storage_op("memory.store", supersedes=len(replaced)) as log:
         existing = same.first()
         if existing is not None:
-            return _duplicate(existing, replaced, log), False, None
-        # Outside the transaction: the model may take a while (or a remote provider be slow).
+            return _duplicate(existing, replaced, log), False, None, None
+        # Only now (after the checks: a refused write registers no model) and outside the
+        # transaction (the model may take a while, a remote provider be slow).
+        model = _similar_model() if embed else None
         vector = _write_time_vector(content, model) if model is not None else None
         try:
             with transaction.atomic():
@@ -380,13 +384,13 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
             existing = same.first()
             if existing is None:
                 raise
-            return _duplicate(existing, replaced, log), False, None
+            return _duplicate(existing, replaced, log), False, None, None
         if vector is not None and model is not None:
             # The first vector of its kind and model has no HNSW index yet (the worker builds it
             # after the vectors it stores; this one was stored here). A catalogue lookup otherwise.
             vectors.index_ensure(model=model.name, kind=KIND, dimensions=model.dimensions)
         log.update(memory_id=str(memory.pk), duplicate=False, embedded=vector is not None)
-    return memory, True, vector
+    return memory, True, model, vector
 
 
 def _write_time_vector(content: str, model: EmbeddingModel) -> list[float] | None:
@@ -420,8 +424,7 @@ def memory_remember(**kwargs: Any) -> tuple[Memory, bool, list[SimilarMemory]]:
     worker has nothing to embed for it (live writes at a few hundred a second: the worker would
     embed each text a second time, and until it had, every store's `similar` and every
     search_memory embedded the waiting ones again, read-your-writes)."""
-    model = _similar_model()
-    memory, created, vector = _store(model=model, **kwargs)
+    memory, created, model, vector = _store(embed=True, **kwargs)
     # No vector with the check on: the provider is down (asking it again would only wait twice).
     similar = _similar(memory, model=model, query_vector=vector) if created and model and vector else []
     return memory, created, similar
