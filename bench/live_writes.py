@@ -1,21 +1,25 @@
-"""Live writes: does the embedding worker keep up? `--rate` store_memory calls per second through
-MCP (the official SDK over streamable HTTP, Claude Code's legacy handshake) for `--seconds`,
-against uvicorn and a real Celery worker embedding with the real all-MiniLM-L6-v2, while one more
-client searches (search_memory) all along.
+"""Live writes: does the embedding worker keep up? `--rate` store_memory (or, with `--tool
+dewey_store_message`, dewey_store_message) calls per second through MCP (the official SDK over
+streamable HTTP, Claude Code's legacy handshake) for `--seconds`, against uvicorn and a real
+Celery worker embedding with the real all-MiniLM-L6-v2, while one more client searches all along.
 
-The memories are bench/realistic.py's one-sentence project facts (≈ 140 characters); the searches
-its queries (questions, identifiers, file names, errors, a few words). Before the burst the
-server holds `--preload` memories, stored the same way and embedded.
+The memories are bench/realistic.py's one-sentence project facts (≈ 140 characters), the
+messages its coding-agent messages (prompts, replies, tool calls and outputs up to 20,000
+characters, in their real mix; one conversation per writing client); the searches its queries
+(questions, identifiers, file names, errors, a few words), through search_memory while memories
+are written and dewey_search while messages are. Before the burst the server holds `--preload`
+rows of the kind written, stored the same way and embedded.
 
-Prints the achieved write rate and store_memory p50/p95; the backlog every `--every` seconds
-(memories of the burst without a vector under the model, and embedding tasks queued in the
-broker); how long after the last call the backlog reached 0; and search_memory p50/p95 idle
-(before the burst), during the burst, and after it drained. Open loop: call i is sent at
-start + i / rate by one of `--writers` clients, whatever the answers' latency (a slow server shows
-as lateness, reported).
+Prints the achieved write rate and the write's p50/p95; the backlog every `--every` seconds
+(rows of the burst without a vector under the model, and embedding tasks queued in the broker); how long after the last call the backlog reached 0; and the search's p50/p95 idle
+(before the burst), during the burst, and after it drained; and the CPU each part spent per
+call over the burst and its drain (uvicorn, PostgreSQL, the Celery worker). Open loop: call i is
+sent at start + i / rate by one of `--writers` clients, whatever the answers' latency (a slow
+server shows as lateness, reported).
 
     .venv/bin/python bench/live_writes.py                               # 300/s for 60 s
-    .venv/bin/python bench/live_writes.py --rate 100 --seconds 20 --preload 500"""
+    .venv/bin/python bench/live_writes.py --rate 100 --seconds 20 --preload 500
+    .venv/bin/python bench/live_writes.py --tool dewey_store_message --rate 100 --seconds 20"""
 from __future__ import annotations
 
 import argparse
@@ -31,7 +35,7 @@ from typing import Any
 
 BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, BENCH)
-from ops_support import ROOT, percentile, winni_server  # noqa: E402
+from ops_support import ROOT, cpu_seconds, percentile, process_tree, server_cpu, winni_server  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 MODEL = "all-MiniLM-L6-v2"
@@ -46,8 +50,8 @@ def _client(url: str, token: str):  # type: ignore[no-untyped-def]
     return http, Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy")
 
 
-def writer_process(url: str, token: str, clients: list[int], writers: int, texts: list[str], rate: float,
-                   start_at: float, progress, results) -> None:  # type: ignore[no-untyped-def]
+def writer_process(url: str, token: str, clients: list[int], writers: int, texts: list[tuple[str, str]], rate: float,
+                   start_at: float, progress, results, tool: str) -> None:  # type: ignore[no-untyped-def]
     """Some of the writing clients; client c sends calls c, c + writers, c + 2 × writers, … each at
     start_at + i / rate (wall clock)."""
     latencies: list[float] = []
@@ -57,6 +61,10 @@ def writer_process(url: str, token: str, clients: list[int], writers: int, texts
     async def client_loop(number: int) -> None:
         http, client = _client(url, token)
         async with http, client:
+            conversation = None
+            if tool == "dewey_store_message":
+                begun = await client.call_tool("dewey_begin_conversation", {"session_id": f"live-{number}"})
+                conversation = begun.structured_content["conversation_id"]
             for i in range(number, len(texts), writers):
                 delay = start_at + i / rate - time.time()
                 if delay > 0:
@@ -65,7 +73,10 @@ def writer_process(url: str, token: str, clients: list[int], writers: int, texts
                     lateness.append(-delay * 1000)
                 began = time.perf_counter()
                 try:
-                    result = await client.call_tool("store_memory", {"content": texts[i]})
+                    role, content = texts[i]
+                    arguments = {"content": content} if conversation is None else \
+                        {"conversation_id": conversation, "role": role, "content": content}
+                    result = await client.call_tool(tool, arguments)
                     if result.is_error:
                         errors.append(str(result.content)[:200])
                 except Exception as exc:  # noqa: BLE001 - counted and reported
@@ -82,11 +93,12 @@ def writer_process(url: str, token: str, clients: list[int], writers: int, texts
 
 
 class Searcher(threading.Thread):
-    """One client calling search_memory back to back with `pause` seconds between calls; records
+    """One client calling `tool` (search_memory or dewey_search) back to back with `pause` seconds between calls; records
     (time the call began, latency ms)."""
 
-    def __init__(self, url: str, token: str, queries: list[str], pause: float) -> None:
+    def __init__(self, url: str, token: str, queries: list[str], pause: float, tool: str) -> None:
         super().__init__(daemon=True)
+        self.tool = tool
         self.url, self.token, self.queries, self.pause = url, token, queries, pause
         self.samples: list[tuple[float, float]] = []
         self.errors: list[str] = []
@@ -100,14 +112,14 @@ class Searcher(threading.Thread):
         http, client = _client(self.url, self.token)
         async with http, client:
             for query in self.queries[:10]:  # warm-up: model load, connections
-                await client.call_tool("search_memory", {"query": query})
+                await client.call_tool(self.tool, {"query": query})
             self.ready.set()
             n = 10
             while not self.stop.is_set():
                 query = self.queries[n % len(self.queries)]
                 n += 1
                 began = time.time()
-                result = await client.call_tool("search_memory", {"query": query, "limit": 10})
+                result = await client.call_tool(self.tool, {"query": query, "limit": 10})
                 self.samples.append((began, (time.time() - began) * 1000))
                 if result.is_error:
                     self.errors.append(str(result.content)[:200])
@@ -117,30 +129,39 @@ class Searcher(threading.Thread):
         return [ms for began, ms in list(self.samples) if start <= began < end]
 
 
-def backlog(since: Any) -> tuple[int, int]:
-    """(memories created since `since` without a vector under MODEL, embedding tasks in the broker)"""
-    from core import health
-    from memory import vectors
-    from memory.models import Memory
+KIND = {"store_memory": "memory", "dewey_store_message": "message"}
 
-    rows = vectors.pending(kind="memory", model=MODEL, scope=Memory.objects.filter(created_at__gte=since)).count()
+
+def backlog(since: Any, kind: str) -> tuple[int, int]:
+    """(rows of `kind` created since `since` without a vector under MODEL, embedding tasks in the broker)"""
+    from core import health, searchable
+    from memory import vectors
+
+    model = searchable.get(kind).model
+    rows = vectors.pending(kind=kind, model=MODEL, scope=model.objects.filter(created_at__gte=since)).count()
     return rows, health.redis_client().llen("celery")
 
 
-def store_directly(texts: list[str]) -> None:
-    """Preload through the service (each memory's embedding task queued on commit, as MCP does)."""
+def store_directly(rows: list[tuple[str, str]], tool: str) -> None:
+    """Preload through the services, as the tools store (store_memory's vector with the write,
+    a message's embedding task queued on commit)."""
+    from conversations import services as conversations
     from memory import services
 
-    for text in tqdm(texts, desc="preload", unit="memory"):
-        services.memory_store(content=text)
+    conversation = conversations.conversation_begin(session_id="preload") if tool == "dewey_store_message" else None
+    for role, content in tqdm(rows, desc="preload", unit="row"):
+        if conversation is None:
+            services.memory_remember(content=content)
+        else:
+            conversations.message_store(conversation_id=conversation.pk, role=role, content=content)
 
 
-def wait_drained(since: Any, timeout: float, desc: str) -> float:
-    """Seconds until no memory created since `since` waits for a vector (inf past `timeout`)."""
+def wait_drained(since: Any, timeout: float, desc: str, kind: str) -> float:
+    """Seconds until no row of `kind` created since `since` waits for a vector (inf past `timeout`)."""
     began = time.time()
     with tqdm(desc=desc, unit="s") as bar:
         while time.time() - began < timeout:
-            rows, queued = backlog(since)
+            rows, queued = backlog(since, kind)
             bar.set_postfix(waiting=rows, tasks=queued)
             if rows == 0:
                 return time.time() - began
@@ -158,7 +179,8 @@ def machine() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rate", type=float, default=300, help="store_memory calls per second")
+    parser.add_argument("--tool", choices=sorted(KIND), default="store_memory", help="the write each call makes")
+    parser.add_argument("--rate", type=float, default=300, help="write calls per second")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--writers", type=int, default=24, help="concurrent writing MCP clients")
     parser.add_argument("--writer-procs", type=int, default=2, help="processes the writing clients run in")
@@ -173,13 +195,19 @@ def main() -> None:
 
     total = int(args.rate * args.seconds)
     print(machine())
-    print(f"target: {args.rate:g} store_memory/s for {args.seconds:g} s ({total} calls) from {args.writers} clients; "
+    kind = KIND[args.tool]
+    search_tool = "search_memory" if kind == "memory" else "dewey_search"
+    print(f"target: {args.rate:g} {args.tool}/s for {args.seconds:g} s ({total} calls) from {args.writers} clients; "
           f"{args.web_workers} uvicorn worker(s), Celery prefork × {args.worker_concurrency} at nice {args.worker_nice}, "
           f"model {MODEL}")
-    from realistic import RealisticCorpus, memory_texts, queries
+    from realistic import RealisticCorpus, memory_texts, queries, sample_rows
 
     corpus = RealisticCorpus(conversations=200, messages=2000, seed=3)
-    texts = memory_texts(corpus, args.preload + total)
+    if kind == "memory":
+        texts = [("", text) for text in memory_texts(corpus, args.preload + total)]
+    else:
+        pool = [(m.role, m.content) for m in sample_rows(corpus, 2000)]
+        texts = [pool[i % len(pool)] for i in range(args.preload + total)]
     search_queries = [q for _, q in queries(corpus, 500)]
     settings = {"WINNI_EMBEDDING_PROVIDER": "local", "WINNI_EMBEDDING_MODEL": MODEL,
                 "WINNI_WORKER_CONCURRENCY": str(args.worker_concurrency), "WINNI_WORKER_NICE": str(args.worker_nice)}
@@ -198,11 +226,11 @@ def main() -> None:
              "--without-gossip", "--without-mingle"], cwd=ROOT, env=env)
         try:
             began = timezone.now()
-            store_directly(texts[: args.preload])
-            drained = wait_drained(began, 600, "preload embedding")
-            print(f"preload: {args.preload} memories embedded {drained:.1f} s after the last store")
+            store_directly(texts[: args.preload], args.tool)
+            drained = wait_drained(began, 900, "preload embedding", kind)
+            print(f"preload: {args.preload} rows embedded {drained:.1f} s after the last store")
 
-            searcher = Searcher(server.url, token, search_queries, args.search_pause_ms / 1000)
+            searcher = Searcher(server.url, token, search_queries, args.search_pause_ms / 1000, search_tool)
             searcher.start()
             searcher.ready.wait(120)
             idle_start = time.time()
@@ -210,6 +238,7 @@ def main() -> None:
             idle_end = time.time()
 
             burst_since = timezone.now()
+            cpu_before = {**server_cpu(server.process.pid, data_dir), "worker": cpu_seconds(process_tree(worker.pid))}
             context = multiprocessing.get_context("spawn")
             progress = context.Value("i", 0, lock=False)
             results = context.Queue()
@@ -217,7 +246,8 @@ def main() -> None:
             burst_texts = texts[args.preload :]
             procs = [context.Process(target=writer_process,
                                      args=(server.url, token, list(range(p, args.writers, args.writer_procs)),
-                                           args.writers, burst_texts, args.rate, start_at, progress, results))
+                                           args.writers, burst_texts, args.rate, start_at, progress, results,
+                                           args.tool))
                      for p in range(args.writer_procs)]
             for proc in procs:
                 proc.start()
@@ -229,7 +259,7 @@ def main() -> None:
                     bar.n = progress.value
                     bar.refresh()
                     if time.time() >= next_report:
-                        rows, queued = backlog(burst_since)
+                        rows, queued = backlog(burst_since, kind)
                         samples.append((time.time() - start_at, progress.value, rows, queued))
                         bar.set_postfix(waiting=rows, tasks=queued)
                         next_report += args.every
@@ -247,7 +277,7 @@ def main() -> None:
             burst_end = last_call
             drain = 0.0
             while True:
-                rows, queued = backlog(burst_since)
+                rows, queued = backlog(burst_since, kind)
                 samples.append((time.time() - start_at, progress.value, rows, queued))
                 if rows == 0:
                     drain = time.time() - last_call
@@ -256,6 +286,7 @@ def main() -> None:
                     drain = float("inf")
                     break
                 time.sleep(0.25)
+            cpu_after = {**server_cpu(server.process.pid, data_dir), "worker": cpu_seconds(process_tree(worker.pid))}
             after_start = time.time()
             time.sleep(args.idle_seconds)
             searcher.stop.set()
@@ -269,7 +300,7 @@ def main() -> None:
                 worker.kill()
 
     elapsed = burst_end - start_at
-    print(f"\nwrites: {len(latencies)} store_memory calls in {elapsed:.1f} s = {len(latencies) / elapsed:.0f}/s "
+    print(f"\nwrites: {len(latencies)} {args.tool} calls in {elapsed:.1f} s = {len(latencies) / elapsed:.0f}/s "
           f"(target {args.rate:g}/s), {len(errors)} errors; latency p50 {percentile(latencies, 50):.1f} ms, "
           f"p95 {percentile(latencies, 95):.1f} ms; calls sent late: {len(lateness)} "
           f"(p95 late by {percentile(lateness, 95):.0f} ms)")
@@ -284,7 +315,11 @@ def main() -> None:
     idle = searcher.between(idle_start, idle_end)
     during = searcher.between(start_at, burst_end)
     after = searcher.between(after_start, after_end)
-    print(f"search_memory (one client, {args.search_pause_ms:g} ms between calls):")
+    calls = max(len(latencies), 1)
+    cpu = {part: (cpu_after[part] - cpu_before[part]) / calls * 1000 for part in cpu_after}
+    print("CPU per write over the burst and its drain (the searches' included): "
+          + ", ".join(f"{part} {ms:.1f} ms" for part, ms in cpu.items()) + f"; all {sum(cpu.values()):.1f} ms")
+    print(f"{search_tool} (one client, {args.search_pause_ms:g} ms between calls):")
     for name, values in (("idle, before", idle), ("during the burst", during), ("after, drained", after)):
         print(f"  {name:18} n={len(values):4d}  p50 {percentile(values, 50):6.1f} ms  p95 {percentile(values, 95):6.1f} ms")
     if idle and during:

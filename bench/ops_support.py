@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 def winni_server(name: str, workers: int = 1, **settings: str) -> Iterator[tuple[object, str, Path]]:
     """Yields (LiveServer, token, data_dir); stops everything and deletes the data dir after.
     `workers` uvicorn processes; `settings` are extra WINNI_* environment variables."""
-    data_dir = Path(tempfile.mkdtemp(prefix=f"winni-{name}-", dir="/tmp"))
+    # Under TMPDIR when set (parallel benchmark runs each get a directory of their own anyway).
+    data_dir = Path(tempfile.mkdtemp(prefix=f"winni-{name}-", dir=tempfile.gettempdir()))
     env = {**os.environ, "WINNI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev",
            "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1", **settings}
     env.pop("DATABASE_URL", None)
@@ -57,7 +58,7 @@ def process_tree(pid: int) -> list[psutil.Process]:
     return [process, *process.children(recursive=True)]
 
 
-def _cpu_seconds(processes: list[psutil.Process]) -> float:
+def cpu_seconds(processes: list[psutil.Process]) -> float:
     total = 0.0
     for process in processes:
         try:
@@ -73,5 +74,5 @@ def server_cpu(server_pid: int, data_dir: Path) -> dict[str, float]:
     from winni_site import embedded
 
     postmaster = embedded.postmaster_pid(embedded.pg_data_dir(data_dir))
-    return {"uvicorn": _cpu_seconds(process_tree(server_pid)),
-            "postgres": _cpu_seconds(process_tree(postmaster)) if postmaster else float("nan")}
+    return {"uvicorn": cpu_seconds(process_tree(server_pid)),
+            "postgres": cpu_seconds(process_tree(postmaster)) if postmaster else float("nan")}

@@ -28,7 +28,7 @@ from core.validation import (
 )
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from memory.models import Embedding, Memory, MemoryVersion
+from memory.models import Embedding, EmbeddingModel, Memory, MemoryVersion
 
 KIND = "memory"
 CONTENT_EMPTY = "content must not be empty or whitespace"
@@ -335,6 +335,18 @@ def memory_store(
     the memory came from, else none (global). `supersedes`: ids of memories this one replaces
     (they are kept, marked superseded by it, and leave search and recall); an unknown id, the
     memory itself or a cycle is refused naming the field, and then nothing is written."""
+    memory, created, _, _ = _store(content=content, tags=tags, metadata=metadata, conversation_id=conversation_id,
+                                   message_id=message_id, project=project, supersedes=supersedes, embed=False)
+    return memory, created
+
+
+def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, Any] | None = None,
+           conversation_id: Any = None, message_id: Any = None, project: Any = None, supersedes: Any = None,
+           embed: bool) -> tuple[Memory, bool, EmbeddingModel | None, list[float] | None]:
+    """memory_store; with `embed`, a new memory is also embedded here under the model `similar`
+    compares under (_similar_model) and its vector stored in the same transaction, instead of
+    queueing it for the worker (see memory_remember). Returns the model and vector too (None, None
+    when not embedded)."""
     content = validate_content(content)
     tags = validate_tags(tags)
     metadata = redact_json(validate_metadata(metadata))
@@ -349,7 +361,11 @@ def memory_store(
     with storage_op("memory.store", supersedes=len(replaced)) as log:
         existing = same.first()
         if existing is not None:
-            return _duplicate(existing, replaced, log), False
+            return _duplicate(existing, replaced, log), False, None, None
+        # Only now (after the checks: a refused write registers no model) and outside the
+        # transaction (the model may take a while, a remote provider be slow).
+        model = _similar_model() if embed else None
+        vector = _write_time_vector(content, model) if model is not None else None
         try:
             with transaction.atomic():
                 memory = Memory.objects.create(
@@ -358,25 +374,59 @@ def memory_store(
                 )
                 _supersede(memory, replaced)
                 projects.project_touch(project_id)
-                announce_changed(KIND, [memory.pk])
+                if vector is not None and model is not None:
+                    Embedding.objects.create(kind=KIND, object_id=str(memory.pk), model=model.name,
+                                             dimensions=model.dimensions, vector=vector)
+                else:
+                    announce_changed(KIND, [memory.pk])
         except IntegrityError:
             # A concurrent writer stored the same content first: theirs is the memory.
             existing = same.first()
             if existing is None:
                 raise
-            return _duplicate(existing, replaced, log), False
-        log.update(memory_id=str(memory.pk), duplicate=False)
-    return memory, True
+            return _duplicate(existing, replaced, log), False, None, None
+        if vector is not None and model is not None:
+            # The first vector of its kind and model has no HNSW index yet (the worker builds it
+            # after the vectors it stores; this one was stored here). A catalogue lookup otherwise.
+            vectors.index_ensure(model=model.name, kind=KIND, dimensions=model.dimensions)
+        log.update(memory_id=str(memory.pk), duplicate=False, embedded=vector is not None)
+    return memory, True, model, vector
+
+
+def _write_time_vector(content: str, model: EmbeddingModel) -> list[float] | None:
+    """The new memory's vector under `model` (the configured one), or None when the provider is down
+    or answers with another dimension (the worker then embeds the row later, as any other)."""
+    try:
+        vector = embeddings.embed_query(content)
+    except EmbeddingError:
+        return None
+    return vector if len(vector) == model.dimensions else None
 
 
 SIMILAR_MAX = 5
 
 
+def _similar_model() -> EmbeddingModel | None:
+    """The model `similar` compares under: the active one, when it is the configured one (not
+    during a re-embedding to another model) and the check is on (WINNI_MEMORY_SIMILAR_THRESHOLD > 0)."""
+    if settings.WINNI_MEMORY_SIMILAR_THRESHOLD <= 0:
+        return None
+    model = vectors.model_active()
+    return model if model.name == embeddings.model_name() else None
+
+
 def memory_remember(**kwargs: Any) -> tuple[Memory, bool, list[SimilarMemory]]:
     """store_memory as the agent sees it: memory_store, then, for a new memory, the existing ones
-    that may say the same (memory_similar), so it can update or supersede instead of adding a copy."""
-    memory, created = memory_store(**kwargs)
-    similar = memory_similar(memory) if created else []
+    that may say the same (memory_similar), so it can update or supersede instead of adding a copy.
+
+    `similar` needs the new text's vector, so it is computed once, before the write, and stored
+    with the memory in its transaction: the row is searchable by meaning from its commit on and the
+    worker has nothing to embed for it (live writes at a few hundred a second: the worker would
+    embed each text a second time, and until it had, every store's `similar` and every
+    search_memory embedded the waiting ones again, read-your-writes)."""
+    memory, created, model, vector = _store(embed=True, **kwargs)
+    # No vector with the check on: the provider is down (asking it again would only wait twice).
+    similar = _similar(memory, model=model, query_vector=vector) if created and model and vector else []
     return memory, created, similar
 
 
@@ -386,16 +436,18 @@ def memory_similar(memory: Memory) -> list[SimilarMemory]:
     least WINNI_MEMORY_SIMILAR_THRESHOLD and at least one word in common (full-text lexemes), most
     similar first, SIMILAR_MAX at most. Empty when the check is off, the provider is down, or the
     configured model is not the one search uses yet (a re-embedding is under way)."""
+    model = _similar_model()
+    return [] if model is None else _similar(memory, model=model, query_vector=None)
+
+
+def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float] | None) -> list[SimilarMemory]:
+    """memory_similar under `model`; `query_vector`: the memory's vector under it, when known."""
     threshold = settings.WINNI_MEMORY_SIMILAR_THRESHOLD
-    if threshold <= 0:
-        return []
-    model = vectors.model_active()
-    if model.name != embeddings.model_name():
-        return []
-    try:
-        query_vector = embeddings.embed_query(memory.content)
-    except EmbeddingError:
-        return []
+    if query_vector is None:
+        try:
+            query_vector = embeddings.embed_query(memory.content)
+        except EmbeddingError:
+            return []
     lexemes = retrieval.query_lexemes(memory.content)
     if not lexemes:
         return []

@@ -74,3 +74,29 @@ def test_the_mcp_token_check_survives_a_dropped_connection():
         pool.submit(check).result()
         pool.submit(lambda: connection.close()).result()  # this thread's connection, not the test's
     assert answers == ["agent", "agent"] and backends[0] != backends[1]
+
+
+@pytest.mark.django_db
+def test_the_mcp_token_check_reads_what_the_rest_check_reads():
+    """The MCP token check reads a token and its projects in one query; it grants what the REST
+    check (token_authenticate + token_access) grants, marks the token used, and refuses a
+    revoked, unknown or malformed secret."""
+    from core.projects import project_create
+    from winni_site import auth
+
+    alpha, beta = project_create(name="alpha"), project_create(name="beta")
+    _, everywhere = auth.token_create(name="everywhere", scope="read")
+    _, limited = auth.token_create(name="limited", projects=["beta", "alpha"])
+    for secret in (everywhere, limited):
+        token = auth.token_authenticate(secret)
+        assert auth._verify_sync(secret) == auth.token_access(token)
+    granted = auth._verify_sync(limited)
+    assert granted.project_ids == {alpha.pk, beta.pk} and granted.project_slugs == ("alpha", "beta")
+    assert auth._verify_sync(everywhere).project_ids is None
+    ApiToken.objects.update(last_used_at=None)
+    auth._verify_sync(limited)
+    assert ApiToken.objects.get(name="limited").last_used_at is not None
+    assert ApiToken.objects.get(name="everywhere").last_used_at is None
+    auth.token_revoke(name="limited")
+    assert auth._verify_sync(limited) is None
+    assert auth._verify_sync(limited[:-1] + "x") is None and auth._verify_sync("not-a-token") is None
