@@ -230,6 +230,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", action="append", type=Path, help="a LoCoMo or LongMemEval JSON(.gz) file")
     parser.add_argument("--limit", type=int, help="only the first N conversations / questions per file")
+    parser.add_argument("--types", help="only questions of these comma-separated categories / question types "
+                                        "(and only their haystacks are ingested and embedded)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of fts,semantic,hybrid")
     parser.add_argument("--fresh", action="store_true", help="ingest again even when the scope exists")
     parser.add_argument("--no-as-of", action="store_true",
@@ -239,6 +241,7 @@ def main() -> None:
                         help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
                              "in-process only)")
     parser.add_argument("--range-boost", type=float, help="A/B: core.timerank.RANGE_BOOST (in-process only)")
+    parser.add_argument("--spread", type=int, help="A/B: core.timerank.SPREAD (0: off; in-process only)")
     parser.add_argument("--skip-embedding", action="store_true",
                         help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
@@ -262,6 +265,10 @@ def main() -> None:
         from core import timerank
 
         timerank.RANGE_BOOST = args.range_boost
+    if args.spread is not None:
+        from core import timerank
+
+        timerank.SPREAD = args.spread
     from memory import retrieval
 
     print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "
@@ -270,6 +277,11 @@ def main() -> None:
           f"model {settings.WINNI_EMBEDDING_MODEL}")
     for path in args.data or DEFAULT_FILES:
         name, scopes = load(path, args.limit)
+        if args.types:
+            wanted = set(args.types.split(","))
+            for scope in scopes:
+                scope.questions = [question for question in scope.questions if question.category in wanted]
+            scopes = [scope for scope in scopes if scope.questions]
         started = time.perf_counter()
         mappings = {scope.name: ingest(client, scope, args.fresh)
                     for scope in tqdm(scopes, desc=f"ingest {name} (REST)", unit="scope")}

@@ -269,8 +269,12 @@ def recall(
         return getattr(hit.obj, "created_at", None)
 
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
-        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if time.boosts else limit
-        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)[:limit]
+        deeper = time.boosts or time.several
+        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if deeper else limit
+        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)
+        if time.several:
+            hits = timerank.spread(hits, lambda hit: getattr(hit.obj, "conversation_id", None) or (hit.kind, hit.key))
+        hits = hits[:limit]
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
