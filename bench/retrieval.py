@@ -242,7 +242,6 @@ def main() -> None:
                         help="A/B: recall ignores the questions' time words (core.timerank.plan sees no time; "
                              "in-process only)")
     parser.add_argument("--range-boost", type=float, help="A/B: core.timerank.RANGE_BOOST (in-process only)")
-    parser.add_argument("--spread", type=int, help="A/B: core.timerank.SPREAD (0: off; in-process only)")
     parser.add_argument("--self-boost", type=float, help="A/B: core.recall.SELF_BOOST (0: off; in-process only)")
     parser.add_argument("--dump", type=Path, help="write each question's ranked turn keys and evidence (JSON lines)")
     parser.add_argument("--skip-embedding", action="store_true",
@@ -268,10 +267,6 @@ def main() -> None:
         from core import timerank
 
         timerank.RANGE_BOOST = args.range_boost
-    if args.spread is not None:
-        from core import timerank
-
-        timerank.SPREAD = args.spread
     if args.self_boost is not None:
         from core import recall as core_recall
 

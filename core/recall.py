@@ -288,15 +288,12 @@ def recall(
             said = boost_self and hit.kind == "message" and getattr(hit.obj, "role", None) == "user"
             return hit.fused * (1 + SELF_BOOST) if said else hit.fused
 
-        deeper = time.boosts or time.several or boost_self
+        deeper = time.boosts or boost_self
         depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if deeper else limit
         hits = ranked(query, depth)
         if boost_self:
             hits = sorted(hits, key=lambda hit: -score(hit))
-        hits = timerank.reweigh(hits, time, score=score, created=created)
-        if time.several:
-            hits = timerank.spread(hits, lambda hit: getattr(hit.obj, "conversation_id", None) or (hit.kind, hit.key))
-        hits = hits[:limit]
+        hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None

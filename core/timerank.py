@@ -36,15 +36,6 @@ PROXIMITY_OPEN_DAYS = 7.0
 DEPTH_FACTOR = 3
 # An order question's best hits, listed oldest first in time_filter.timeline.
 ORDER_WINDOW = 10
-# A question about several events ("how many times…", "in total", "which did I do first") wants
-# one hit per event, and its events were told in different conversations: each conversation's
-# first SPREAD hits lead the list, its others follow everyone's first (0: off).
-SPREAD = 1
-_SEVERAL = re.compile(
-    r"\bhow\s+many\b|\bin\s+total\b|\btotal\b|\baltogether\b|\bcombined\b|\bbetween\b|\bthe\s+order\b"
-    r"|\b(?:first|most\s+recently|earliest|latest)\b|\bdifference\b|\b(?:more|less|older|younger)\s+than\b|\bboth\b"
-    r"|\bthe\s+(?:two|three|four|five)\b|\beach\s+of\b",
-    re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]{2,}")
 
 
@@ -54,7 +45,6 @@ class TimePlan:
     found: TimeFilter | None
     recency: float | None
     as_of_given: bool = False
-    several: bool = False  # the question is about several events (SPREAD)
 
     @property
     def boosts(self) -> bool:
@@ -138,9 +128,7 @@ def plan(query: str, *, as_of: Any = None, recency: Any = None) -> TimePlan:
         found = parse_time_filter(query, moment)
     except Exception:  # the parser is third-party: a query must never fail on its wording
         found = None
-    several = SPREAD > 0 and bool(_SEVERAL.search(query or ""))
-    return TimePlan(as_of=moment, found=found, recency=half_life, as_of_given=as_of not in (None, ""),
-                    several=several)
+    return TimePlan(as_of=moment, found=found, recency=half_life, as_of_given=as_of not in (None, ""))
 
 
 def without_time_words(query: str, time: TimePlan) -> str:
@@ -160,20 +148,6 @@ def reweigh(items: list[T], time: TimePlan, *, score: Callable[[T], float],
     if not time.boosts:
         return items
     return sorted(items, key=lambda item: -score(item) * time.weight(created(item)))
-
-
-def spread(items: list[T], group: Callable[[T], Any], per_group: int | None = None) -> list[T]:
-    """`items` in order, except that a group's items after its first `per_group` (SPREAD) wait until
-    every group has had its first ones."""
-    per_group = SPREAD if per_group is None else per_group
-    first: list[T] = []
-    later: list[T] = []
-    seen: dict[Any, int] = {}
-    for item in items:
-        key = group(item)
-        seen[key] = seen.get(key, 0) + 1
-        (first if seen[key] <= per_group else later).append(item)
-    return first + later
 
 
 def timeline(items: list[T], created: Callable[[T], datetime | None], ident: Callable[[T], str]
