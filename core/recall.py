@@ -258,7 +258,8 @@ def recall(
     """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
     are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
-    list the hits as core.timerank says; `time_filter` in the result tells what they did."""
+    list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
+    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")

@@ -54,7 +54,8 @@ def winni_recall(
     in the query ("last week", "in March", "before the migration's date") are read relative to
     as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
     ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
-    recency (a half-life in days) favours newer hits.
+    recency (a half-life in days) favours newer hits. A question about the asker's own doings
+    ("how many hours have I spent…", not addressed to "you") ranks the user's turns higher.
     time_filter in the result says what was understood and done."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
