@@ -37,6 +37,8 @@ _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b", re.IGNORECASE)
 def asks_about_self(query: str) -> bool:
     """The query asks about the asker's own doings ("did I", "my"), not about what "you" said."""
     return SELF_BOOST > 0 and bool(_SELF.search(query)) and not _YOU.search(query)
+
+
 SNIPPET_CHARS = 300
 TEXT_CHARS = 2000
 
