@@ -14,6 +14,9 @@ batches (no worker). Then every question is asked as a new prompt in a new sessi
   store) and unanswerable questions (LoCoMo questions asked in another conversation's project);
 - average injected characters and tokens (≈ chars / 4).
 
+Each LoCoMo and LongMemEval_S question is asked as of its date (as bench/retrieval.py does), so its
+time words are read as the asker meant them; `--no-time` (A/B) asks without reading them.
+
 `--calibrate` searches the gate's thresholds on the calibration halves (odd lines of the generic
 prompts, even-numbered unanswerable questions): the most LoCoMo questions opened with at most 10 %
 of either calibration set opened; the held-out halves then measure silence.
@@ -100,6 +103,7 @@ class Asked:
     gold_turns: set[str]
     gold_sessions: set[str]
     mapping: dict[tuple[str, int], str]
+    as_of: str | None = None  # when the question is asked (its time words are read from then)
 
 
 # --- the gate, offline -----------------------------------------------------------------------
@@ -147,6 +151,9 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=0, help="rows asked of hybrid recall (default: the service's)")
     parser.add_argument("--only-latency", action="store_true", help="measure the hooks' latency, nothing else")
     parser.add_argument("--latency", type=int, default=0, help="time N prompts through each hook type")
+    parser.add_argument("--no-time", action="store_true",
+                        help="A/B: the prompts' time words are not read (each question is otherwise asked as "
+                             "of its date, as bench/retrieval.py does)")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from django.db import connection
@@ -185,12 +192,13 @@ def main() -> None:
         out = []
         for one in tqdm(asked, desc=desc, unit="q"):
             project = autorecall._project_of(one.project)
-            out.append(autorecall.candidates_for(one.prompt, project, f"bench-{uuid.uuid4().hex}"))
+            time = None if args.no_time else autorecall.time_plan(one.prompt, one.as_of)
+            out.append(autorecall.candidates_for(one.prompt, project, f"bench-{uuid.uuid4().hex}", time))
         return out
 
-    locomo_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name])
+    locomo_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of)
                     for s in locomo for q in s.questions]
-    lme_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name])
+    lme_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of)
                  for s in lme for q in s.questions]
     unanswerable = [Asked(q.text, slug_of(locomo[(i + 1) % len(locomo)].name), set(), set(), {})
                     for i, s in enumerate(locomo) for q in s.questions]

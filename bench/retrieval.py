@@ -230,6 +230,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", action="append", type=Path, help="a LoCoMo or LongMemEval JSON(.gz) file")
     parser.add_argument("--limit", type=int, help="only the first N conversations / questions per file")
+    parser.add_argument("--types", help="only questions of these comma-separated categories / question types "
+                                        "(and only their haystacks are ingested and embedded; --limit then "
+                                        "counts the haystacks of each type)")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of fts,semantic,hybrid")
     parser.add_argument("--fresh", action="store_true", help="ingest again even when the scope exists")
     parser.add_argument("--no-as-of", action="store_true",
@@ -242,6 +245,8 @@ def main() -> None:
     parser.add_argument("--reembed", action="store_true",
                         help="A/B of embedding settings: drop the scopes' message vectors and embed them again "
                              "(the ingest is reused)")
+    parser.add_argument("--self-boost", type=float, help="A/B: core.recall.SELF_BOOST (0: off; in-process only)")
+    parser.add_argument("--dump", type=Path, help="write each question's ranked turn keys and evidence (JSON lines)")
     parser.add_argument("--skip-embedding", action="store_true",
                         help="do not compute missing vectors (enough for --modes fts)")
     args = parser.parse_args()
@@ -265,6 +270,10 @@ def main() -> None:
         from core import timerank
 
         timerank.RANGE_BOOST = args.range_boost
+    if args.self_boost is not None:
+        from core import recall as core_recall
+
+        core_recall.SELF_BOOST = args.self_boost
     from memory import retrieval
 
     print(f"fusion: {settings.WINNI_RECALL_FUSION} (RRF k={settings.WINNI_RECALL_RRF_K}), weights fts "
@@ -272,7 +281,21 @@ def main() -> None:
           f"{settings.WINNI_RECALL_CONTEXT_WEIGHT} (reach {retrieval.CONTEXT_REACH}), group {retrieval.GROUP_WEIGHT}; "
           f"model {settings.WINNI_EMBEDDING_MODEL}")
     for path in args.data or DEFAULT_FILES:
-        name, scopes = load(path, args.limit)
+        name, scopes = load(path, None if args.types else args.limit)
+        if args.types:
+            wanted = set(args.types.split(","))
+            for scope in scopes:
+                scope.questions = [question for question in scope.questions if question.category in wanted]
+            scopes = [scope for scope in scopes if scope.questions]
+            if args.limit:  # the first N haystacks of each type
+                taken: dict[str, int] = defaultdict(int)
+                kept = []
+                for scope in scopes:
+                    kind = scope.questions[0].category
+                    if taken[kind] < args.limit:
+                        taken[kind] += 1
+                        kept.append(scope)
+                scopes = kept
         started = time.perf_counter()
         mappings = {scope.name: ingest(client, scope, args.fresh)
                     for scope in tqdm(scopes, desc=f"ingest {name} (REST)", unit="scope")}
@@ -318,6 +341,11 @@ def main() -> None:
                         ranked_sets[mode] = [mapping[(hit["conversation_id"], hit["turn"])]
                                              for hit in answer.json()["results"]]
                         bar.update(1)
+                    if args.dump:
+                        with args.dump.open("a") as dump:
+                            dump.write(json.dumps({"scope": scope.name, "question": question.text,
+                                                   "category": question.category, "turns": sorted(question.turns),
+                                                   "ranked": ranked_sets}) + "\n")
                     for method, ranked in ranked_sets.items():
                         turn_scores = metrics(ranked, question.turns) if question.turns else {}
                         session_scores = metrics(dedupe([session_of(key) for key in ranked]), question.sessions)

@@ -9,6 +9,7 @@ module, like every caller of `rank`, needs no app: what it knows about a kind (i
 rows around a hit, extra hit fields) comes from the registry in core.searchable."""
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Protocol, TypedDict
 
 from django.core.exceptions import ImproperlyConfigured
@@ -24,6 +25,20 @@ Mode = Literal["fts", "semantic", "hybrid"]
 MODES = ("fts", "semantic", "hybrid")
 LIMIT_DEFAULT = 10
 LIMIT_MAX = 100
+# A question about the asker's own life ("how many hours have I spent…", "which book did I finish
+# a week ago") is answered by what the asker said; the other side's replies echo its words at
+# length and crowd the asker's turns out of the page. Such a question (first person singular, not
+# addressing "you") weighs the user's turns SELF_BOOST more (0: off).
+SELF_BOOST = 1.0
+_SELF = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:[Mm]y|[Mm]e|[Mm]ine|[Mm]yself)\b")
+_YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b", re.IGNORECASE)
+
+
+def asks_about_self(query: str) -> bool:
+    """The query asks about the asker's own doings ("did I", "my"), not about what "you" said."""
+    return SELF_BOOST > 0 and bool(_SELF.search(query)) and not _YOU.search(query)
+
+
 SNIPPET_CHARS = 300
 TEXT_CHARS = 2000
 
@@ -245,7 +260,8 @@ def recall(
     """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
     are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
-    list the hits as core.timerank says; `time_filter` in the result tells what they did."""
+    list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
+    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
@@ -269,8 +285,18 @@ def recall(
         return getattr(hit.obj, "created_at", None)
 
     with storage_op("recall", mode=mode, kinds=",".join(kinds), limit=limit) as log:
-        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if time.boosts else limit
-        hits = timerank.reweigh(ranked(query, depth), time, score=lambda hit: hit.fused, created=created)[:limit]
+        boost_self = asks_about_self(query)
+
+        def score(hit: Hit) -> float:
+            said = boost_self and hit.kind == "message" and getattr(hit.obj, "role", None) == "user"
+            return hit.fused * (1 + SELF_BOOST) if said else hit.fused
+
+        deeper = time.boosts or boost_self
+        depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if deeper else limit
+        hits = ranked(query, depth)
+        if boost_self:
+            hits = sorted(hits, key=lambda hit: -score(hit))
+        hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
         log["results"] = len(hits)
     results = [_hit_dict(hit) for hit in hits]
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None

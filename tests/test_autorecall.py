@@ -75,7 +75,7 @@ def test_a_related_prompt_brings_back_the_decision_with_its_source(shop):
 @pytest.mark.parametrize("prompt", ["run the tests", "thanks", "continue", "commit this", "fix the lint errors"])
 def test_generic_prompts_get_nothing(shop, prompt):
     out = autorecall.context_for_prompt(prompt=prompt, project="shop", session_id="session-two")
-    assert out == {"text": "", "items": [], "gate": out["gate"]} and out["gate"]["injected"] is False
+    assert out == {"text": "", "items": [], "gate": out["gate"], "time_filter": None} and out["gate"]["injected"] is False
     assert not Injection.objects.exists()
 
 

@@ -136,3 +136,30 @@ def test_dewey_search_and_search_memory_use_the_same_time_rules(api, dated, djan
     assert early["time_filter"]["used"] == ["boost"]
     bad = api.post("/api/v1/memories/search", {"query": "x", "as_of": "later"}, format="json")
     assert bad.status_code == 400 and "as_of" in bad.json()["error"]["fields"]
+
+
+@pytest.fixture
+def told(django_capture_on_commit_callbacks):
+    """The user said how far they read; the assistant's reply repeats the question's words at length."""
+    with django_capture_on_commit_callbacks(execute=True):
+        conversation = conversations.conversation_begin(session_id="reading")
+        for role, text in (
+            ("user", "I have read 212 pages of The Nightingale so far."),
+            ("assistant", "How many pages are left in The Nightingale depends on the edition: it has about 440 "
+                          "pages."),
+        ):
+            conversations.message_store(conversation_id=conversation.id, role=role, content=text)
+
+
+@pytest.mark.django_db
+def test_a_question_about_the_asker_prefers_what_the_asker_said(told, monkeypatch):
+    asked = "How many pages do I have left to read in The Nightingale?"
+    out = recall.recall(query=asked, kinds=["message"], mode="fts")
+    assert [hit["text"][:9] for hit in out["results"]] == ["I have re", "How many "]
+    assert recall.asks_about_self(asked) and not recall.asks_about_self("How many pages did you say were left?")
+    # Addressed to "you", or with the boost off: the reply that repeats the words ranks first.
+    addressed = recall.recall(query="How many pages did you say I have left in The Nightingale?", kinds=["message"],
+                              mode="fts")
+    assert addressed["results"][0]["text"].startswith("How many pages are left")
+    monkeypatch.setattr(recall, "SELF_BOOST", 0)
+    assert recall.recall(query=asked, kinds=["message"], mode="fts")["results"][0]["text"].startswith("How many")

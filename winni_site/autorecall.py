@@ -10,7 +10,10 @@ What it does with a prompt:
    generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
    learnt from bench/autorecall_generic.txt's calibration half). A prompt with fewer than two other
    words gets nothing ("run the tests", "thanks", "continue" never search), nor one close in
-   meaning to a generic instruction (winni_site/autorecall_generic.txt).
+   meaning to a generic instruction (winni_site/autorecall_generic.txt). Its time words ("what did
+   we decide last week"), read relative to `as_of` (default now), follow winni_recall's rule
+   (core.timerank): the named range boosts the candidates dated in or near it; the phrase itself
+   is not one of the words an item must share; `time_filter` in the result says what was done.
 2. Candidates: hybrid recall (core.recall.rank) over memories (the project's and the global ones)
    and past turns of the project's other sessions (this session's turns are already in the model's
    context, the prompt just captured among them); the active decisions, invariants and open
@@ -30,6 +33,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -39,7 +43,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from conversations.models import Message
-from core import projects
+from core import projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -126,6 +130,9 @@ class ContextDict(TypedDict):
     text: str
     items: list[Item]
     gate: dict[str, Any]
+    # What the prompt's time words did (core.timerank.TimePlan.report, as in winni_recall's answer);
+    # None when the prompt names no time.
+    time_filter: dict[str, Any] | None
 
 
 @dataclass
@@ -134,11 +141,12 @@ class Candidate:
     id: str
     text: str
     source: Source
-    score: float = 0.0  # the recall score (fused) that orders the block
+    score: float = 0.0  # the recall score (fused, times the time boost) that orders the block
     similarity: float | None = None
     overlap: float = 0.0
     snippet: str = ""
     lexemes: set[str] = field(default_factory=set)
+    created: datetime | None = None
 
     @property
     def key(self) -> str:
@@ -155,7 +163,7 @@ def validate_max_chars(value: Any) -> int:
 
 
 def _empty(reason: str, **gate: Any) -> ContextDict:
-    return {"text": "", "items": [], "gate": {"injected": False, "reason": reason, **gate}}
+    return {"text": "", "items": [], "gate": {"injected": False, "reason": reason, **gate}, "time_filter": None}
 
 
 def _project_of(project: Any) -> Project | None:
@@ -244,20 +252,31 @@ def _date(value: Any) -> str | None:
 
 
 def _recalled(query: str, project: Project | None, session_id: str | None,
-              query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False) -> list[Candidate]:
+              query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False,
+              time: timerank.TimePlan | None = None) -> list[Candidate]:
     """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
-    tool calls) for `query`."""
+    tool calls) for `query`; `time` (its time words, core.timerank.plan) reweighs them as
+    winni_recall does."""
     scopes = _scopes(project, session_id)
     if spoken_only:
         scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
     limited = projects.project_filter(None).narrows  # a token limited to projects
     filtered = {"message": project is not None or bool(session_id) or spoken_only or limited,
                 "memory": project is not None or limited}
+    boosts = time is not None and time.boosts
+    depth = CANDIDATES * timerank.DEPTH_FACTOR if boosts else CANDIDATES
     try:
-        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode=mode,  # type: ignore[arg-type]
+        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=depth, mode=mode,  # type: ignore[arg-type]
                     query_vector=query_vector)
     except EmbeddingUnavailable:
-        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=CANDIDATES, mode="fts")
+        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=depth, mode="fts")
+
+    def weight(hit: Any) -> float:
+        return time.weight(hit.obj.created_at) if boosts else 1.0  # type: ignore[union-attr]
+
+    if boosts:
+        hits = timerank.reweigh(hits, time, score=lambda hit: hit.fused,  # type: ignore[arg-type]
+                                created=lambda hit: hit.obj.created_at)[:CANDIDATES]
     conversations = {}
     conversation_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
     if conversation_ids:
@@ -277,8 +296,8 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text = obj.content
-        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source, score=hit.fused,
-                               similarity=hit.similarity))
+        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source,
+                               score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
     return found
@@ -493,6 +512,7 @@ def context_for_prompt(
     project: Any = None,
     session_id: Any = None,
     max_chars: Any = None,
+    as_of: Any = None,
     record: bool = True,
     trigger: str = Injection.Trigger.CALL,
     message_id: Any = None,
@@ -502,8 +522,10 @@ def context_for_prompt(
     WINNI_RECALL_INJECT_MAX_CHARS), for a session of `project` (a slug, name or alias; unknown or
     none: the whole store). `session_id`: that session's own turns are left out, and so are items
     already injected into it; with `record`, what is returned is recorded as an injection of it.
+    Time words in the prompt are read relative to `as_of` (ISO 8601, default now; see time_plan).
     An empty or blank prompt gets an empty result; one over WINNI_MAX_CONTENT_BYTES is refused (413)."""
     max_chars = validate_max_chars(max_chars)
+    time = time_plan(prompt, as_of)
     if session_id is not None and not isinstance(session_id, str):
         raise InvalidInput("session_id must be a string", field="session_id")
     if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
@@ -515,7 +537,7 @@ def context_for_prompt(
     session_id = (session_id or "").strip() or None
     with storage_op("autorecall.context", session_id=session_id, project=found_project.slug if found_project else None,
                     trigger=trigger) as log:
-        result = _context(prompt.strip(), found_project, session_id, max_chars)
+        result = _context(prompt.strip(), found_project, session_id, max_chars, time)
         log.update(injected=bool(result["text"]), items=len(result["items"]), chars=len(result["text"]),
                    reason=result["gate"].get("reason"))
         if result["text"] and session_id and record:
@@ -544,11 +566,13 @@ class Candidates:
         return ([self.answer] if self.answer else []) + self.medallion_items + self.recalled
 
 
-def candidates_for(prompt: str, project: Project | None, session_id: str | None) -> Candidates:
+def candidates_for(prompt: str, project: Project | None, session_id: str | None,
+                   time: timerank.TimePlan | None = None) -> Candidates:
     """The candidates for a (non-blank) prompt and their signals; none when the prompt has no
-    specific word and repeats no cached question."""
+    specific word and repeats no cached question. `time`: the prompt's time words
+    (time_plan); the phrase naming a range is left out of the words an item must share."""
     query = prompt[:QUERY_CHARS]
-    (prompt_lexemes,) = _lexemes_of([query])
+    (prompt_lexemes,) = _lexemes_of([timerank.without_time_words(query, time) if time is not None else query])
     weights = _weights(prompt_lexemes)
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
                        answer=_cached_answer(prompt, project), prompt=prompt)
@@ -560,7 +584,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None)
     except EmbeddingUnavailable:
         query_vector = None
     found.generic = _generic_similarity(query_vector)
-    found.recalled = _recalled(query, project, session_id, query_vector)
+    found.recalled = _recalled(query, project, session_id, query_vector, time=time)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
     for candidate, lexemes in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
@@ -666,8 +690,27 @@ def _file_context(file_path: str, name: str, project: Project | None, session_id
     return result
 
 
-def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int) -> ContextDict:
-    found = candidates_for(prompt, project, session_id)
+def time_plan(prompt: Any, as_of: Any = None) -> timerank.TimePlan:
+    """The prompt's time words read relative to `as_of` (an error naming as_of when it is not ISO
+    8601), as winni_recall reads a query's."""
+    return timerank.plan(prompt[:QUERY_CHARS] if isinstance(prompt, str) else "", as_of=as_of)
+
+
+def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int,
+             time: timerank.TimePlan | None = None) -> ContextDict:
+    found = candidates_for(prompt, project, session_id, time)
+    result = _gated(found, session_id, max_chars)
+    if time is not None:
+        # An order question ("which did we do first") lists the block's items oldest first, as
+        # winni_recall's time_filter.timeline does for its hits.
+        by_id = {c.id: c for c in found.everything}
+        placed = [by_id[item["id"]] for item in result["items"] if item["id"] in by_id]
+        timeline = timerank.timeline(placed, lambda c: c.created, lambda c: c.id) if time.order else None
+        result["time_filter"] = time.report(timeline)
+    return result
+
+
+def _gated(found: Candidates, session_id: str | None, max_chars: int) -> ContextDict:
     everything = found.everything
     gate: dict[str, Any] = {
         "terms": found.terms[:12], "thresholds": GATE.as_dict(), "candidates": len(everything),
@@ -713,7 +756,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     if not items:
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,
-            "gate": {"injected": True, "reason": "relevant items found", **gate}}
+            "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
 
 
 def _item_score(candidate: Candidate) -> float:

@@ -54,7 +54,8 @@ def winni_recall(
     in the query ("last week", "in March", "before the migration's date") are read relative to
     as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
     ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
-    recency (a half-life in days) favours newer hits.
+    recency (a half-life in days) favours newer hits. A question about the asker's own doings
+    ("how many hours have I spent…", not addressed to "you") ranks the user's turns higher.
     time_filter in the result says what was understood and done."""
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
@@ -68,6 +69,7 @@ def winni_context(
     project: str | None = None,
     session_id: str | None = None,
     max_chars: int | None = None,
+    as_of: str | None = None,
 ) -> ContextDict:
     """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
     the project's active decisions, invariants and open questions, past turns of other sessions and
@@ -75,8 +77,11 @@ def winni_context(
     Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
     (unknown or none: the whole store). session_id: leaves out that session's own turns and what was
     already given to it (then records what it gives). max_chars 200-50000 (default
-    WINNI_RECALL_INJECT_MAX_CHARS)."""
-    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars)
+    WINNI_RECALL_INJECT_MAX_CHARS). Time words in the prompt ("what did we decide last week") are
+    read relative to as_of (ISO 8601, default now) and rank items of that time higher, as in
+    winni_recall; time_filter in the result says what was understood and done."""
+    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars,
+                              as_of=as_of)
 
 
 MCP = McpRegistry(tools=[winni_recall, winni_context])
@@ -172,17 +177,21 @@ class RecallContextApi(APIView):
                                            help_text="what was given earlier in this session is not given again")
         max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
                                              max_value=MAX_CHARS_MAX, help_text="budget of the text")
+        as_of = as_of_field(allow_null=True)
 
     @extend_schema(
         operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",
         description="Automatic recall (`winni_context`, docs/autorecall.md): what Winni knows that is relevant "
                     "to the prompt, within `max_chars`, gated (empty when nothing is relevant) and never "
-                    "repeated within a session; `gate` says why.",
+                    "repeated within a session; `gate` says why. Time words in the prompt (\"what did we decide "
+                    "last week\") are read relative to `as_of` and rank items of that time higher, as in "
+                    "`/api/v1/recall`; `time_filter` says what was done.",
         request=InputSerializer,
         examples=[OpenApiExample("a prompt", request_only=True,
                                  value={"prompt": "How do we store money amounts?", "session_id": "demo"})],
         responses={200: answer(ContextDict, "the text to add (empty: nothing)", {
-            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"}})},
+            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"},
+            "time_filter": None})},
     )
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
