@@ -13,8 +13,9 @@ from django.db import connection
 from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
-from conversations.services.messages import planner_rows, validate_role, validate_session_id
+from conversations.services.messages import validate_role, validate_session_id
 from core import projects, recall, timerank
+from core.counts import planner_rows
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
