@@ -320,31 +320,28 @@ def assign_projects(corpus: Any) -> None:
     print(f"projects assigned in {time.perf_counter() - started:.0f} s")
 
 
-def embed_answers(facts: list[Any], per_fact: int = 20) -> None:
-    """Real vectors for the rows that answer the asked questions (the memories stating the facts, and
-    up to `per_fact` messages holding each fact's ticket), in place of their random ones: with random
-    vectors nothing is close in meaning to a prompt, automatic recall's gate never opens and the
-    measured hook would skip building the block. Rows embedded once stay embedded (--reuse)."""
+def embed_answers(facts: list[Any]) -> None:
+    """Real vectors for the memories stating the asked facts, in place of their random ones: with
+    random vectors nothing is close in meaning to a prompt, automatic recall's gate never opens and
+    the measured hook would skip building the block. Messages keep their random vectors (real ones
+    for a few thousand answering messages among a million random ones made every question's nearest
+    rows those few, whatever the project: a skew no real store has). Rows embedded once stay
+    embedded (--reuse)."""
     from django.db import connection
-    from tqdm import tqdm
 
     from memory import vectors
 
-    ids: dict[str, list[str]] = {"memory": [], "message": []}
     with connection.cursor() as cursor:
-        for fact in facts:
-            cursor.execute("SELECT id::text FROM memory_memory WHERE content = %s",
-                           [f"{fact.project}: {fact.statement}."])
-            ids["memory"] += [row[0] for row in cursor.fetchall()]
-            cursor.execute("SELECT id::text FROM conversations_message WHERE search_vector @@ plainto_tsquery('english', %s) "
-                           "AND strpos(content, %s) > 0 ORDER BY id LIMIT %s", [fact.ticket, fact.ticket, per_fact])
-            ids["message"] += [row[0] for row in cursor.fetchall()]
-        cursor.execute("SELECT count(*) FROM memory_embedding WHERE model = %s AND created_at > %s", [MODEL, EPOCH])
-        if cursor.fetchone()[0] >= len(ids["memory"]) + len(ids["message"]):
+        cursor.execute("SELECT id::text FROM memory_memory WHERE content = ANY(%s)",
+                       [[f"{fact.project}: {fact.statement}." for fact in facts]])
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT count(*) FROM memory_embedding WHERE kind = 'memory' AND model = %s AND object_id = ANY(%s) "
+                       "AND created_at > %s", [MODEL, ids, EPOCH])
+        if cursor.fetchone()[0] >= len(ids):
             return
-    for kind, keys in ids.items():
-        for start in tqdm(range(0, len(keys), 64), desc=f"real vectors for the answering {kind}s", unit="batch"):
-            vectors.embedding_store(kind=kind, ids=keys[start:start + 64], model=MODEL, build_index=False, force=True)
+    for start in range(0, len(ids), 64):
+        vectors.embedding_store(kind="memory", ids=ids[start:start + 64], model=MODEL, build_index=False, force=True)
+    print(f"real vectors for the {len(ids)} memories stating the asked facts")
 
 
 def main() -> None:

@@ -459,8 +459,10 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
         return None  # too thin a share of the kind: ranking it exactly reads fewer rows
     pk = searchable.get(kind).model._meta.pk
     while True:
+        # At the connection's ef_search: the iterative scan goes as deep as asked, and a wider search
+        # list per step cost more than it found (300,000 messages, 477 rows: ef 477 91 ms, ef 100 54 ms).
         near = _nearest(kind=kind, query_vector=query_vector, model=model, limit=depth, scope=None,
-                        require_active=require_active)
+                        require_active=require_active, widen=False)
         inside = {str(key) for key in scope.order_by().filter(pk__in=[pk.to_python(key) for key, _ in near])
                   .values_list("pk", flat=True)}
         kept = [(key, similarity) for key, similarity in near if key in inside]
@@ -472,7 +474,7 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
 
 
 def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
-             scope: QuerySet | None = None, require_active: bool = False) -> list[tuple[str, float]]:
+             scope: QuerySet | None = None, require_active: bool = False, widen: bool = True) -> list[tuple[str, float]]:
     dims = int(model.dimensions)
     if len(query_vector) != dims:
         raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
@@ -499,7 +501,7 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
     # The connection already has the search settings (hnsw_session_settings); only a limit beyond
     # its ef_search needs a larger one, for this search alone (pgvector allows at most 1000: a
     # deeper page is then found by the iterative scan, or comes back shorter).
-    deeper = limit > settings.WINNI_RECALL_HNSW_EF_SEARCH
+    deeper = widen and limit > settings.WINNI_RECALL_HNSW_EF_SEARCH
     with transaction.atomic() if deeper else contextlib.nullcontext(), connection.cursor() as cursor:
         if deeper:
             cursor.execute(f"SET LOCAL hnsw.ef_search = {min(int(limit), HNSW_EF_SEARCH_MAX)}")
