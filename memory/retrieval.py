@@ -86,9 +86,14 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     table = connection.ops.quote_name(meta.db_table)
     pk = connection.ops.quote_name(meta.pk.column)
     size = _scope_size(scope, meta.db_table, filtered)
-    # Table-wide frequencies say nothing about a filtered scope (a session is small anyway).
-    estimated = {} if filtered else {lexeme: freq * size for lexeme, freq in lexeme_frequencies(meta.db_table).items()
-                                     if lexeme in lexemes}
+    # Table-wide frequencies say little about a small filtered scope (a session: every lexeme is
+    # read). A large one (a big project's messages) is treated like the whole table: its candidates
+    # come from the rarest lexemes first, at the table's frequencies. Reading every lexeme there let
+    # the planner take "most rows match" for a reason to walk the whole table (1M realistic
+    # messages, a project of 25,000: 565 ms for one BM25 query).
+    large = not filtered or size > SCOPE_COUNT_EXACT_UP_TO
+    estimated = {lexeme: freq * size for lexeme, freq in lexeme_frequencies(meta.db_table).items()
+                 if lexeme in lexemes} if large else {}
     params: list[Any] = [lexemes, tsquery(candidate_lexemes(lexemes, estimated))]
     scope_clause = ""
     if filtered:
