@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,8 @@ def hook_latency(*, url: str, token: str, prompts: dict[str, list[tuple[str, str
             result[kind]["injected"] += "additionalContext" in out
     if (home / "spool.jsonl").exists() and (home / "spool.jsonl").stat().st_size:
         print(f"warning: the command hook spooled events ({home / 'spool.jsonl'}): the server did not answer in time")
+    else:
+        shutil.rmtree(home, ignore_errors=True)
     return result
 
 
