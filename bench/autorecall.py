@@ -226,88 +226,31 @@ def main() -> None:
 
 
 def latency(count: int, questions: list[tuple[str, str]], generic: list[str], messages: int) -> None:
-    """What Claude Code waits for on a prompt, through a real server (uvicorn, one worker): the
-    command hook (a new `python3 -I -S claude_hook.py` process: start-up, the capture + recall
-    request, printing) and the http hook's request (the hook input posted to /api/v1/capture/hook
-    on a new connection). Half the prompts are LoCoMo questions asked in their project, half
-    generic prompts; every one is a new session's prompt (deleted afterwards)."""
-    import http.client
-    import json
+    """The hooks' latency (bench/hook_latency.py) through a real server (uvicorn, one worker): half
+    the prompts LoCoMo questions asked in their project (`questions`: (prompt, slug); a session in
+    /bench/<slug>), half generic prompts in a LoCoMo project's folder."""
     import os
-    import subprocess
 
-    from conversations.models import Conversation
-    from core.models import Project
+    from bench import hook_latency
+    from core.models import KeyKind, Project, ProjectKey
     from tests.support import LiveServer
     from winni_site import auth
-    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
 
-    run = uuid.uuid4().hex[:8]
-    _, token = auth.token_create(name=f"bench-latency-{run}")
-    from core.models import KeyKind, ProjectKey
-
+    _, token = auth.token_create(name=f"bench-latency-{uuid.uuid4().hex[:8]}")
     slugs = list(Project.objects.filter(slug__startswith="locomo").values_list("slug", flat=True))
     for project in Project.objects.filter(slug__in=slugs):
         # The hooks name the project by its folder, as a session in /bench/<slug> would.
         ProjectKey.objects.get_or_create(kind=KeyKind.PATH, value=f"/bench/{project.slug}", defaults={"project": project})
-    rng = random.Random(3)
-    # (prompt, project): a LoCoMo question in its conversation's project, or a generic prompt anywhere;
-    # each hook type gets its own draw (the same prompt twice would find its first capture).
-    draws = {kind: [rng.choice(questions) if i % 2 == 0 else (rng.choice(generic), rng.choice(slugs))
-                    for i in range(count)] for kind in ("command", "http")}
+    asked = [(prompt, f"/bench/{slug}") for prompt, slug in questions]
     server = LiveServer(dict(os.environ))
-    samples: dict[str, list[float]] = {"command": [], "http": []}
-    injected = {"command": 0, "http": 0}
     try:
-        host, port = "127.0.0.1", server.port
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp/winni-bench-autorecall-home", "WINNI_URL": server.url,
-               "WINNI_TOKEN": token, "WINNI_HOOK_SPOOL": "/tmp/winni-bench-autorecall-home/spool.jsonl",
-               "WINNI_HOOK_LOG": "/tmp/winni-bench-autorecall-home/hook.log", "WINNI_HOOK_TIMEOUT": "5"}
-        home = Path(env["HOME"])
-        home.mkdir(exist_ok=True)
-        (home / "spool.jsonl").unlink(missing_ok=True)
-        for warm in range(3):  # the server's first requests load the embedding model
-            conn = http.client.HTTPConnection(host, port, timeout=180)
-            conn.request("POST", "/api/v1/capture/hook", headers={
-                "Content-Type": "application/json", "Authorization": f"Bearer {token}"}, body=json.dumps(
-                {"session_id": f"latency-warm-{warm}", "hook_event_name": "UserPromptSubmit",
-                 "prompt": questions[warm][0], "cwd": f"/bench/{questions[warm][1]}"}))
-            conn.getresponse().read()
-            conn.close()
-        for index in tqdm_iter(list(range(count)), "hook latency"):
-            for kind in ("command", "http"):
-                prompt, slug = draws[kind][index]
-                payload = {"session_id": f"latency-{kind}-{run}-{index}", "hook_event_name": "UserPromptSubmit",
-                           "prompt": prompt, "cwd": f"/bench/{slug}"}
-                began = time.perf_counter()
-                if kind == "command":
-                    done = subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload),
-                                          capture_output=True, text=True, env=env, timeout=30)
-                    out = done.stdout
-                else:
-                    conn = http.client.HTTPConnection(host, port, timeout=10)
-                    conn.request("POST", "/api/v1/capture/hook", body=json.dumps(payload),
-                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
-                    out = conn.getresponse().read().decode()
-                    conn.close()
-                samples[kind].append((time.perf_counter() - began) * 1000)
-                injected[kind] += "additionalContext" in out
+        result = hook_latency.hook_latency(
+            url=server.url, token=token, prompts=hook_latency.draws(count, asked, generic, [f"/bench/{s}" for s in slugs]),
+            warm=asked[:3])
     finally:
         server.stop()
-        Conversation.objects.filter(session_id__startswith="latency-").delete()
-        from winni_site.models import Injection
-
-        Injection.objects.filter(session_id__startswith="latency-").delete()
-    print(f"\nhook latency, {count} prompts (half LoCoMo questions, half generic), corpus {messages} messages:")
-    for kind, values in samples.items():
-        p50, p95 = _django.percentiles(values)
-        print(f"  {kind}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {injected[kind]} of {count} injected")
-
-
-def tqdm_iter(items: list[Any], desc: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, unit="prompt")
+        hook_latency.cleanup()
+    hook_latency.report(result, f"{count} prompts (half LoCoMo questions, half generic), corpus {messages} messages")
 
 
 def rate(found: list[Any], gate: Any) -> float:

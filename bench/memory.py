@@ -1,21 +1,27 @@
-"""Latency at scale: search_memory and winni_recall through MCP over 100K memories and 1M messages
-with vectors, plus embedding throughput of one worker with the real model.
+"""Latency at scale through MCP over 100K memories and 1M messages with vectors: search_memory
+and winni_recall, and on the realistic corpus also dewey_search (hybrid: no filter, a session's, a
+project's), winni_context (a question in its project) and the UserPromptSubmit hooks as Claude Code
+waits for them (bench/hook_latency.py: the command hook and the http hook); plus embedding
+throughput of one worker with the real model.
 
 The corpus (--corpus) is synthetic (default: texts of 8-20 words drawn from a 20,000-word Zipf
 vocabulary, queries of 2-4 such words) or realistic (bench/realistic.py: coding-agent sessions as
 Winni's capture stores them, 10 messages per session, memories that are one-sentence project facts,
-queries that are questions, identifiers, file names, errors). Either is loaded with COPY (not
-through the API: a million API calls is not what is measured here), and every row gets a random
-unit vector (cosine search costs the same for any vector; ranking quality is bench/retrieval.py's
-job). Queries are embedded by the real all-MiniLM-L6-v2 in the web process, so the measured
-latency includes the query embedding. The embedding throughput embeds real texts of the chosen
-corpus as the worker does.
+queries that are questions, identifiers, file names, errors; the sessions get their projects, found
+by their folder, and nine in ten memories their project: assign_projects). Either is loaded with
+COPY (not through the API: a million API calls is not what is measured here), and every row gets a
+random unit vector (cosine search costs the same for any vector; ranking quality is
+bench/retrieval.py's job). Queries are embedded by the real all-MiniLM-L6-v2 in the web process, so
+the measured latency includes the query embedding. The embedding throughput embeds real texts of
+the chosen corpus as the worker does.
 
     .venv/bin/python bench/memory.py                       # 100K memories, 1M messages
     .venv/bin/python bench/memory.py --messages 200000 --queries 50
+    .venv/bin/python bench/memory.py --corpus realistic --reuse --only dewey_search,hooks
     .venv/bin/python bench/memory.py --skip-latency --corpus realistic --throughput-rows 2000
 
-The data stays in WINNI_DATA_DIR (default /tmp/winni-bench-memory) for the next run."""
+The data stays in WINNI_DATA_DIR (default /tmp/winni-bench-memory) for the next run (--reuse: measure
+it as it is, without checking or loading)."""
 from __future__ import annotations
 
 import argparse
@@ -123,11 +129,12 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
                     batch = memory_texts[start:start + count] if memory_texts and kind == "memory" else texts(count, words, rng)
                     ids = [uuid.uuid4() for _ in range(count)]
                     if kind == "memory":
-                        with cursor.copy("COPY memory_memory (id, content, content_hash, tags, created_at) FROM STDIN") as copy:
+                        with cursor.copy("COPY memory_memory (id, content, content_hash, tags, created_at, version, updated_by, "
+                                         "update_reason) FROM STDIN") as copy:
                             for pk, text in zip(ids, batch):
                                 tag = ["bench", f"t{int(rng.integers(0, 50))}"]
                                 content = text if memory_texts else f"{text} {pk.hex[:8]}"  # unique by content
-                                copy.write_row((pk, content, content_hash(content), tag, "2026-01-01T00:00:00Z"))
+                                copy.write_row((pk, content, content_hash(content), tag, "2026-01-01T00:00:00Z", 1, "", ""))
                     else:
                         with cursor.copy("COPY conversations_message (id, conversation_id, turn_number, role, content, "
                                          "created_at) FROM STDIN") as copy:
@@ -155,8 +162,10 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
         cursor.execute("ANALYZE")
 
 
-def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]],
-                warmup: list[tuple[str, dict[str, Any]]]) -> dict[str, list[float]]:
+def measure_mcp(url: str, token: str, calls: list[tuple[str, str, dict[str, Any]]],
+                warmup: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
+    """Milliseconds per call of each label of `calls` ((label, tool, arguments)), through one MCP
+    client, one call at a time, after `warmup` (not measured)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -168,14 +177,14 @@ def measure_mcp(url: str, token: str, calls: list[tuple[str, dict[str, Any]]],
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                       timeout=httpx2.Timeout(60, read=300)) as http:
             async with Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client:
-                # Warm-up, not measured: ten calls per tool with other queries (model and ONNX
+                # Warm-up, not measured: ten calls per label with other queries (model and ONNX
                 # session load, connections, psycopg's prepared statements after five uses).
-                for name, arguments in warmup:
+                for _, name, arguments in warmup:
                     await client.call_tool(name, arguments)
-                for name, arguments in tqdm(calls, desc="MCP calls", unit="call"):
+                for label, name, arguments in tqdm(calls, desc="MCP calls", unit="call"):
                     began = time.perf_counter()
                     result = await client.call_tool(name, arguments)
-                    timings.setdefault(name, []).append((time.perf_counter() - began) * 1000)
+                    timings.setdefault(label, []).append((time.perf_counter() - began) * 1000)
                     assert not result.is_error, result
 
     asyncio.run(run())
@@ -276,22 +285,95 @@ def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048)
                   f"{len(sample) / seconds:.0f} rows/s; one row alone: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
+PARTS = ("search_memory", "winni_recall", "dewey_search", "winni_context", "hooks", "throughput")
+
+
+def assign_projects(corpus: Any) -> None:
+    """Give the COPYed realistic corpus its projects, as capture would have: one project per corpus
+    project, found by its folder (a PATH key: the hooks' cwd names it), its conversations
+    (metadata.project) and nine in ten of its memories (the others stay global). Does nothing when
+    the conversations have their projects already."""
+    from django.db import connection, transaction
+
+    from conversations.models import Conversation
+    from core import projects
+
+    if Conversation.objects.filter(project__isnull=False).exists():
+        return
+    started = time.perf_counter()
+    with transaction.atomic():
+        ids = {}
+        for project in corpus.projects:
+            found = projects.project_find(project.name) or projects.project_create(name=project.name, path=project.root)
+            ids[project.name] = found.pk
+        with connection.cursor() as cursor:
+            names, pks = list(ids), list(ids.values())
+            cursor.execute("UPDATE conversations_conversation c SET project_id = p.id FROM unnest(%s::text[], %s::bigint[]) "
+                           "AS p(name, id) WHERE c.metadata->>'project' = p.name", [names, pks])
+            # memory_texts writes "<project>: <fact>."; every tenth (by id) stays global.
+            cursor.execute("UPDATE memory_memory m SET project_id = p.id FROM unnest(%s::text[], %s::bigint[]) "
+                           "AS p(name, id) WHERE split_part(m.content, ': ', 1) = p.name "
+                           "AND get_byte(uuid_send(m.id), 15) %% 10 <> 0", [names, pks])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_conversation")
+        cursor.execute("ANALYZE memory_memory")
+    print(f"projects assigned in {time.perf_counter() - started:.0f} s")
+
+
+def embed_answers(facts: list[Any]) -> None:
+    """Real vectors for the memories stating the asked facts, in place of their random ones: with
+    random vectors nothing is close in meaning to a prompt, automatic recall's gate never opens and
+    the measured hook would skip building the block. Messages keep their random vectors (real ones
+    for a few thousand answering messages among a million random ones made every question's nearest
+    rows those few, whatever the project: a skew no real store has). Rows embedded once stay
+    embedded (--reuse)."""
+    from django.db import connection
+
+    from memory import vectors
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id::text FROM memory_memory WHERE content = ANY(%s)",
+                       [[f"{fact.project}: {fact.statement}." for fact in facts]])
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT count(*) FROM memory_embedding WHERE kind = 'memory' AND model = %s AND object_id = ANY(%s) "
+                       "AND created_at > %s", [MODEL, ids, EPOCH])
+        if cursor.fetchone()[0] >= len(ids):
+            return
+    for start in range(0, len(ids), 64):
+        vectors.embedding_store(kind="memory", ids=ids[start:start + 64], model=MODEL, build_index=False, force=True)
+    print(f"real vectors for the {len(ids)} memories stating the asked facts")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memories", type=int, default=100_000)
     parser.add_argument("--messages", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=100, help="calls per tool")
-    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--queries", type=int, default=100, help="calls per tool and filter, prompts per hook type")
+    parser.add_argument("--only", default=",".join(PARTS),
+                        help=f"comma-separated parts to measure, of {', '.join(PARTS)} (default all; dewey_search, "
+                             "winni_context and hooks need --corpus realistic)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure the corpus already in WINNI_DATA_DIR as it is (no count check, no load)")
+    parser.add_argument("--skip-throughput", action="store_true", help="the same as leaving throughput out of --only")
     parser.add_argument("--skip-latency", action="store_true", help="only the embedding throughput (no corpus)")
     parser.add_argument("--corpus", choices=["synthetic", "realistic"], default="synthetic",
                         help="synthetic Zipf texts (default) or bench/realistic.py's coding-agent sessions")
     parser.add_argument("--throughput-rows", type=int, default=2048, help="rows per embedding-throughput sample")
     args = parser.parse_args()
+    only = {part.strip() for part in args.only.split(",") if part.strip()}
+    if unknown := only - set(PARTS):
+        parser.error(f"--only: unknown part(s) {', '.join(sorted(unknown))}; known: {', '.join(PARTS)}")
+    if args.skip_throughput:
+        only.discard("throughput")
+    if args.corpus != "realistic" and only & {"dewey_search", "winni_context", "hooks"}:
+        only -= {"dewey_search", "winni_context", "hooks"}
+        print("dewey_search, winni_context and hooks are measured on the realistic corpus only (--corpus realistic)")
     _django.setup("memory", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL)
 
     import numpy as np
     from django.db import connection
 
+    from conversations.models import Message
     from core.searchable import searchable_changed
     from memory import vectors
     from tests.support import LiveServer, child_env
@@ -307,7 +389,13 @@ def main() -> None:
     if args.skip_latency:
         embedding_throughput(words, corpus, args.throughput_rows)
         return
-    load(args.memories, args.messages, words, corpus)
+    if args.reuse:
+        if not Message.objects.exists():
+            parser.error(f"--reuse: no corpus in {connection.settings_dict.get('NAME')} (WINNI_DATA_DIR)")
+    else:
+        load(args.memories, args.messages, words, corpus)
+    if corpus is not None:
+        assign_projects(corpus)
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
     # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat
@@ -315,47 +403,103 @@ def main() -> None:
     vectors.backlog_record(vectors.backlog())
 
     rng = np.random.default_rng(11)
+    # (label, tool, arguments); each label is reported on its own.
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    warmup: list[tuple[str, str, dict[str, Any]]] = []
+    hook_prompts: dict[str, list[tuple[str, str]]] = {}
+    hook_warm: list[tuple[str, str]] = []
     if corpus is not None:
-        from realistic import queries as realistic_queries
+        from realistic import project_queries
 
-        asked = [q for _, q in realistic_queries(corpus, args.queries + 10)]
+        asked = project_queries(corpus, args.queries + 10)
         queries, others = asked[: args.queries], asked[args.queries:]
-        with connection.cursor() as cursor:  # the session with the most messages
+        with connection.cursor() as cursor:  # the ten sessions with the most messages
             cursor.execute("SELECT c.session_id FROM conversations_conversation c JOIN conversations_message m "
-                           "ON m.conversation_id = c.id GROUP BY c.id ORDER BY count(*) DESC LIMIT 1")
-            session = cursor.fetchone()[0]
+                           "ON m.conversation_id = c.id GROUP BY c.id ORDER BY count(*) DESC, c.id LIMIT 10")
+            sessions = [row[0] for row in cursor.fetchall()]
+        # Questions about the corpus' facts, asked as prompts in their project (new sessions).
+        facts = [(fact, project) for project in corpus.projects for fact in project.facts]
+        random_facts = np.random.default_rng(5).permutation(len(facts))
+        questions = [facts[i] for i in random_facts[: args.queries + 10]]
+        if only & {"winni_context", "hooks"}:
+            embed_answers([fact for fact, _ in questions])
     else:
-        queries = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))
-                   for _ in range(args.queries)]
-        others = [" ".join(words[i] for i in rng.zipf(1.3, size=3) % len(words)) for _ in range(10)]
-        session = "bench-7"
-    calls = [("search_memory", {"query": q, "limit": 5}) for q in queries]
-    calls += [("winni_recall", {"query": q, "limit": 10}) for q in queries]
-    calls += [("winni_recall", {"query": q, "limit": 10, "session_id": session}) for q in queries[: args.queries // 2]]
-    # Each kind of measured call (tool + arguments besides the query), warmed with ten other queries.
-    shapes = sorted({(name, tuple(sorted((k, v) for k, v in arguments.items() if k != "query")))
-                     for name, arguments in calls})
-    warmup = [(name, {**dict(rest), "query": q}) for name, rest in shapes for q in others]
-    _, token = auth.token_create(name=f"bench-{uuid.uuid4().hex[:8]}")
-    server = LiveServer(child_env(connection.settings_dict, DJANGO_SETTINGS_MODULE="winni_site.settings.dev",
-                                  WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL))
-    try:
-        timings = measure_mcp(server.url, token, calls, warmup)
-    finally:
-        server.stop()
+        plain = [" ".join(words[i] for i in rng.zipf(1.3, size=int(rng.integers(2, 5))) % len(words))
+                 for _ in range(args.queries)]
+        queries = [("words", q, None) for q in plain]
+        others = [("words", " ".join(words[i] for i in rng.zipf(1.3, size=3) % len(words)), None) for _ in range(10)]
+        sessions, questions = ["bench-7"], []
+
+    def add(label: str, tool: str, make: Any, items: list[Any], warm_items: list[Any]) -> None:
+        calls.extend((label, tool, make(item, index)) for index, item in enumerate(items))
+        warmup.extend((label, tool, make(item, index)) for index, item in enumerate(warm_items))
+
+    if "search_memory" in only:
+        add("search_memory (limit 5)", "search_memory", lambda q, i: {"query": q[1], "limit": 5}, queries, others)
+    if "winni_recall" in only:
+        add("winni_recall (all kinds, limit 10)", "winni_recall", lambda q, i: {"query": q[1], "limit": 10},
+            queries, others)
+        add("winni_recall (session_id filter, messages only)", "winni_recall",
+            lambda q, i: {"query": q[1], "limit": 10, "session_id": sessions[i % len(sessions)]},
+            queries[: args.queries // 2], others)
+    if "dewey_search" in only:
+        add("dewey_search hybrid (limit 20, context 2)", "dewey_search",
+            lambda q, i: {"query": q[1], "mode": "hybrid"}, queries, others)
+        add("dewey_search hybrid, session_id filter", "dewey_search",
+            lambda q, i: {"query": q[1], "mode": "hybrid", "session_id": sessions[i % len(sessions)]}, queries, others)
+        add("dewey_search hybrid, project filter", "dewey_search",
+            lambda q, i: {"query": q[1], "mode": "hybrid", "project": q[2].name}, queries, others)
+    if "winni_context" in only:
+        add("winni_context (a question in its project, new session)", "winni_context",
+            lambda f, i: {"prompt": f[0].question, "project": f[1].name, "session_id": f"bench-context-{uuid.uuid4()}"},
+            questions[: args.queries], questions[args.queries:])
+    if "hooks" in only:
+        from autorecall import generic_prompts
+        from hook_latency import draws
+
+        asked_in = [(fact.question, project.root) for fact, project in questions]
+        hook_prompts = draws(args.queries, asked_in[: args.queries], sum(generic_prompts(), []),
+                             [project.root for project in corpus.projects])
+        hook_warm = asked_in[args.queries:][:5]
+    timings: dict[str, list[float]] = {}
+    hooks: dict[str, dict[str, Any]] = {}
+    if calls or hook_prompts:
+        _, token = auth.token_create(name=f"bench-{uuid.uuid4().hex[:8]}")
+        server = LiveServer(child_env(connection.settings_dict, DJANGO_SETTINGS_MODULE="winni_site.settings.dev",
+                                      WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL))
+        try:
+            print(f"load average before: {load_average()}")
+            if calls:
+                timings = measure_mcp(server.url, token, calls, warmup)
+            if hook_prompts:
+                from hook_latency import hook_latency
+
+                hooks = hook_latency(url=server.url, token=token, prompts=hook_prompts, warm=hook_warm)
+            print(f"load average after: {load_average()}")
+        finally:
+            server.stop()
+            if hook_prompts:
+                from hook_latency import cleanup
+
+                cleanup()
     print(f"\n{args.memories} memories, {args.messages} {args.corpus} messages, {DIMS}-d vectors (HNSW m=16, ef_search "
           f"{vectors.settings.WINNI_RECALL_HNSW_EF_SEARCH}); MCP streamable HTTP, one client, sequential calls")
-    names = {"search_memory": "search_memory (limit 5)", "winni_recall": "winni_recall (all kinds, limit 10)"}
-    recall_all = timings.get("winni_recall", [])
-    split = args.queries
-    for label, samples in ((names["search_memory"], timings.get("search_memory", [])),
-                           (names["winni_recall"], recall_all[:split]),
-                           ("winni_recall (session_id filter, messages only)", recall_all[split:])):
-        if samples:
-            p50, p95 = _django.percentiles(samples)
-            print(f"{label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {1000 / (sum(samples) / len(samples)):.1f} calls/s")
-    if not args.skip_throughput:
+    for label, samples in timings.items():
+        p50, p95 = _django.percentiles(samples)
+        print(f"{label}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {1000 / (sum(samples) / len(samples)):.1f} calls/s")
+    if hooks:
+        from hook_latency import report
+
+        report(hooks, f"{args.queries} prompts per hook type (half the corpus' questions in their project's folder, "
+                      f"half generic prompts), each a new session")
+    if "throughput" in only:
         embedding_throughput(words, corpus, args.throughput_rows)
+
+
+def load_average() -> str:
+    import os
+
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -548,6 +548,11 @@ def load_realistic(*, conversations: int, messages: int, seed: int = 0, projects
 def queries(corpus: RealisticCorpus, count: int, seed: int = 11) -> list[tuple[str, str]]:
     """(kind, query) pairs as an agent or a user searches its history: questions (facts),
     identifiers, file names and path parts, error messages, a few words."""
+    return [(kind, text) for kind, text, _ in project_queries(corpus, count, seed)]
+
+
+def project_queries(corpus: RealisticCorpus, count: int, seed: int = 11) -> list[tuple[str, str, Project]]:
+    """`queries`, each with the project it is about (popular projects more often)."""
     rng = random.Random(seed)
     out = []
     for _ in range(count):
@@ -564,7 +569,7 @@ def queries(corpus: RealisticCorpus, count: int, seed: int = 11) -> list[tuple[s
             text = project.error(rng).splitlines()[0][:80]
         else:
             text = f"{rng.choice(project.nouns)} {rng.choice(project.attrs)} {rng.choice(['bug', 'test', 'slow', 'fix'])}"
-        out.append((kind, text))
+        out.append((kind, text, project))
     return out
 
 

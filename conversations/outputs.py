@@ -3,6 +3,7 @@ from typing import Any, TypedDict
 
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
+from conversations.services.search import CONTEXT_MAX_CHARS
 from core.projects import slug_of
 from core.redaction import RedactionCounts
 
@@ -116,9 +117,9 @@ class DeletedDict(TypedDict):
     messages_deleted: int
 
 
-# Context messages are cut to this many characters (a hit's own content is never cut): twenty
-# hits with four 1 MiB neighbours each would otherwise make an 80 MiB answer.
-CONTEXT_MAX_CHARS = 2000
+# Context messages are cut to CONTEXT_MAX_CHARS characters (a hit's own content is never cut):
+# twenty hits with four 1 MiB neighbours each would otherwise make an 80 MiB answer. The search
+# service reads no more of them (conversations.services.search).
 
 
 class ContextMessageDict(TypedDict):
@@ -214,7 +215,7 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
                 "turn": other.turn_number,
                 "role": other.role,
                 "content": other.content[:CONTEXT_MAX_CHARS],
-                "truncated": len(other.content) > CONTEXT_MAX_CHARS,
+                "truncated": getattr(other, "content_length", len(other.content)) > CONTEXT_MAX_CHARS,
                 "created_at": other.created_at.isoformat(),
             }
             for other in hit.context

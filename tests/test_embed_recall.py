@@ -317,6 +317,45 @@ def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_captu
     assert len(near) == 3
 
 
+def test_a_large_scope_walks_the_index_and_finds_what_ranking_it_exactly_finds(monkeypatch,
+                                                                                 django_capture_on_commit_callbacks):
+    """A scope over EXACT_SCOPE_MAX rows is ranked by walking the kind's HNSW index and keeping its
+    own rows: the same nearest rows, in the same order, as ranking the scope exactly."""
+    with django_capture_on_commit_callbacks(execute=True):
+        for name in ("left", "right"):
+            conversation = conversations.conversation_begin(session_id=name)
+            for i in range(30):
+                conversations.message_store(conversation_id=conversation.id, role="user",
+                                            content=f"{name} side note {i} about deploys and {i * 7} tests")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+    scope = searchable.get("message").model.objects.filter(conversation__session_id="left")
+    query = vectors.Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
+    model = vectors.model_active()
+    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    walked: list[int] = []
+    walking = vectors._nearest_walking
+
+    def recording(**kwargs):
+        found = walking(**kwargs)
+        walked.append(len(found or []))
+        return found
+
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
+    monkeypatch.setattr(vectors, "_nearest_walking", recording)
+    found = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    assert walked == [5]
+    # The same rows up to near-ties (both order by the 16-bit distance of the index, then report the
+    # exact similarity): the same similarities, every row inside the scope.
+    assert [sim for _, sim in found] == pytest.approx([sim for _, sim in exact], abs=2e-3)
+    assert {key for key, _ in found} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    # A scope too thin a share of the kind to fill the page within WALK_MAX rows is ranked exactly.
+    monkeypatch.setattr(vectors, "WALK_MAX", 6)
+    walked.clear()
+    assert vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope) == exact
+    assert walked == [0]
+
+
 def test_healthz_reports_the_backlog(client):
     conversation = conversations.conversation_begin()
     conversations.message_store(conversation_id=conversation.id, role="user", content="not embedded yet")

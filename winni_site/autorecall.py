@@ -145,7 +145,7 @@ class Candidate:
     similarity: float | None = None
     overlap: float = 0.0
     snippet: str = ""
-    lexemes: set[str] = field(default_factory=set)
+    lexemes: set[str] = field(default_factory=set)  # the prompt's lexemes it holds (_matched_lexemes)
     created: datetime | None = None
 
     @property
@@ -190,6 +190,31 @@ def _lexemes_of(texts: list[str]) -> list[set[str]]:
             "SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
         return [{lexeme for lexeme in row[0] or [] if "\\" not in lexeme} for row in cursor.fetchall()]
+
+
+def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
+    """Set each candidate's `lexemes`: those of its text among `wanted` (the prompt's, or a file
+    path's; nothing else of them is read). Messages and memories: from their stored search_vector
+    (the same lexemes, indexed when the row was written); re-parsing their texts (tool outputs of up
+    to 20,000 characters) cost more than the rest of a prompt's recall (20 candidates: ≈ 40 ms of
+    to_tsvector). Other kinds (medallion items, a cached answer): from their short texts."""
+    stored = {"message": Message._meta.db_table, "memory": Memory._meta.db_table}
+    by_kind: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_kind.setdefault(candidate.kind if candidate.kind in stored else "", []).append(candidate)
+    words = sorted(wanted)
+    for kind, group in by_kind.items():
+        if kind:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT id::text, tsvector_to_array(ts_filter(setweight(search_vector, 'A', %s::text[]), "
+                    f"'{{a}}')) FROM {stored[kind]} WHERE id = ANY(%s::uuid[])", [words, [c.id for c in group]])
+                found = {key: set(lexemes or []) for key, lexemes in cursor.fetchall()}
+            for candidate in group:
+                candidate.lexemes = found.get(candidate.id, set())
+        else:
+            for candidate, lexemes in zip(group, _lexemes_of([c.text[:TEXT_CHARS] for c in group])):
+                candidate.lexemes = lexemes & wanted
 
 
 def _weights(lexemes: set[str]) -> dict[str, float]:
@@ -587,9 +612,9 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     found.recalled = _recalled(query, project, session_id, query_vector, time=time)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
-    for candidate, lexemes in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
-        candidate.lexemes = lexemes
-        candidate.overlap = _overlap(weights, lexemes)
+    _matched_lexemes(everything, set(weights))
+    for candidate in everything:
+        candidate.overlap = _overlap(weights, candidate.lexemes)
     _similarities(query_vector, found.medallion_items)
     for candidate in found.medallion_items:
         candidate.score = round(_item_score(candidate), 6)
@@ -673,8 +698,7 @@ def _file_context(file_path: str, name: str, project: Project | None, session_id
     weights = {lexeme: 1.0 for lexeme in lexemes}
     everything = _medallion_items(project) + _recalled(file_path, project, session_id, None, mode="fts",
                                                        spoken_only=True)
-    for candidate, found in zip(everything, _lexemes_of([c.text[:TEXT_CHARS] for c in everything])):
-        candidate.lexemes = found
+    _matched_lexemes(everything, set(weights))
     # Names the file: its path or its name as written (a word boundary before it).
     pattern = re.compile(r"(?<![\w.-])(?:[\w.-]+/)*" + re.escape(name) + r"\b")
     naming = [c for c in everything if pattern.search(c.text)]

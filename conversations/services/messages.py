@@ -2,7 +2,6 @@
 Every interface (MCP, REST, admin, capture) calls these."""
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -12,7 +11,7 @@ from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, Role, prompt_title
-from core import projects
+from core import counts, projects
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import plain, redact, redact_json
@@ -356,21 +355,8 @@ def conversation_delete(*, conversation_id: Any, force: bool = False) -> int:
 COUNT_EXACT_UP_TO = 10_000
 
 
-def planner_rows(sql: str, params: Any) -> int:
-    """PostgreSQL's estimate of how many rows `sql` returns (EXPLAIN, nothing is executed)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-        plan = cursor.fetchone()[0]
-    plan = plan if isinstance(plan, list) else json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
-
-
 def capped_count(queryset: Any) -> tuple[int, bool]:
     """(total, total_is_estimate): exact up to COUNT_EXACT_UP_TO, the planner's estimate beyond."""
-    exact = queryset.order_by()[: COUNT_EXACT_UP_TO + 1].count()
-    if exact <= COUNT_EXACT_UP_TO:
-        return exact, False
-    sql, params = queryset.order_by().values("pk").query.sql_with_params()
-    return max(planner_rows(sql, params), exact), True
+    return counts.capped_count(queryset, COUNT_EXACT_UP_TO)
 
 

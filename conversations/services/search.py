@@ -15,8 +15,9 @@ from django.db import connection
 from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
-from conversations.services.messages import planner_rows, validate_role, validate_session_id
+from conversations.services.messages import validate_role, validate_session_id
 from core import projects, recall, timerank
+from core.counts import planner_rows
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
@@ -189,12 +190,17 @@ def message_fts_ranked(*, query: str, filters: MessageFilters, limit: int, offse
     return RankedPage(hits=hits, total=total, total_is_estimate=estimate)
 
 
+# A context message (the turns around a hit) carries at most this many characters of its content
+# (`content_length` says how long it is).
+CONTEXT_MAX_CHARS = 2000
+
+
 @dataclass
 class SearchHit:
     message: Message
     rank: float
     snippet: str
-    context: list[Message]
+    context: list[Message]  # content: the first CONTEXT_MAX_CHARS characters; content_length: the whole
 
 
 _MESSAGE_COLUMNS = "m.id, m.conversation_id, m.turn_number, m.role, m.content, m.metadata, m.created_at"
@@ -256,8 +262,12 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
     neighbours: dict[uuid.UUID, list[Message]] = {}
     if context_lines:
         hits = list(by_id.values())
+        # Only the head of each neighbour (CONTEXT_MAX_CHARS) and its length: a page of 20 hits has
+        # up to 80 neighbours, many of them tool outputs of up to 20,000 characters.
+        columns = _MESSAGE_COLUMNS.replace("m.content", f"left(m.content, {CONTEXT_MAX_CHARS}) AS content, "
+                                                        "length(m.content) AS content_length")
         around = Message.objects.raw(
-            f"SELECT DISTINCT {_MESSAGE_COLUMNS} FROM conversations_message m "
+            f"SELECT DISTINCT {columns} FROM conversations_message m "
             "JOIN unnest(%s::uuid[], %s::int[]) AS h(conversation_id, turn) "
             "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn::bigint - %s AND h.turn::bigint + %s "
             "ORDER BY m.conversation_id, m.turn_number",
