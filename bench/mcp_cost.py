@@ -14,29 +14,15 @@ import asyncio
 import time
 from typing import Any
 
-from ops_support import percentile, server_cpu, winni_server
+from ops_support import mcp_headers, mcp_rpc, percentile, server_cpu, tool, winni_server
 from tqdm import tqdm
-
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "mcp-protocol-version": "2025-11-25"}
 
 
 async def measure(url: str, token: str, server_pid: int, data_dir: Any, calls: int) -> None:
     import httpx2
 
-    async with httpx2.AsyncClient(headers={**HEADERS, "Authorization": f"Bearer {token}"}, timeout=30) as http:
-        async def rpc(method: str, params: dict | None = None) -> dict:
-            body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
-            if params is not None:
-                body["params"] = params
-            response = await http.post(url + "/mcp", json=body)
-            answer = response.json()
-            if response.status_code != 200 or "error" in answer or answer["result"].get("isError"):
-                raise SystemExit(f"{method} {params}: {response.status_code} {response.text[:300]}")
-            return answer["result"]
-
-        def tool(name: str, **arguments: Any) -> tuple[str, dict]:
-            return "tools/call", {"name": name, "arguments": arguments}
+    async with httpx2.AsyncClient(headers=mcp_headers(token), timeout=30) as http:
+        rpc = mcp_rpc(http, url)
 
         async def begin(session: str) -> str:
             return (await rpc(*tool("dewey_begin_conversation", session_id=session)))["structuredContent"]["conversation_id"]

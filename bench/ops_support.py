@@ -9,7 +9,7 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Awaitable, Callable, Iterator
 
 import psutil
 
@@ -76,3 +76,33 @@ def server_cpu(server_pid: int, data_dir: Path) -> dict[str, float]:
     postmaster = embedded.postmaster_pid(embedded.pg_data_dir(data_dir))
     return {"uvicorn": cpu_seconds(process_tree(server_pid)),
             "postgres": cpu_seconds(process_tree(postmaster)) if postmaster else float("nan")}
+
+
+# Stateless MCP over plain HTTP (no SDK session): what a bench times is the server's work per call.
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "mcp-protocol-version": "2025-11-25"}
+
+
+def mcp_headers(token: str) -> dict[str, str]:
+    return {**MCP_HEADERS, "Authorization": f"Bearer {token}"}
+
+
+def mcp_rpc(http: Any, url: str) -> Callable[..., Awaitable[dict]]:
+    """One JSON-RPC call to `url`/mcp over the httpx client `http`; its result, or exit naming the
+    failed call (a bench that times errors measures nothing)."""
+    async def rpc(method: str, params: dict | None = None) -> dict:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+        if params is not None:
+            body["params"] = params
+        response = await http.post(url + "/mcp", json=body)
+        answer = response.json()
+        if response.status_code != 200 or "error" in answer or answer["result"].get("isError"):
+            raise SystemExit(f"{method} {params}: {response.status_code} {response.text[:300]}")
+        return answer["result"]
+
+    return rpc
+
+
+def tool(name: str, **arguments: Any) -> tuple[str, dict]:
+    """The (method, params) of an MCP tools/call."""
+    return "tools/call", {"name": name, "arguments": arguments}

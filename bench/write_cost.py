@@ -21,15 +21,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 BENCH = str(Path(__file__).resolve().parent)
 sys.path.insert(0, BENCH)
-from ops_support import percentile, server_cpu, winni_server  # noqa: E402
+from ops_support import mcp_headers, mcp_rpc, percentile, server_cpu, tool, winni_server  # noqa: E402
 from tqdm import tqdm  # noqa: E402
-
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "mcp-protocol-version": "2025-11-25"}
 
 # (part, substrings of a frame's "function (file:line)" that put a sample in it). The first five
 # claim a sample wherever they are on its stack, in this order (the database reads of the token
@@ -106,19 +102,8 @@ async def measure(url: str, token: str, server_pid: int, data_dir: Path, calls: 
 
     corpus = RealisticCorpus(conversations=200, messages=2000, seed=3)
     texts = memory_texts(corpus, 3 * calls + 200)
-    async with httpx2.AsyncClient(headers={**HEADERS, "Authorization": f"Bearer {token}"}, timeout=60) as http:
-        async def rpc(method: str, params: dict | None = None) -> dict:
-            body: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
-            if params is not None:
-                body["params"] = params
-            response = await http.post(url + "/mcp", json=body)
-            answer = response.json()
-            if response.status_code != 200 or "error" in answer or answer["result"].get("isError"):
-                raise SystemExit(f"{method} {params}: {response.status_code} {response.text[:300]}")
-            return answer["result"]
-
-        def tool(name: str, **arguments: Any) -> tuple[str, dict]:
-            return "tools/call", {"name": name, "arguments": arguments}
+    async with httpx2.AsyncClient(headers=mcp_headers(token), timeout=60) as http:
+        rpc = mcp_rpc(http, url)
 
         begun = await rpc(*tool("dewey_begin_conversation", session_id="write-cost"))
         cid = begun["structuredContent"]["conversation_id"]
