@@ -304,20 +304,26 @@ class TestCommand:
 class TestCapture:
     """The projects of imported transcripts and proxied sessions (the hooks: test_projects_identity)."""
 
-    SAMPLE_CWD = "/tmp/pytest-of-root/pytest-8/test_a_headless_session_is_cap0/alpha-repo"
+    # The recorded transcript's working directory (a pytest temporary directory of the run that made
+    # it), moved to one that cannot exist here: a test run whose pytest counter reaches the same number
+    # creates that directory as a git repository, and the project would then come from it.
+    RECORDED_CWD = "/tmp/pytest-of-root/pytest-8/test_a_headless_session_is_cap0/alpha-repo"
+    SAMPLE_CWD = "/winni-test-absent/pytest-8/test_a_headless_session_is_cap0/alpha-repo"
 
-    def test_an_imported_transcript_joins_the_project_of_its_working_directory(self):
+    def test_an_imported_transcript_joins_the_project_of_its_working_directory(self, tmp_path):
         from tests.test_capture_import import SAMPLE, run
 
+        sample = tmp_path / SAMPLE.name
+        sample.write_text(SAMPLE.read_text().replace(self.RECORDED_CWD, self.SAMPLE_CWD))
         known = projects.project_create(name="alpha", path=self.SAMPLE_CWD.rpartition("/")[0])
-        run(SAMPLE)
+        run(sample)
         assert conversations.conversation_list(project=known)[1] == 1
         # Without a known git root above it, the working directory (not on this machine) makes one.
         from conversations.models import Conversation
 
         Conversation.objects.all().delete()
         ProjectKey.objects.filter(project=known).delete()
-        run(SAMPLE)
+        run(sample)
         made = Conversation.objects.select_related("project").get().project
         assert made.slug == "alpha-repo" and list(made.keys.values_list("kind", "value")) == [("cwd", self.SAMPLE_CWD)]
 
