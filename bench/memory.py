@@ -72,9 +72,9 @@ def unit_vectors(count: int, rng: Any) -> Any:
     return block
 
 
-def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> None:
+def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> bool:
     """COPY the corpus (synthetic, or `corpus`, a bench.realistic.RealisticCorpus) and its vectors
-    in, then build the HNSW indexes once."""
+    in, without their HNSW indexes (build_indexes); False when it was there already."""
     import numpy as np
     import realistic
     from django.db import connection
@@ -92,7 +92,7 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
     kind_name = "realistic" if corpus else "synthetic"
     if have == (memories, messages) and tagged == bool(corpus):
         print(f"{kind_name} corpus present: {memories} memories, {messages} messages")
-        return
+        return False
     print(f"loading {memories} memories and {messages} {kind_name} messages (found {have}; starting over)")
     Embedding.objects.all().delete()
     Memory.objects.all().delete()
@@ -151,6 +151,16 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
         from bench.corpus import copy_corpus
 
         copy_corpus(corpus, messages=messages, defer_indexes=True, on_batch=lambda ids: copy_vectors("message", ids))
+    return True
+
+
+def build_indexes() -> None:
+    """The HNSW indexes, once the rows and their projects are in (a project given to a million
+    indexed vectors would add each one to its index again), then fresh statistics."""
+    from django.db import connection
+
+    from memory import vectors
+
     for kind in ("memory", "message"):
         started = time.perf_counter()
         with connection.cursor() as cursor:
@@ -392,10 +402,13 @@ def main() -> None:
     if args.reuse:
         if not Message.objects.exists():
             parser.error(f"--reuse: no corpus in {connection.settings_dict.get('NAME')} (WINNI_DATA_DIR)")
+        loaded = False
     else:
-        load(args.memories, args.messages, words, corpus)
+        loaded = load(args.memories, args.messages, words, corpus)
     if corpus is not None:
         assign_projects(corpus)
+    if loaded:
+        build_indexes()
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
     # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat

@@ -18,13 +18,13 @@ class ConversationsConfig(AppConfig):
             label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
             batch_order=("conversation_id", "turn_number"),
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
-                     "project": "conversation__project"},
-            surround=message_surroundings, hit_fields=_message_hit_fields,
+                     "project": "project"},
+            surround=message_surroundings, hit_fields=_message_hit_fields, project_column="project_id",
         ))
         register_store(ProjectStore(label="conversations", model=Conversation))
-        # Messages are in their conversation's project: counted and moved with it.
-        register_store(ProjectStore(label="messages", model=Message, lookup="conversation__project", counted=False,
-                                    moved=False))
+        # Messages are in their conversation's project (Message.project, kept by the database):
+        # counted and moved with it.
+        register_store(ProjectStore(label="messages", model=Message, counted=False, moved=False))
 
 
 def _message_hit_fields(message: Any) -> dict[str, Any]:

@@ -103,6 +103,12 @@ class Message(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # Its conversation's project, copied by the database (migration 0006's triggers: set on insert
+    # from the conversation, moved with it), never written by the code: searches narrow a project's
+    # messages on this column and its index instead of joining every row back to its conversation
+    # (1M realistic messages, hybrid dewey_search with a project: p95 ≈ 330 ms through the join).
+    project = models.ForeignKey("core.Project", null=True, blank=True, editable=False, on_delete=models.DO_NOTHING,
+                                db_constraint=False, db_index=False, related_name="+")
 
     class Meta:
         ordering = ["conversation", "turn_number"]
@@ -116,6 +122,7 @@ class Message(models.Model):
         indexes = [
             GinIndex(fields=["search_vector"], name="msg_search_vector"),
             models.Index(fields=["-created_at"], name="msg_created"),
+            models.Index(fields=["project", "-created_at"], name="msg_project_created"),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,8 @@ The stores (conversations, memories, medallions, contexts, cached answers) regis
 here (`register_store`, from each app's AppConfig.ready) so counts and merges need no app code."""
 from __future__ import annotations
 
+import functools
+import operator
 import posixpath
 import re
 import time
@@ -170,6 +172,55 @@ class ProjectFilter:
         if self.allowed is not None:
             return queryset.filter(**{f"{lookup}__in": sorted(self.allowed)})
         return queryset
+
+
+@dataclass(frozen=True)
+class ScopeProjects:
+    """The projects every row of a queryset is in, as its filters say (scope_projects)."""
+
+    ids: frozenset[int]
+    without_project: bool  # rows with no project are in too
+
+    def __and__(self, other: ScopeProjects) -> ScopeProjects:
+        return ScopeProjects(self.ids & other.ids, self.without_project and other.without_project)
+
+    def __or__(self, other: ScopeProjects) -> ScopeProjects:
+        return ScopeProjects(self.ids | other.ids, self.without_project or other.without_project)
+
+
+def scope_projects(queryset: QuerySet) -> ScopeProjects | None:
+    """The projects `queryset`'s own filters on its model's `project` field confine it to
+    (ProjectFilter.apply, filter(project=…), Q(project=…) | Q(project__isnull=True)); None when they
+    do not. What a search over the rows of these projects can skip the others by (the project a
+    vector carries, memory.vectors); the queryset stays the judge of which rows are in."""
+    return _where_projects(queryset.query.where, queryset.model)
+
+
+def _where_projects(node: Any, model: Any) -> ScopeProjects | None:
+    from django.db.models.lookups import Exact, In, IsNull
+    from django.db.models.sql.where import AND, OR, WhereNode
+
+    if isinstance(node, WhereNode):
+        if node.negated:
+            return None
+        found = [_where_projects(child, model) for child in node.children]
+        if node.connector == AND:
+            known = [part for part in found if part is not None]
+            return functools.reduce(operator.and_, known) if known else None
+        if node.connector == OR and found and all(part is not None for part in found):
+            return functools.reduce(operator.or_, found)  # type: ignore[arg-type]
+        return None
+    target = getattr(getattr(node, "lhs", None), "target", None)
+    if target is None or target.model is not model or target.name != "project":
+        return None
+    value = getattr(node, "rhs", None)
+    if isinstance(node, IsNull):
+        return ScopeProjects(frozenset(), True) if value else None
+    if isinstance(node, Exact) and value is not None:
+        return ScopeProjects(frozenset({int(getattr(value, "pk", value))}), False)
+    if isinstance(node, In) and not hasattr(value, "query"):
+        return ScopeProjects(frozenset(int(getattr(item, "pk", item)) for item in value), False)
+    return None
 
 
 def project_filter(value: Any, *, field: str = "project") -> ProjectFilter:

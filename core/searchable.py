@@ -51,7 +51,9 @@ class Surroundings:
 
     near: dict[str, list[tuple[str, int]]]  # candidate key → [(key of a row around it, distance ≥ 1)]
     group: dict[str, str]  # candidate key → its group (a message: its conversation)
-    size: dict[str, int] = field(default_factory=dict)  # row around a candidate → its length in characters
+    # Row around a candidate → its length in bytes (characters, for ASCII text): what PostgreSQL knows
+    # without decompressing a long stored text (octet_length).
+    size: dict[str, int] = field(default_factory=dict)
 
 
 # (candidate keys, scope or None) → their surroundings within the scope, up to CONTEXT_REACH away
@@ -102,6 +104,9 @@ class Searchable:
     # chain), where one did: ranking hands a stale hit's score to it (a superseded memory's match
     # goes to the memory that superseded it).
     successors: Callable[[list[str]], dict[str, str]] | None = None
+    # The row's own column holding its project ("project_id"), when it has one: its vectors carry a
+    # copy (memory.models.Embedding.project_id) that a project-scoped vector search filters on.
+    project_column: str | None = None
 
 
 _registry: dict[str, Searchable] = {}

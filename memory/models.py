@@ -113,13 +113,21 @@ class Embedding(models.Model):
     dimensions = models.PositiveSmallIntegerField()
     vector = VectorField()
     created_at = models.DateTimeField(default=timezone.now)
+    # The project of the row (its kind's Searchable.project_column), copied when the vector is stored
+    # and moved with the row by the database (migration 0011's triggers), so that a project's vector
+    # search keeps its rows while it walks the HNSW index instead of checking each one against the
+    # row's table. Not a foreign key: the row's own column is the truth, this is its copy.
+    project_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["kind", "object_id", "model"], name="embedding_unique_row_model"),
             models.CheckConstraint(condition=Q(dimensions__gte=1), name="embedding_dimensions_positive"),
         ]
-        indexes = [models.Index(fields=["model", "kind"], name="embedding_model_kind")]
+        indexes = [
+            models.Index(fields=["model", "kind"], name="embedding_model_kind"),
+            models.Index(fields=["model", "kind", "project_id"], name="embedding_model_kind_project"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.object_id} ({self.model}, {self.dimensions}-d)"

@@ -225,6 +225,33 @@ def test_over_a_whole_table_common_lexemes_neither_flood_the_candidates_nor_look
     assert len(retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)) == 5
 
 
+def test_a_small_scope_of_common_words_is_read_row_by_row_with_the_same_scores(monkeypatch):
+    """BM25 over a small filtered scope whose words fill the table's posting lists matches the
+    scope's rows one by one (no GIN probe): the same rows and scores as through the index."""
+    crowd = conversations.conversation_begin(session_id="crowd-words")
+    for number in range(20):
+        conversations.message_store(conversation_id=crowd.id, role="user", content=f"server deploy number {number}")
+    mine = conversations.conversation_begin(session_id="mine-words")
+    for text in ("server deploy failed", "the deploy rolled back", "lunch"):
+        conversations.message_store(conversation_id=mine.id, role="user", content=text)
+    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {"server": 0.9, "deploy": 0.95})
+    monkeypatch.setattr(retrieval, "table_stats", lambda table: (1_000, {}))  # rows, as ANALYZE saw
+    scope = searchable.get("message").model.objects.filter(conversation__session_id="mine-words")
+    lexemes = retrieval.query_lexemes("server deploy")
+    executed: list[str] = []
+
+    def ranked():
+        with connection.execute_wrapper(lambda run, sql, *args: executed.append(sql) or run(sql, *args)):
+            return retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=True)
+
+    by_rows = ranked()
+    assert "ts_match_vq(t.search_vector" in executed[-1]
+    monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 10**9)  # the index is always the cheaper read
+    by_index = ranked()
+    assert "t.search_vector @@" in executed[-1]
+    assert len(by_rows) == 2 and by_rows == by_index
+
+
 def test_stored_messages_get_vectors_after_commit_and_the_index_exists(corpus):
     assert Embedding.objects.filter(kind="message").count() == 4
     assert vectors.backlog()["memory"] == vectors.backlog()["message"] == 0
@@ -480,15 +507,17 @@ def test_a_long_neighbour_receives_a_smaller_share(settings, monkeypatch):
 
 def test_message_surroundings_stay_within_the_scope_and_the_conversation():
     chat = conversations.conversation_begin(session_id="around")
-    ids = [str(conversations.message_store(conversation_id=chat.id, role="user", content=f"turn {n}").pk)
-           for n in range(1, 7)]
+    texts = ["turn 1", "turn 2", "turn 3", "tür 4 ✓", "turn 5", "turn 6"]
+    ids = [str(conversations.message_store(conversation_id=chat.id, role="user", content=text).pk) for text in texts]
     other = conversations.conversation_begin(session_id="around")
     conversations.message_store(conversation_id=other.id, role="user", content="elsewhere")
     scope = searchable.get("message").model.objects.filter(conversation__session_id="around").exclude(pk=ids[4])
     found = conversations.message_surroundings([ids[2]], scope)
     assert sorted(found.near[ids[2]]) == sorted([(ids[1], 1), (ids[3], 1), (ids[0], 2)])
     assert found.group == {ids[2]: str(chat.id)}
-    assert found.size == {ids[n]: len(f"turn {n + 1}") for n in (0, 1, 3)}
+    # Sizes in bytes (what PostgreSQL knows of a long text without decompressing it).
+    assert found.size == {ids[n]: len(texts[n].encode()) for n in (0, 1, 3)}
+    assert found.size[ids[3]] == 10
 
 
 def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings):

@@ -42,7 +42,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from conversations.models import Message
+from conversations.models import Conversation, Message
 from core import projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -262,13 +262,15 @@ def _snippet(text: str, matched: set[str], limit: int) -> str:
 def _scopes(project: Project | None, session_id: str | None) -> dict[str, QuerySet]:
     # A token limited to projects reads only theirs (core.projects' one rule); superseded memories
     # are not brought back (memory.models: current()).
-    messages = projects.scope_queryset(Message.objects.all(), None, lookup="conversation__project")
+    messages = projects.scope_queryset(Message.objects.all(), None)
     memories = projects.scope_queryset(Memory.objects.current(), None)
     if project is not None:
-        messages = messages.filter(conversation__project=project)
+        messages = messages.filter(project=project)
         memories = memories.filter(Q(project=project) | Q(project__isnull=True))
     if session_id:
-        messages = messages.exclude(conversation__session_id=session_id)
+        # On the message's own column (a join to conversations would keep PostgreSQL from reading
+        # the scope as the messages table itself: BM25 hashed the project's rows first).
+        messages = messages.exclude(conversation_id__in=Conversation.objects.filter(session_id=session_id).values("pk"))
     return {"message": messages, "memory": memories}
 
 

@@ -101,7 +101,7 @@ def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date,
     today = timezone.now().date()
     first = today - dt.timedelta(days=days - 1)
     start = dt.datetime.combine(first, dt.time.min, tzinfo=dt.timezone.utc)
-    messages = Message.objects.all() if project is None else Message.objects.filter(conversation__project=project)
+    messages = Message.objects.all() if project is None else Message.objects.filter(project=project)
     rows = (
         messages.filter(created_at__gte=start)
         .annotate(day=TruncDate("created_at", tzinfo=dt.timezone.utc))

@@ -61,11 +61,10 @@ class MessageFilters:
         if self.project.matches_nothing:
             parts.append("FALSE")
         elif self.project.project is not None:
-            parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation WHERE project_id = %s)")
+            parts.append(f"{alias}.project_id = %s")
             params.append(self.project.project.pk)
         elif self.project.allowed is not None:  # a token limited to projects
-            parts.append(f"{alias}.conversation_id IN (SELECT id FROM conversations_conversation "
-                         "WHERE project_id = ANY(%s))")
+            parts.append(f"{alias}.project_id = ANY(%s)")
             params.append(sorted(self.project.allowed))
         if self.conversation_id is not None:
             parts.append(f"{alias}.conversation_id = %s")
@@ -86,7 +85,7 @@ class MessageFilters:
 
     def apply(self, queryset: Any) -> Any:
         """The same filters on a Message queryset (for semantic search over the same rows)."""
-        queryset = self.project.apply(queryset, "conversation__project")
+        queryset = self.project.apply(queryset, "project")
         if self.conversation_id is not None:
             queryset = queryset.filter(conversation_id=self.conversation_id)
         if self.session_id is not None:
@@ -363,10 +362,12 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
     # plain join, or a LATERAL it could flatten, the planner hashed every message of the table: 5K
     # messages, 7 ms instead of 1; the LIMIT, at most 2 × reach rows anyway, keeps it per candidate).
     # Keys come back as text: the ranking keys rows by string, and parsing a few hundred UUIDs only
-    # to print them again cost ≈ 1 ms a search.
+    # to print them again cost ≈ 1 ms a search. Sizes in bytes: octet_length reads a long (TOASTed)
+    # text's size from its header, where length() decompresses it to count characters (800 tool
+    # outputs of 1M realistic messages: 7.6 → 2.1 ms); the same number for ASCII text.
     sql = ("SELECT h.id::text, h.conversation_id::text, n.id::text, n.distance, n.size FROM conversations_message h "
            "LEFT JOIN LATERAL (SELECT m.id, abs(m.turn_number - h.turn_number) AS distance, "
-           "length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
+           "octet_length(m.content) AS size FROM conversations_message m WHERE m.conversation_id = h.conversation_id "
            "AND m.turn_number BETWEEN h.turn_number::bigint - %s AND h.turn_number::bigint + %s "
            "AND m.turn_number <> h.turn_number LIMIT %s) n ON true "
            "WHERE h.id = ANY(%s::uuid[])")

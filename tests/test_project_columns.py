@@ -1,0 +1,196 @@
+"""The project copied onto searched rows: a message carries its conversation's project, a vector its
+row's (kept by the database through every way a project changes), and a project-scoped vector
+search keeps the project's vectors as it walks the index, the scope still judging what comes back."""
+import importlib
+
+import pytest
+from django.db import connection
+from django.db.models import Q
+
+from conversations import services as conversations
+from conversations.models import Conversation, Message
+from core import projects, searchable
+from core.projects import ScopeProjects, scope_projects
+from memory import services as memories
+from memory import vectors
+from memory.models import Embedding, Memory
+
+pytestmark = pytest.mark.django_db
+
+
+def _vector_projects(kind: str, keys) -> set:
+    return set(Embedding.objects.filter(kind=kind, object_id__in=[str(k) for k in keys])
+               .values_list("project_id", flat=True))
+
+
+@pytest.fixture
+def two_projects():
+    return projects.project_create(name="alpha"), projects.project_create(name="beta")
+
+
+def test_messages_and_their_vectors_follow_the_conversations_project(two_projects, django_capture_on_commit_callbacks):
+    alpha, beta = two_projects
+    with django_capture_on_commit_callbacks(execute=True):
+        conversation = conversations.conversation_begin(session_id="s1", project="alpha")
+        first = conversations.message_store(conversation_id=conversation.id, role="user", content="deploy the api")
+        loose = conversations.conversation_begin(session_id="s2")
+        stray = conversations.message_store(conversation_id=loose.id, role="user", content="a global note")
+    mine = list(Message.objects.filter(conversation=conversation).values_list("pk", flat=True))
+    assert set(Message.objects.filter(pk__in=mine).values_list("project_id", flat=True)) == {alpha.pk}
+    assert _vector_projects("message", mine) == {alpha.pk}
+    assert Message.objects.get(pk=stray.pk).project_id is None
+    assert _vector_projects("message", [stray.pk]) == {None}
+
+    # A session whose project became known late (capture), then a merge: the messages and their
+    # vectors move each time, whatever wrote the conversation's project.
+    conversations.conversation_set_project(conversation=loose, project="beta")
+    assert Message.objects.get(pk=stray.pk).project_id == beta.pk
+    assert _vector_projects("message", [stray.pk]) == {beta.pk}
+    projects.project_merge(source="alpha", target="beta")
+    assert set(Message.objects.filter(pk__in=[*mine, stray.pk]).values_list("project_id", flat=True)) == {beta.pk}
+    assert _vector_projects("message", [*mine, stray.pk]) == {beta.pk}
+    assert first.pk in mine
+
+
+def test_a_message_takes_its_conversations_project_whatever_the_insert_says(two_projects):
+    alpha, beta = two_projects
+    conversation = conversations.conversation_begin(project="alpha")
+    # A bulk write (an import, a test's factory) that names another project is overruled.
+    Message.objects.bulk_create([Message(conversation=conversation, turn_number=1, role="user", content="x",
+                                         project_id=beta.pk)])
+    assert Message.objects.get(conversation=conversation).project_id == alpha.pk
+    Message.objects.filter(conversation=conversation).update(project_id=beta.pk)
+    assert Message.objects.get(conversation=conversation).project_id == alpha.pk
+
+
+def test_memory_vectors_follow_a_memory_moved_by_a_merge(two_projects, django_capture_on_commit_callbacks):
+    alpha, beta = two_projects
+    with django_capture_on_commit_callbacks(execute=True):
+        memory, _ = memories.memory_store(content="the api runs on port 8080", project="alpha")
+        loose, _ = memories.memory_store(content="tabs over spaces everywhere")
+    assert _vector_projects("memory", [memory.pk]) == {alpha.pk}
+    assert _vector_projects("memory", [loose.pk]) == {None}
+    projects.project_merge(source="alpha", target="beta")
+    assert Memory.objects.get(pk=memory.pk).project_id == beta.pk
+    assert _vector_projects("memory", [memory.pk]) == {beta.pk}
+
+
+def test_scope_projects_reads_the_projects_a_queryset_is_confined_to(two_projects):
+    alpha, beta = two_projects
+    assert scope_projects(Message.objects.filter(project=alpha)) == ScopeProjects(frozenset({alpha.pk}), False)
+    assert scope_projects(Message.objects.filter(project_id=alpha.pk).filter(role="user")) \
+        == ScopeProjects(frozenset({alpha.pk}), False)
+    assert scope_projects(Memory.objects.filter(superseded_by__isnull=True).filter(
+        Q(project=alpha) | Q(project__isnull=True))) == ScopeProjects(frozenset({alpha.pk}), True)
+    assert scope_projects(Message.objects.filter(project__in=[alpha.pk, beta.pk]).filter(project=beta)) \
+        == ScopeProjects(frozenset({beta.pk}), False)
+    # A token limited to projects (core.projects' one rule) confines its scopes the same way.
+    assert scope_projects(projects.ProjectFilter(allowed={alpha.pk}).apply(Message.objects.all())) \
+        == ScopeProjects(frozenset({alpha.pk}), False)
+    # Nothing said about the row's own project: no bound (the scope alone decides).
+    assert scope_projects(Message.objects.all()) is None
+    assert scope_projects(Message.objects.exclude(project=alpha)) is None
+    assert scope_projects(Message.objects.filter(conversation__project=alpha)) is None
+    assert scope_projects(Memory.objects.filter(Q(project=alpha) | Q(tags__contains=["x"]))) is None
+
+
+@pytest.fixture
+def projects_with_vectors(two_projects, django_capture_on_commit_callbacks):
+    alpha, beta = two_projects
+    with django_capture_on_commit_callbacks(execute=True):
+        for project in ("alpha", "beta"):
+            conversation = conversations.conversation_begin(session_id=f"{project}-s", project=project)
+            for i in range(30):
+                conversations.message_store(conversation_id=conversation.id, role="user" if i % 2 else "assistant",
+                                            content=f"{project} note {i} about deploys and {i * 7} tests")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+        cursor.execute("ANALYZE memory_embedding")
+    return alpha, beta
+
+
+def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(projects_with_vectors, monkeypatch):
+    alpha, beta = projects_with_vectors
+    scope = searchable.get("message").model.objects.filter(project=alpha)
+    query = Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
+    model = vectors.model_active()
+    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    walks: list[dict] = []
+    walking = vectors._nearest_walking
+
+    def recording(**kwargs):
+        found = walking(**kwargs)
+        walks.append({"within": kwargs["within"], "found": len(found or [])})
+        return found
+
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
+    monkeypatch.setattr(vectors, "WALK_WITHIN_MIN", 10)
+    monkeypatch.setattr(vectors, "_nearest_walking", recording)
+    found = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    assert walks == [{"within": ScopeProjects(frozenset({alpha.pk}), False), "found": 5}]
+    assert [sim for _, sim in found] == pytest.approx([sim for _, sim in exact], abs=2e-3)
+    assert {key for key, _ in found} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+
+    # The scope still judges: its other conditions (one role) hold for every row the walk keeps.
+    spoken = scope.filter(role="user")
+    kept = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=spoken)
+    assert len(kept) == 5
+    assert {key for key, _ in kept} <= {str(pk) for pk in spoken.values_list("pk", flat=True)}
+
+    # A walk that cannot fill the page within WALK_TUPLES index entries is ranked exactly instead.
+    monkeypatch.setattr(vectors, "WALK_TUPLES", 3)
+    walks.clear()
+    assert vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope) == exact
+    assert walks[0]["found"] == 0
+
+
+def test_a_stale_project_on_a_vector_never_lets_a_row_outside_the_scope_in(projects_with_vectors, monkeypatch):
+    alpha, beta = projects_with_vectors
+    outsider = Message.objects.filter(project=beta).first()
+    # A vector whose copy of the project is wrong (say, written while its conversation moved).
+    Embedding.objects.filter(kind="message", object_id=str(outsider.pk)).update(project_id=alpha.pk)
+    query = Embedding.objects.get(kind="message", object_id=str(outsider.pk)).vector
+    scope = Message.objects.filter(project=alpha)
+    allowed = {str(pk) for pk in scope.values_list("pk", flat=True)}
+    for exact_up_to, walk_from in ((10_000, 10_000), (10, 10)):
+        monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", exact_up_to)
+        monkeypatch.setattr(vectors, "WALK_WITHIN_MIN", walk_from)
+        found = vectors.nearest(kind="message", query_vector=query, model=vectors.model_active(), limit=5, scope=scope)
+        assert len(found) == 5 and {key for key, _ in found} <= allowed
+
+
+def test_hybrid_search_of_a_project_returns_only_its_messages(projects_with_vectors):
+    alpha, _ = projects_with_vectors
+    page = conversations.message_search(query="note about deploys", mode="hybrid", project="alpha", limit=10)
+    assert len(page.hits) == 10
+    assert {hit.message.conversation.project_id for hit in page.hits} == {alpha.pk}
+    assert Conversation.objects.filter(project=alpha).count() == 1
+
+
+def test_the_upgrade_copies_projects_onto_existing_vectors_and_rebuilds_their_index(projects_with_vectors):
+    """Migrations 0011 and 0012 on a store whose vectors predate the column: each vector gets its
+    row's project, and the HNSW index comes back as memory.vectors builds it."""
+    alpha, beta = projects_with_vectors
+    copying = importlib.import_module("memory.migrations.0011_embedding_project")
+    rebuilding = importlib.import_module("memory.migrations.0012_rebuild_vector_indexes")
+    name = vectors.index_name(model=vectors.model_active().name, kind="message", dimensions=384)
+
+    def definition():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    built = definition()
+    assert built and "USING hnsw" in built
+    Embedding.objects.update(project_id=None)
+    with connection.schema_editor() as editor:
+        copying.copy_projects(None, editor)
+    assert definition() is None
+    by_project = dict(Message.objects.values_list("pk", "project_id"))
+    copied = dict(Embedding.objects.filter(kind="message").values_list("object_id", "project_id"))
+    assert copied == {str(pk): project for pk, project in by_project.items()}
+    assert set(copied.values()) == {alpha.pk, beta.pk}
+    with connection.schema_editor() as editor:
+        rebuilding.build_indexes(None, editor)
+    assert definition() == built
