@@ -294,6 +294,44 @@ def test_the_http_hook_endpoint(shop, api):
     assert bad.status_code == 400 and "session_id" in bad.content.decode()
 
 
+def test_a_prompt_is_stored_while_it_is_recalled(live_shop, monkeypatch):
+    """Outside a transaction the prompt's capture runs in a helper thread while it is recalled: the
+    same block as capture-then-recall, its injection linked to the stored prompt."""
+    import threading
+
+    from conversations.models import Message
+
+    stored_by = []
+    capture_event = capture.capture_hook_event
+
+    def recording(**kwargs: Any) -> capture.CaptureResult:
+        stored_by.append(threading.current_thread().name)
+        return capture_event(**kwargs)
+
+    monkeypatch.setattr(capture, "capture_hook_event", recording)
+    question = "Which database driver do we use for PostgreSQL?"
+    expected = autorecall.context_for_prompt(prompt=question, project="shop", session_id="session-two", record=False)
+    result, text = capture.capture_with_recall(payload=hook_event("UserPromptSubmit", prompt=question))
+    assert stored_by and stored_by[0].startswith("winni-recall")  # memory.retrieval's helpers
+    assert result.stored and "psycopg 3" in text and text == expected["text"]
+    assert Message.objects.get(id=result.message_id).content == question
+    injection = Injection.objects.get(session_id="session-two")
+    assert str(injection.message_id) == result.message_id and injection.text == text
+    # A prompt that gets nothing is stored all the same.
+    result, text = capture.capture_with_recall(payload=hook_event("UserPromptSubmit", prompt="run the tests"))
+    assert result.stored and text == "" and Injection.objects.count() == 1
+
+
+def test_a_prompt_whose_project_the_capture_changes_is_recalled_for_the_capture(live_shop, monkeypatch):
+    """Recalled for the project the prompt was stored in, when the one known beforehand was not it."""
+    garden = projects.project_find("garden")
+    monkeypatch.setattr(capture, "_prompt_project", lambda payload, event: garden)
+    result, text = capture.capture_with_recall(
+        payload=hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?"))
+    assert result.project_id == live_shop["shop"].pk and "psycopg 3" in text
+    assert Injection.objects.get().project_id == live_shop["shop"].pk
+
+
 # --- the hook program ---------------------------------------------------------------------------
 
 

@@ -561,18 +561,32 @@ def context_for_prompt(
         raise InvalidInput("prompt must be a string", field="prompt")
     validate_storable(prompt, field="prompt")
     found_project = _project_of(project)
-    session_id = (session_id or "").strip() or None
+    session_id = session_key(session_id)
     with storage_op("autorecall.context", session_id=session_id, project=found_project.slug if found_project else None,
                     trigger=trigger) as log:
         result = _context(prompt.strip(), found_project, session_id, max_chars, time)
         log.update(injected=bool(result["text"]), items=len(result["items"]), chars=len(result["text"]),
                    reason=result["gate"].get("reason"))
-        if result["text"] and session_id and record:
-            Injection.objects.create(
-                session_id=session_id, trigger=trigger, project=found_project, message_id=message_id,
-                file_path=file_path, text=result["text"], items=result["items"],
-                item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+        if record:
+            injection_record(result, session_id=session_id, project=found_project, trigger=trigger,
+                             message_id=message_id, file_path=file_path)
     return result
+
+
+def session_key(session_id: str | None) -> str | None:
+    """A session id as injections are recorded under it (blank: none)."""
+    return (session_id or "").strip() or None
+
+
+def injection_record(result: ContextDict, *, session_id: str | None, project: Project | None, trigger: str,
+                     message_id: Any = None, file_path: str = "") -> None:
+    """Record a block given to a session (nothing for an empty one, or without a session): its items
+    are not given to that session again until a reset (injected_keys, injections_reset)."""
+    if result["text"] and session_id:
+        Injection.objects.create(
+            session_id=session_id, trigger=trigger, project=project, message_id=message_id,
+            file_path=file_path, text=result["text"], items=result["items"],
+            item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
 
 
 @dataclass
@@ -594,16 +608,19 @@ class Candidates:
 
 
 def candidates_for(prompt: str, project: Project | None, session_id: str | None,
-                   time: timerank.TimePlan | None = None) -> Candidates:
+                   time: timerank.TimePlan | None = None, gate: Gate | None = None) -> Candidates:
     """The candidates for a (non-blank) prompt and their signals; none when the prompt has no
     specific word and repeats no cached question. `time`: the prompt's time words
-    (time_plan); the phrase naming a range is left out of the words an item must share."""
+    (time_plan); the phrase naming a range is left out of the words an item must share. `gate`:
+    nothing is searched for a prompt it keeps everything from but a cached answer (a generic
+    instruction, too few specific words: block_items), which is half of what a session's prompts
+    are; without one (the gate's calibration, bench/autorecall.py) every prompt is searched."""
     query = prompt[:QUERY_CHARS]
     (prompt_lexemes,) = _lexemes_of([timerank.without_time_words(query, time) if time is not None else query])
     weights = _weights(prompt_lexemes)
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
                        answer=_cached_answer(prompt, project), prompt=prompt)
-    if not weights:
+    if not weights or (gate is not None and len(weights) < gate.min_terms):
         return found
     query_vector: list[float] | None
     try:
@@ -611,6 +628,8 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     except EmbeddingUnavailable:
         query_vector = None
     found.generic = _generic_similarity(query_vector)
+    if gate is not None and found.generic >= gate.generic_max:
+        return found
     found.recalled = _recalled(query, project, session_id, query_vector, time=time)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
@@ -686,11 +705,8 @@ def context_for_file(*, file_path: str, project: Any = None, session_id: str | N
             return _empty("this file's recall was given to this session already")
         result = _file_context(file_path, name, found_project, session_id, max_chars)
         log.update(injected=bool(result["text"]), items=len(result["items"]))
-        if result["text"] and session_id:
-            Injection.objects.create(
-                session_id=session_id, trigger=Injection.Trigger.FILE, project=found_project, message_id=message_id,
-                file_path=file_path, text=result["text"], items=result["items"],
-                item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+        injection_record(result, session_id=session_id, project=found_project, trigger=Injection.Trigger.FILE,
+                         message_id=message_id, file_path=file_path)
     return result
 
 
@@ -724,7 +740,7 @@ def time_plan(prompt: Any, as_of: Any = None) -> timerank.TimePlan:
 
 def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int,
              time: timerank.TimePlan | None = None) -> ContextDict:
-    found = candidates_for(prompt, project, session_id, time)
+    found = candidates_for(prompt, project, session_id, time, gate=GATE)
     result = _gated(found, session_id, max_chars)
     if time is not None:
         # An order question ("which did we do first") lists the block's items oldest first, as

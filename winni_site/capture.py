@@ -7,6 +7,7 @@ This module spans apps, so it lives at the top (STYLE "Which way the imports run
 through the conversations services (`conversation_begin`, `message_store`)."""
 from __future__ import annotations
 
+import contextvars
 import fnmatch
 import hashlib
 import json
@@ -15,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
 from core import projects
+from core.connections import run_unchecked
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -48,6 +50,7 @@ class CaptureResult:
     turn_number: int | None = None
     reason: str = ""
     checkpoint_job_id: str | None = None
+    project_id: int | None = None  # the session's project (stored events)
 
 
 def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") -> str:
@@ -175,7 +178,8 @@ def store_in_session(
             created_at=created_at,
         )
     return CaptureResult(
-        stored=True, conversation_id=str(conversation.id), message_id=str(message.id), turn_number=message.turn_number
+        stored=True, conversation_id=str(conversation.id), message_id=str(message.id), turn_number=message.turn_number,
+        project_id=conversation.project_id,
     )
 
 
@@ -341,10 +345,77 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
                                                   session_id=payload.get("session_id"), trigger="prompt",
                                                   message_id=message_id)
     except ApplicationError as exc:
-        with storage_op("capture.recall_refused", session_id=payload.get("session_id")) as log:
-            log["error"] = exc.message[:300]
+        _recall_refused(payload, exc)
         return ""
     return found["text"]
+
+
+def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple[CaptureResult, str]:
+    """capture_hook_event(payload, **event) and what automatic recall adds to the event (hook_recall).
+
+    A prompt's capture and its recall are independent but for the prompt's project and the message
+    the injection is linked to, so when the session's project is known before the capture (its
+    conversation's, or its folder's) the capture is stored by a helper thread while this one
+    recalls: the hook waits for the longer of the two instead of their sum. The injection is
+    recorded once the prompt's message exists. When the capture finds another project after all
+    (a session moved meanwhile) the recall is done again for it, as sequentially."""
+    early = _prompt_project(payload, event)
+    stored = None
+    if early is not None and recall_enabled(early) and not connection.in_atomic_block:
+        # Not inside a transaction: the helper's own connection would not see the caller's rows.
+        from memory.retrieval import in_background
+
+        def capture() -> CaptureResult:
+            return run_unchecked(lambda: capture_hook_event(payload=payload, actor=actor, **event), retry=False)
+
+        # With the request's context: its token's project limits, its request id in the logs.
+        stored = in_background(contextvars.copy_context().run, capture)
+    if stored is None:
+        result = capture_hook_event(payload=payload, actor=actor, **event)
+        return result, hook_recall(payload=payload, result=result)
+    try:
+        found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=early, record=False,
+                                              session_id=payload.get("session_id"), trigger="prompt")
+    except ApplicationError as exc:
+        found, refused = None, exc
+    try:
+        result = stored.result()
+    except (OperationalError, InterfaceError):
+        # The helper's connection broke before the capture could use it (a database restart since
+        # its last use: it is not checked first, see core.connections) and was dropped.
+        result = capture_hook_event(payload=payload, actor=actor, **event)
+    if not result.stored or result.project_id != early.pk:
+        return result, hook_recall(payload=payload, result=result)
+    if found is None:
+        _recall_refused(payload, refused)
+        return result, ""
+    autorecall.injection_record(found, session_id=autorecall.session_key(payload.get("session_id")), project=early,
+                                trigger="prompt", message_id=result.message_id)
+    return result, found["text"]
+
+
+def _prompt_project(payload: Any, event: dict[str, Any]) -> Project | None:
+    """The project a prompt event's capture will store it in, when that is known beforehand: its
+    session's conversation's, else the one its folder or `project` names (none made here)."""
+    if not isinstance(payload, dict) or payload.get("hook_event_name") != "UserPromptSubmit":
+        return None
+    session_id, source = payload.get("session_id"), agent_dialects.SOURCES.get(event.get("agent", agent_dialects.CLAUDE))
+    if not isinstance(session_id, str) or not session_id.strip() or source is None:
+        return None
+    conversation = (Conversation.objects.filter(session_id=session_id, metadata__source=source)
+                    .select_related("project").order_by("created_at").first())
+    if conversation is not None and conversation.project is not None:
+        return conversation.project
+    try:
+        return session_project(cwd=payload.get("cwd"), repository=event.get("repository"),
+                               project=event.get("project"), create=False)
+    except InvalidInput:
+        return None  # the capture names the field
+
+
+def _recall_refused(payload: dict[str, Any], exc: ApplicationError) -> None:
+    with storage_op("capture.recall_refused", session_id=payload.get("session_id")) as log:
+        log["error"] = exc.message[:300]
 
 
 def http_hook(*, payload: Any, actor: str = "") -> dict[str, Any]:
@@ -353,14 +424,12 @@ def http_hook(*, payload: Any, actor: str = "") -> dict[str, Any]:
     UserPromptSubmit's recalled block as `hookSpecificOutput.additionalContext`, else nothing ({}).
     The project comes from the payload's cwd (Winni reads the repository there when it runs on
     the same machine)."""
-    result = capture_hook_event(payload=payload, actor=actor)
+    result, text = capture_with_recall(payload=payload, actor=actor)
     event = payload["hook_event_name"]
     if event == "SessionStart":
         source = payload.get("source") if payload.get("source") in SESSION_START_SOURCES else "startup"
         cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
         text = session_start_text(source=source, cwd=cwd)
-    else:
-        text = hook_recall(payload=payload, result=result)
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}} if text else {}
 
 

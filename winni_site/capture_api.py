@@ -153,10 +153,14 @@ class CaptureEventApi(APIView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         recall = values.pop("recall")
-        result = capture.capture_hook_event(**values, actor=actor_name_from_rest(request))
-        answer = _result_dict(result)
+        actor = actor_name_from_rest(request)
         if recall:
-            answer["additional_context"] = capture.hook_recall(payload=values["payload"], result=result)
+            result, context = capture.capture_with_recall(**values, actor=actor)
+        else:
+            result, context = capture.capture_hook_event(**values, actor=actor), None
+        answer = _result_dict(result)
+        if context is not None:
+            answer["additional_context"] = context
         return Response(answer, status=201 if result.stored else 200)
 
 
