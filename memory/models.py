@@ -126,7 +126,10 @@ class Embedding(models.Model):
         ]
         indexes = [
             models.Index(fields=["model", "kind"], name="embedding_model_kind"),
-            models.Index(fields=["model", "kind", "project_id"], name="embedding_model_kind_project"),
+            # With the vectors in the index: a project's vectors are ranked exactly by reading its
+            # entries in order (memory.vectors._nearest), not one table page per vector.
+            models.Index(fields=["model", "kind", "project_id"], include=["object_id", "vector"],
+                         name="embedding_model_kind_project"),
         ]
 
     def __str__(self) -> str:

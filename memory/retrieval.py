@@ -205,7 +205,7 @@ SCOPE_SCAN_RATIO = 28
 
 def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
     if filtered:
-        return counts.capped_count(scope, SCOPE_COUNT_EXACT_UP_TO)[0]
+        return counts.capped_count(scope, SCOPE_COUNT_EXACT_UP_TO, estimate_first=True)[0]
     # Unfiltered: the planner's estimate is good enough for IDF and costs nothing.
     estimate = table_stats(table)[0]
     return estimate if estimate > 0 else scope.count()

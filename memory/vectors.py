@@ -456,7 +456,7 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         from core.projects import scope_projects
 
         within = scope_projects(scope) if searchable.get(kind).project_column else None
-        size, large = capped_count(scope, EXACT_SCOPE_MAX)
+        size, large = capped_count(scope, EXACT_SCOPE_MAX, estimate_first=True)
         if large:
             found = _nearest_walking(kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope,
                                      size=size, require_active=require_active, within=within)
@@ -540,9 +540,6 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
     else:
         sql = f"SELECT object_id, {exact} AS distance FROM memory_embedding WHERE model = %s AND kind = %s"
         params = [literal, model.name, kind]
-        if within is not None:
-            sql += f" AND {in_projects}"
-            params += project_params
         if scope is not None:
             # Unordered (see memory.retrieval.bm25: a default ordering would sort the whole scope).
             scope_sql, scope_params = (scope.order_by().annotate(_key=Cast("pk", TextField())).values("_key")
@@ -551,9 +548,16 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
             params += list(scope_params)
         if within is not None:
             # Ranked exactly from the projects' index, never the HNSW walk (nearest): ordered by the
-            # distance computed anyway, not a second one in 16 bits (a fifth less time per row).
-            sql += " ORDER BY distance LIMIT %s"
-            params += [int(limit)]
+            # distance computed anyway, not a second one in 16 bits (a fifth less time per row). The
+            # index holds the vectors (embedding_model_kind_project INCLUDE): its entries are read
+            # in order, not one table page per row (10,500 memories: 17 → 8 ms). One branch per
+            # condition, since an OR of them is answered from the table.
+            branches = [(f"{sql} AND project_id = ANY(%s)", [*params, *project_params])]
+            if within.without_project:
+                branches.append((f"{sql} AND project_id IS NULL", params))
+            sql = (" UNION ALL ".join(f"({branch})" for branch, _ in branches)
+                   + " ORDER BY distance LIMIT %s")
+            params = [value for _, branch_params in branches for value in branch_params] + [int(limit)]
         else:
             sql += f" {walk_order} LIMIT %s"
             params += [literal, int(limit)]
