@@ -89,6 +89,9 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
 def test_a_broken_helper_connection_falls_back_to_the_callers(semantic_side_threads):
     """The helper's connection is not health-checked before each search: when the database dropped
     it (a restart), the search still answers, on the caller's connection, and the helper reconnects."""
+    from memory import retrieval
+
+    retrieval.helpers_shutdown()  # one helper thread from here on (earlier tests may have started more)
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
