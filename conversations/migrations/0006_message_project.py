@@ -60,7 +60,8 @@ class Migration(migrations.Migration):
         migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
         migrations.AddIndex(
             model_name='message',
-            index=models.Index(fields=['project', '-created_at'], name='msg_project_created'),
+            index=models.Index(fields=['project', '-created_at'], include=['conversation_id'],
+                               name='msg_project_created'),
         ),
         migrations.RunSQL(STATISTICS, migrations.RunSQL.noop),
     ]
