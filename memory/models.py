@@ -126,10 +126,13 @@ class Embedding(models.Model):
         ]
         indexes = [
             models.Index(fields=["model", "kind"], name="embedding_model_kind"),
-            # With the vectors in the index: a project's vectors are ranked exactly by reading its
-            # entries in order (memory.vectors._nearest), not one table page per vector.
-            models.Index(fields=["model", "kind", "project_id"], include=["object_id", "vector"],
-                         name="embedding_model_kind_project"),
+            models.Index(fields=["model", "kind", "project_id"], name="embedding_model_kind_project"),
+            # Memories' vectors in an index of their own: a project's memories with the global ones
+            # (10,500 of 100,000) are ranked exactly by reading its entries in order
+            # (memory.vectors._nearest), not one table page per vector: 17 → 8 ms. ≈ 2.7 KB per
+            # vector, so not for messages, whose exact path reads fewer rows than its walk would.
+            models.Index(fields=["model", "project_id"], include=["object_id", "vector"],
+                         condition=models.Q(kind="memory"), name="embedding_memory_vectors"),
         ]
 
     def __str__(self) -> str:

@@ -548,10 +548,9 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
             params += list(scope_params)
         if within is not None:
             # Ranked exactly from the projects' index, never the HNSW walk (nearest): ordered by the
-            # distance computed anyway, not a second one in 16 bits (a fifth less time per row). The
-            # index holds the vectors (embedding_model_kind_project INCLUDE): its entries are read
-            # in order, not one table page per row (10,500 memories: 17 → 8 ms). One branch per
-            # condition, since an OR of them is answered from the table.
+            # distance computed anyway, not a second one in 16 bits (a fifth less time per row).
+            # Memories' index holds their vectors (embedding_memory_vectors): one branch per
+            # condition reads its entries in order, where an OR of them read a table page per row.
             branches = [(f"{sql} AND project_id = ANY(%s)", [*params, *project_params])]
             if within.without_project:
                 branches.append((f"{sql} AND project_id IS NULL", params))

@@ -65,8 +65,12 @@ class Migration(migrations.Migration):
         migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
         migrations.AddIndex(
             model_name='embedding',
-            index=models.Index(fields=['model', 'kind', 'project_id'], include=['object_id', 'vector'],
-                               name='embedding_model_kind_project'),
+            index=models.Index(fields=['model', 'kind', 'project_id'], name='embedding_model_kind_project'),
+        ),
+        migrations.AddIndex(
+            model_name='embedding',
+            index=models.Index(condition=models.Q(('kind', 'memory')), fields=['model', 'project_id'],
+                               include=['object_id', 'vector'], name='embedding_memory_vectors'),
         ),
         migrations.RunSQL("ANALYZE memory_embedding (project_id);", migrations.RunSQL.noop),
     ]
