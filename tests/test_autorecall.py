@@ -294,6 +294,26 @@ def test_the_http_hook_endpoint(shop, api):
     assert bad.status_code == 400 and "session_id" in bad.content.decode()
 
 
+def test_a_prompt_the_gate_keeps_nothing_of_is_not_searched(shop, monkeypatch):
+    searched = []
+    search = autorecall.rank
+    monkeypatch.setattr(autorecall, "rank", lambda **kwargs: searched.append(kwargs["query"]) or search(**kwargs))
+    reasons = set()
+    for prompt in ("run the tests", "fix the lint errors", "perfect", "bump the npm package version"):
+        out = autorecall.context_for_prompt(prompt=prompt, project="shop", session_id="session-two")
+        assert out["text"] == ""
+        reasons.add(out["gate"]["reason"])
+    assert "a generic instruction" in reasons, reasons
+    assert searched == []
+    assert autorecall.context_for_prompt(prompt="Which database driver do we use for PostgreSQL?", project="shop",
+                                         session_id="session-two")["text"]
+    assert searched == ["Which database driver do we use for PostgreSQL?"]
+    # The gate's calibration (no gate given) still searches every prompt.
+    autorecall.candidates_for("bump the npm package version", projects.project_find("shop"),
+                              "session-two")
+    assert searched[-1] == "bump the npm package version"
+
+
 def test_a_prompt_is_stored_while_it_is_recalled(live_shop, monkeypatch):
     """Outside a transaction the prompt's capture runs in a helper thread while it is recalled: the
     same block as capture-then-recall, its injection linked to the stored prompt."""

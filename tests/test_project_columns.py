@@ -194,3 +194,42 @@ def test_the_upgrade_copies_projects_onto_existing_vectors_and_rebuilds_their_in
     with connection.schema_editor() as editor:
         rebuilding.build_indexes(None, editor)
     assert definition() == built
+
+
+def test_a_projects_memories_with_the_global_ones_are_ranked_exactly(two_projects, django_capture_on_commit_callbacks,
+                                                                     monkeypatch):
+    """Both branches of the exact ranking (the project's vectors, those of no project) are read."""
+    import numpy as np
+
+    alpha, beta = two_projects
+    with django_capture_on_commit_callbacks(execute=True):
+        for i in range(12):
+            memories.memory_store(content=f"alpha fact {i}: the deploy runs at {i} o'clock", project="alpha")
+            memories.memory_store(content=f"beta fact {i}: the deploy runs at {i} o'clock", project="beta")
+            memories.memory_store(content=f"global fact {i}: deploys at {i} o'clock need a ticket")
+    scope = Memory.objects.current().filter(Q(project=alpha) | Q(project__isnull=True))
+    model = vectors.model_active()
+    query = Embedding.objects.filter(kind="memory", object_id=str(scope.filter(project=alpha).first().pk)).get().vector
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 5)  # past the count: the projects' exact ranking
+    found = vectors.nearest(kind="memory", query_vector=query, model=model, limit=24, scope=scope)
+    rows = Embedding.objects.filter(kind="memory", object_id__in=[str(pk) for pk in scope.values_list("pk", flat=True)])
+    keys = [row.object_id for row in rows]
+    matrix = np.array([row.vector for row in rows], dtype=np.float32)
+    cosine = matrix @ np.asarray(query, dtype=np.float32) / np.linalg.norm(matrix, axis=1) / np.linalg.norm(query)
+    assert sorted(key for key, _ in found) == sorted(keys)  # every row of both branches, nothing else
+    assert [sim for _, sim in found] == pytest.approx(sorted(cosine, reverse=True), abs=1e-4)
+
+
+def test_a_scope_the_planner_expects_beyond_the_bound_is_not_counted(projects_with_vectors):
+    from django.test.utils import CaptureQueriesContext
+
+    from core.counts import capped_count
+
+    alpha, _ = projects_with_vectors
+    scope = Message.objects.filter(project=alpha)
+    with CaptureQueriesContext(connection) as queries:
+        size, estimated = capped_count(scope, 10, estimate_first=True)
+    assert estimated and size > 10
+    assert not any("COUNT(" in query["sql"] for query in queries.captured_queries)
+    assert capped_count(scope, 1_000, estimate_first=True) == (30, False)  # within the bound: exact
+    assert capped_count(scope, 10) == (max(size, 11), True)  # counted first, as listings are
