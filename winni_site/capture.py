@@ -373,11 +373,12 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
     if stored is None:
         result = capture_hook_event(payload=payload, actor=actor, **event)
         return result, hook_recall(payload=payload, result=result)
+    found = None
     try:
         found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=early, record=False,
                                               session_id=payload.get("session_id"), trigger="prompt")
-    except ApplicationError as exc:
-        found, refused = None, exc
+    except ApplicationError as exc:  # refused (too large): nothing is injected
+        _recall_refused(payload, exc)
     try:
         result = stored.result()
     except (OperationalError, InterfaceError):
@@ -387,7 +388,6 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
     if not result.stored or result.project_id != early.pk:
         return result, hook_recall(payload=payload, result=result)
     if found is None:
-        _recall_refused(payload, refused)
         return result, ""
     autorecall.injection_record(found, session_id=autorecall.session_key(payload.get("session_id")), project=early,
                                 trigger="prompt", message_id=result.message_id)
