@@ -182,3 +182,22 @@ def _alive(pid: int) -> bool:
             return stat.read().split(") ")[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_server_killed_after_the_last_reap_is_reported_killed_not_gone(tmp_path):
+    """The supervisor reaps its children, then looks at each server: one that died in between is
+    a zombie its reap missed, and is still reported with its signal."""
+    import psutil
+
+    from winni_site.supervisor import EmbeddedServer
+
+    child = subprocess.Popen(["sleep", "60"])
+    server = EmbeddedServer("redis", start=lambda: None, find_pid=lambda: child.pid,
+                            alive=lambda pid: psutil.Process(pid).status() != psutil.STATUS_ZOMBIE,
+                            stop=lambda: None, log=tmp_path / "log")
+    server.launch()
+    assert server.poll({}) is None
+    os.kill(child.pid, signal.SIGKILL)
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.01)
+    assert server.poll({}).describe() == "was killed by SIGKILL (exit code -9)"

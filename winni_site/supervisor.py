@@ -164,6 +164,18 @@ class ChildProcess(Unit):
             return True
 
 
+def _reap_child(pid: int, reaped: dict[int, int]) -> None:
+    """The exit status of `pid` when it is a child of this process that has died (a zombie), into
+    `reaped`: a server killed between the supervisor's reap and its look at the server is reported
+    as killed, with its signal, not as gone with its status unknown."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return  # not a child of this process, or reaped already
+    if done == pid:
+        reaped[pid] = os.waitstatus_to_exitcode(status)
+
+
 class EmbeddedServer(Unit):
     """A daemon started through a function (the embedded PostgreSQL or Redis); found by its pid."""
 
@@ -193,6 +205,8 @@ class EmbeddedServer(Unit):
         return self._pid
 
     def poll(self, reaped: dict[int, int]) -> Exit | None:
+        if self._pid is not None and self._pid not in reaped and not self._alive(self._pid):
+            _reap_child(self._pid, reaped)  # it died after the supervisor's last reap
         if self._pid in reaped:
             return Exit(reaped.pop(self._pid))  # type: ignore[arg-type]
         if self._pid is not None and self._alive(self._pid):
