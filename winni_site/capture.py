@@ -82,15 +82,19 @@ def _advisory_lock(key: str) -> None:
 ProjectOf = Callable[[], Project | None]
 
 
+def session_conversation_find(*, source: str, session_id: str) -> Conversation | None:
+    """The conversation of a client session, if it has one (with its project)."""
+    return (Conversation.objects.filter(session_id=session_id, metadata__source=source)
+            .select_related("project").order_by("created_at").first())
+
+
 def session_conversation(*, source: str, session_id: str, metadata: dict[str, Any] | None = None,
                          project: ProjectOf | None = None) -> Conversation:
     """The conversation of a client session (one per `source` and `session_id`), created on first
     use in the project `project()` names. Must run inside a transaction: the advisory lock keeps
     racing hooks from creating two."""
     _advisory_lock(f"{source}:{session_id}")
-    conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=source).order_by("created_at").first()
-    )
+    conversation = session_conversation_find(source=source, session_id=session_id)
     if conversation is None:
         conversation = conversations.conversation_begin(
             session_id=session_id, metadata={"source": source, **(metadata or {})},
@@ -402,8 +406,7 @@ def _prompt_project(payload: Any, event: dict[str, Any]) -> Project | None:
     session_id, source = payload.get("session_id"), agent_dialects.SOURCES.get(event.get("agent", agent_dialects.CLAUDE))
     if not isinstance(session_id, str) or not session_id.strip() or source is None:
         return None
-    conversation = (Conversation.objects.filter(session_id=session_id, metadata__source=source)
-                    .select_related("project").order_by("created_at").first())
+    conversation = session_conversation_find(source=source, session_id=session_id)
     if conversation is not None and conversation.project is not None:
         return conversation.project
     try:
@@ -477,10 +480,7 @@ def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE
     """Queue a medallion checkpoint of the session's conversation for its project's scope."""
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
-    conversation = (
-        Conversation.objects.filter(session_id=session_id, metadata__source=source).select_related("project")
-        .order_by("created_at").first()
-    )
+    conversation = session_conversation_find(source=source, session_id=session_id)
     if conversation is None or conversation.project is None or not conversation.messages.exists():
         return CaptureResult(stored=False, reason=f"{event}: nothing to checkpoint")
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:
