@@ -307,6 +307,7 @@ def assign_projects(corpus: Any) -> None:
 
     from conversations.models import Conversation
     from core import projects
+    from core.migration_ops import compact_indexes
 
     if Conversation.objects.filter(project__isnull=False).exists():
         return
@@ -328,6 +329,15 @@ def assign_projects(corpus: Any) -> None:
         cursor.execute("ANALYZE conversations_conversation")
         cursor.execute("ANALYZE memory_memory")
     print(f"projects assigned in {time.perf_counter() - started:.0f} s")
+    # Giving a million COPYed rows their project afterwards wrote a new version of each into every
+    # index (the triggers copy it onto messages and vectors), as rows written once with their
+    # project would not have: rebuilt as an upgrade's migrations rebuild them (conversations 0007,
+    # memory 0012). The HNSW indexes are built after this (build_indexes).
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        rebuilt = compact_indexes(cursor, ["conversations_message", "memory_memory", "memory_embedding"])
+    print(f"{len(rebuilt)} indexes rebuilt after the projects' update in {time.perf_counter() - started:.0f} s")
 
 
 def embed_answers(facts: list[Any]) -> None:

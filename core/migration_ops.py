@@ -68,3 +68,28 @@ def legacy_name(items) -> str | None:  # type: ignore[no-untyped-def]
         if isinstance(item, str) and item.startswith(LEGACY_PREFIX) and item[len(LEGACY_PREFIX):].strip():
             return item[len(LEGACY_PREFIX):].strip()
     return None
+
+
+# --- indexes after a backfill ------------------------------------------------------------------
+
+
+def compact_indexes(cursor, tables: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+    """Rebuild the B-tree and GIN indexes of `tables` that hold rows (HNSW indexes are left alone:
+    rebuilding one takes minutes per million vectors); returns their names. After an UPDATE that
+    gave every row a new version (a backfilled column that an index covers: no HOT update), each
+    index holds the old entries' half-empty pages, or, built in the UPDATE's own transaction, the
+    old versions themselves: 1M messages given their project, their full-text index 670 MB
+    instead of 327, and every search reading twice the pages. Must run in a transaction after the
+    UPDATE's: within it, a rebuild still indexes the versions the UPDATE replaced."""
+    names: list[str] = []
+    for table in tables:
+        cursor.execute(f'SELECT EXISTS (SELECT 1 FROM "{table}")')
+        if not cursor.fetchone()[0]:
+            continue  # a new install's empty table: nothing to compact
+        cursor.execute("SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                       "JOIN pg_am a ON a.oid = c.relam WHERE i.indrelid = %s::regclass "
+                       "AND a.amname IN ('btree', 'gin') ORDER BY c.relname", [table])
+        names += [name for (name,) in cursor.fetchall()]
+    for name in names:
+        cursor.execute(f'REINDEX INDEX "{name}"')
+    return names

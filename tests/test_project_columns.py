@@ -233,3 +233,42 @@ def test_a_scope_the_planner_expects_beyond_the_bound_is_not_counted(projects_wi
     assert not any("COUNT(" in query["sql"] for query in queries.captured_queries)
     assert capped_count(scope, 1_000, estimate_first=True) == (30, False)  # within the bound: exact
     assert capped_count(scope, 10) == (max(size, 11), True)  # counted first, as listings are
+
+
+@pytest.mark.django_db(transaction=True)
+def test_indexes_left_by_a_backfill_are_compacted_but_hnsw_indexes_are_not_rebuilt():
+    """core.migration_ops.compact_indexes (conversations 0007, memory 0012, the scale bench): after
+    an UPDATE gave every row a new version, the table's B-tree indexes come back at their size
+    for the live rows alone; an HNSW index is left as it is (rebuilding one takes minutes)."""
+    from core.migration_ops import compact_indexes
+
+    model = "compact-test-model"
+    hnsw = vectors.index_ensure(model=model, kind="memory", dimensions=3)
+
+    def files() -> dict[str, tuple[int, int]]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT c.relname, c.relfilenode, pg_relation_size(c.oid) FROM pg_index i "
+                           "JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'memory_embedding'::regclass")
+            return {name: (node, size) for name, node, size in cursor.fetchall()}
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("INSERT INTO memory_embedding (kind, object_id, model, dimensions, vector, created_at) "
+                           "SELECT 'memory', 'row-' || i, %s, 3, ('[' || i || ',1,2]')::vector, now() "
+                           "FROM generate_series(1, 3000) AS i", [model])
+            fresh = files()
+            for project_id in (1, 2, 3, None):  # a backfill, three times over: no HOT update
+                cursor.execute("UPDATE memory_embedding SET project_id = %s WHERE model = %s", [project_id, model])
+            grown = files()
+            assert grown["embedding_model_kind_project"][1] > fresh["embedding_model_kind_project"][1]
+            rebuilt = compact_indexes(cursor, ["memory_embedding", "conversations_message"])
+        compacted = files()
+        assert "embedding_model_kind_project" in rebuilt and hnsw not in rebuilt
+        assert not any(name.startswith("msg_") for name in rebuilt)  # an empty table is left alone
+        for name in ("embedding_model_kind_project", "embedding_unique_row_model", "memory_embedding_pkey"):
+            assert compacted[name][0] != grown[name][0]
+            assert compacted[name][1] <= fresh[name][1] < grown[name][1]
+        assert compacted[hnsw] == grown[hnsw]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f'DROP INDEX IF EXISTS "{hnsw}"')
