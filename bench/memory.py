@@ -391,7 +391,7 @@ def main() -> None:
     _django.setup("memory", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL=MODEL)
 
     import numpy as np
-    from django.db import connection
+    from django.db import connection, transaction
 
     from conversations.models import Message
     from core.searchable import searchable_changed
@@ -421,6 +421,13 @@ def main() -> None:
         build_indexes()
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
+    if loaded:
+        # What the beat does in a running Winni: the large projects' own indexes (one transaction:
+        # built at once rather than CONCURRENTLY, nothing else writes here).
+        started = time.perf_counter()
+        with transaction.atomic():
+            built = vectors.project_indexes_sync()["created"]
+        print(f"{len(built)} project vector indexes built in {time.perf_counter() - started:.0f} s")
     # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat
     # runs here): search_memory's read-your-writes check reads it.
     vectors.backlog_record(vectors.backlog())

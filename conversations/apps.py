@@ -20,6 +20,7 @@ class ConversationsConfig(AppConfig):
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},
             surround=message_surroundings, hit_fields=_message_hit_fields, project_column="project_id",
+            project_indexes=True,
         ))
         register_store(ProjectStore(label="conversations", model=Conversation))
         # Messages are in their conversation's project (Message.project, kept by the database):

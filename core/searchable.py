@@ -107,6 +107,10 @@ class Searchable:
     # The row's own column holding its project ("project_id"), when it has one: its vectors carry a
     # copy (memory.models.Embedding.project_id) that a project-scoped vector search filters on.
     project_column: str | None = None
+    # Searches of this kind are mostly confined to one project (a message's: its project's
+    # conversations, where a memory's take the global ones too): a project with many of its
+    # vectors gets an HNSW index of their own (memory.vectors.project_indexes_sync).
+    project_indexes: bool = False
 
 
 _registry: dict[str, Searchable] = {}

@@ -57,6 +57,13 @@ def embed_backlog() -> int:
     return queued
 
 
+
+@shared_task(name="memory.tasks.project_indexes_sync")
+def project_indexes_sync() -> dict[str, list[str]]:
+    """Beat: an HNSW index for each large project's vectors (memory.vectors.project_indexes_sync)."""
+    return vectors.project_indexes_sync()
+
+
 def enqueue(kind: str, ids: list[Any]) -> None:
     """Queue the rows in batches; never lets a queueing problem break the write that announced them."""
     keys = [str(pk) for pk in ids]

@@ -272,3 +272,69 @@ def test_indexes_left_by_a_backfill_are_compacted_but_hnsw_indexes_are_not_rebui
     finally:
         with connection.cursor() as cursor:
             cursor.execute(f'DROP INDEX IF EXISTS "{hnsw}"')
+
+
+def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_walk(projects_with_vectors, settings,
+                                                                                   monkeypatch):
+    """memory.vectors.project_indexes_sync: a project with WINNI_RECALL_PROJECT_INDEX_MIN message
+    vectors gets an HNSW index of them alone (not a smaller project); a search confined to it walks that index and finds what exact
+    ranking finds; the index goes when the project shrinks below half the minimum."""
+    from django.test.utils import CaptureQueriesContext
+
+    alpha, beta = projects_with_vectors
+    model = vectors.model_active()
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 30
+    Conversation.objects.filter(project=beta).first().messages.filter(turn_number__gt=20).delete()
+    vectors.orphans_delete(kind="message")
+    result = vectors.project_indexes_sync()
+    own = vectors.project_index_name(model=model.name, kind="message", dimensions=model.dimensions, project_id=alpha.pk)
+    assert result == {"created": [own], "dropped": []}
+    assert vectors.project_indexes() == {own}
+
+    scope = Message.objects.filter(project=alpha)
+    query = Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10_000)
+    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
+    with CaptureQueriesContext(connection) as queries:
+        walked = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    assert [sim for _, sim in walked] == pytest.approx([sim for _, sim in exact], abs=2e-3)
+    assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    (statement,) = [q["sql"] for q in queries.captured_queries if "ORDER BY (vector::halfvec" in q["sql"]]
+    with connection.cursor() as cursor:
+        # 60 rows are read faster from the table; what matters is that the statement can be served
+        # by the project's own index (its predicate proven from the statement's literal project).
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        cursor.execute("EXPLAIN " + statement)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert own in plan
+
+    # The scope still judges: one role of the project, the project less a session.
+    spoken = scope.filter(role="user")
+    kept = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=spoken)
+    assert len(kept) == 5 and {key for key, _ in kept} <= {str(pk) for pk in spoken.values_list("pk", flat=True)}
+
+    # Below half the minimum, the index goes (between the two, it stays: no rebuild back and forth).
+    Conversation.objects.filter(project=alpha).first().messages.filter(turn_number__gt=20).delete()
+    vectors.orphans_delete(kind="message")
+    assert vectors.project_indexes_sync() == {"created": [], "dropped": []}
+    Conversation.objects.filter(project=alpha).first().messages.filter(turn_number__gt=10).delete()
+    vectors.orphans_delete(kind="message")
+    assert vectors.project_indexes_sync() == {"created": [], "dropped": [own]}
+    assert vectors.project_indexes() == set()
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 0  # off: none is made
+    assert vectors.project_indexes_sync() == {"created": [], "dropped": []}
+
+
+def test_the_beat_keeps_project_indexes_unless_they_are_off(settings):
+    from celery import Celery
+
+    from winni_site.celery import setup_periodic_tasks
+
+    app = Celery("schedule-test", set_as_current=False)
+    setup_periodic_tasks(app)
+    assert "memory.tasks.project_indexes_sync" in {entry["task"] for entry in app.conf.beat_schedule.values()}
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 0
+    app = Celery("schedule-test-off", set_as_current=False)
+    setup_periodic_tasks(app)
+    assert "memory.tasks.project_indexes_sync" not in {entry["task"] for entry in app.conf.beat_schedule.values()}

@@ -32,6 +32,12 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         sender.signature("memory.tasks.embed_backlog"),
         name="embedding backlog sweep",
     )
+    if settings.WINNI_RECALL_PROJECT_INDEX_MIN > 0:
+        from memory.vectors import PROJECT_INDEX_SYNC_SECONDS
+
+        sender.add_periodic_task(float(PROJECT_INDEX_SYNC_SECONDS),
+                                 sender.signature("memory.tasks.project_indexes_sync"),
+                                 name="project vector indexes")
     sender.add_periodic_task(
         float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
         # The answer cache's task keeps the name it had as memory/librarian_tasks.py, so tasks
