@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterator
 
 import pytest
@@ -36,12 +37,15 @@ def staff_user(db: Any) -> Any:
 
 @pytest.fixture(scope="session", autouse=True)
 def recall_helpers_stop(django_db_setup: Any) -> Iterator[None]:
-    """Hybrid recall's helper threads hold connections to the test database; they must be gone
-    before the database is dropped."""
+    """Hybrid recall's helper threads, and the ASGI application's request threads when a test ran
+    it in process, hold connections to the test database; they must be gone before the database
+    is dropped."""
     yield
     from memory import retrieval
 
     retrieval.helpers_shutdown()
+    if "winni_site.asgi" in sys.modules:
+        sys.modules["winni_site.asgi"].request_threads_shutdown()
 
 
 @pytest.fixture(scope="session")

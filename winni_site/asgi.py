@@ -8,9 +8,12 @@ Errors under /mcp are JSON like everywhere else: `/mcp/` is served as `/mcp` (no
 other path under it is a JSON 404, a plain-text error of the SDK (a bad Host or Origin header,
 say) is rewritten into the error shape, and a token that was sent but is unknown or revoked is
 reported as such, not as "Authentication required"."""
+import asyncio
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
+from asgiref.sync import ThreadSensitiveContext
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
@@ -74,6 +77,46 @@ def _json_errors(send, *, bearer: bool):  # type: ignore[no-untyped-def]
     return wrapped
 
 
+# Django's ASGI handler runs each request's code on a thread made for it (a ThreadSensitiveContext of
+# its own), and a database connection belongs to its thread: no REST request reused one
+# (WINNI_DB_CONN_MAX_AGE), each opened a new PostgreSQL connection, ≈ 9 of the 10 ms a hook request
+# that stores nothing took (1M-message store). Django's requests run instead on REQUEST_THREADS
+# long-lived threads, one request at a time each (an outer ThreadSensitiveContext with that thread's
+# executor, which Django's own defers to): their connections are kept, and checked before reuse
+# (CONN_HEALTH_CHECKS), as under WSGI. A request finds a free thread or waits for one.
+REQUEST_THREADS = 8
+_request_threads: list[ThreadPoolExecutor] = []
+_free_threads: asyncio.Queue | None = None
+
+
+async def _django(scope, receive, send):  # type: ignore[no-untyped-def]
+    global _free_threads
+    if _free_threads is None:
+        _free_threads = asyncio.Queue()
+        for index in range(REQUEST_THREADS):
+            _request_threads.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"django-request-{index}"))
+            _free_threads.put_nowait(_request_threads[-1])
+    executor = await _free_threads.get()
+    try:
+        async with ThreadSensitiveContext(executor=executor):
+            await django_app(scope, receive, send)
+    finally:
+        _free_threads.put_nowait(executor)
+
+
+def request_threads_shutdown() -> None:
+    """Close the request threads' database connections and stop them (the tests, before their
+    database is dropped); the next request starts new ones."""
+    global _free_threads
+    from django.db import connections
+
+    for executor in _request_threads:
+        executor.submit(connections.close_all).result()
+        executor.shutdown()
+    _request_threads.clear()
+    _free_threads = None
+
+
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]
     if scope["type"] == "lifespan":
         return await mcp_app(scope, receive, send)
@@ -105,6 +148,6 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["path"] == "/mcp":
             bearer = headers.get(b"authorization", b"").lower().startswith(b"bearer ")
             return await mcp_app(scope, receive, _json_errors(send_with_request_id, bearer=bearer))
-        return await django_app(scope, receive, send_with_request_id)
+        return await _django(scope, receive, send_with_request_id)
     finally:
         request_id_var.reset(token)
