@@ -144,13 +144,18 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
         if cursor.fetchone():
             return name
     with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {name} ON memory_embedding USING hnsw "
-            f"((vector::{INDEX_STORAGE}({int(dimensions)})) {INDEX_STORAGE}_cosine_ops) "
-            f"WITH (m = 16, ef_construction = 64) WHERE model = %s AND kind = %s",
-            [model, kind],
-        )
+        cursor.execute(_hnsw_index_sql(name, dimensions), [model, kind])
     return name
+
+
+def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, project_id: int | None = None) -> str:
+    """CREATE INDEX of the HNSW index over one model's vectors of one kind (parameters: model, kind),
+    or of one project's among them (its id a literal: the planner proves a partial index's
+    predicate only from one)."""
+    return (f'CREATE INDEX{" CONCURRENTLY" if concurrently else ""} IF NOT EXISTS "{name}" ON memory_embedding '
+            f"USING hnsw ((vector::{INDEX_STORAGE}({int(dimensions)})) {INDEX_STORAGE}_cosine_ops) "
+            f"WITH (m = 16, ef_construction = 64) WHERE model = %s AND kind = %s"
+            + (f" AND project_id = {int(project_id)}" if project_id is not None else ""))
 
 
 # One project's vectors of a kind get an HNSW index of their own once they are
@@ -186,8 +191,8 @@ def project_indexes_sync() -> dict[str, list[str]]:
     minimum = settings.WINNI_RECALL_PROJECT_INDEX_MIN
     model = model_active()
     sizes: dict[str, tuple[str, int, int]] = {}  # name → (kind, project, vectors)
-    for kind in searchable.kinds():
-        if minimum <= 0 or not searchable.get(kind).project_indexes:
+    for kind in searchable.kinds() if minimum > 0 else []:
+        if not searchable.get(kind).project_indexes:
             continue
         with connection.cursor() as cursor:
             cursor.execute("SELECT project_id, count(*) FROM memory_embedding WHERE model = %s AND kind = %s "
@@ -201,19 +206,16 @@ def project_indexes_sync() -> dict[str, list[str]]:
             if count >= minimum or (name in valid and count >= minimum // 2)}
     drop = sorted(existing - (keep & valid))
     create = sorted(keep - valid)
-    concurrently = "" if connection.in_atomic_block else " CONCURRENTLY"
+    concurrently = not connection.in_atomic_block
     for name in drop:
         with storage_op("embedding.project_index_drop", index=name), connection.cursor() as cursor:
-            cursor.execute(f'DROP INDEX{concurrently} IF EXISTS "{name}"')
+            cursor.execute(f'DROP INDEX{" CONCURRENTLY" if concurrently else ""} IF EXISTS "{name}"')
     for name in create:
         kind, project_id, count = sizes[name]
         with storage_op("embedding.project_index_create", index=name, kind=kind, project_id=project_id,
                         vectors=count), connection.cursor() as cursor:
-            cursor.execute(
-                f'CREATE INDEX{concurrently} IF NOT EXISTS "{name}" ON memory_embedding USING hnsw '
-                f"((vector::{INDEX_STORAGE}({int(model.dimensions)})) {INDEX_STORAGE}_cosine_ops) "
-                f"WITH (m = 16, ef_construction = 64) WHERE model = %s AND kind = %s AND project_id = {project_id}",
-                [model.name, kind])
+            cursor.execute(_hnsw_index_sql(name, model.dimensions, concurrently=concurrently, project_id=project_id),
+                           [model.name, kind])
     _indexed_projects.clear()
     return {"created": create, "dropped": drop}
 
@@ -564,15 +566,10 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
     (the projects the scope is confined to) only their vectors are read (the project each one
     carries): ranked exactly, or kept as the walk goes (see below). With `own_index` (a project
     whose vectors have an index of their own, the scope within it) that index is walked."""
-    share = 1.0
-    if own_index is None:
-        table = searchable.get(kind).model._meta.db_table
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = %s::regclass", [table])
-            rows = float(cursor.fetchone()[0])
-        share = min(1.0, max(size / rows, 1e-6))
+    # The scope's share of the rows walked: of the kind's, or (its own index) of the project's, whose
+    # scope is most of it as a rule (the project less a session, or a role).
+    share = 1.0 if own_index is not None else _share_of_kind(kind, size)
     if own_index is not None:
-        # The scope is most of the project, as a rule (the project less a session, or a role).
         depth, cap = limit, None
     elif within is not None:
         # Only the projects' vectors are read: `depth` counts their rows (the scope is most of
@@ -611,6 +608,15 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
         if depth >= WALK_MAX:
             return None
         depth = min(WALK_MAX, depth * 4)
+
+
+def _share_of_kind(kind: str, size: int) -> float:
+    """`size` rows' share of all rows of `kind` (the planner's count of the table)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = %s::regclass",
+                       [searchable.get(kind).model._meta.db_table])
+        rows = float(cursor.fetchone()[0])
+    return min(1.0, max(size / rows, 1e-6))
 
 
 def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
