@@ -29,7 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 from tqdm import tqdm
@@ -210,11 +210,14 @@ def copy_corpus(
     defer_indexes: bool | None = None,
     progress: bool = True,
     on_batch: Callable[[list[uuid.UUID]], None] | None = None,
+    projects: Mapping[str, int] | None = None,
 ) -> LoadStats:
     """COPY conversations and their messages (any generator of ConversationRow: this module's
     synthetic text, bench/realistic.py's coding-agent sessions) into the configured database,
     in batches; `messages` is the expected total, for the progress bar. `on_batch` gets each
-    batch's message ids once they are in (bench/memory.py adds their vectors).
+    batch's message ids once they are in (bench/memory.py adds their vectors). `projects` maps a
+    conversation's metadata["project"] to the project id it is written with (its messages take it
+    from the database's trigger, as captured ones do).
 
     defer_indexes (default: when the message table is empty) drops the GIN and created_at indexes
     first and rebuilds them after the load, which is several times faster than maintaining them."""
@@ -235,7 +238,7 @@ def copy_corpus(
         with connection.cursor() as cursor:
             with cursor.copy(
                 "COPY conversations_conversation (id, session_id, metadata, created_at, updated_at, title, "
-                "first_message_at, last_message_at) FROM STDIN"
+                "first_message_at, last_message_at, project_id) FROM STDIN"
             ) as copy:
                 copy.write("".join(conv_rows))
             with cursor.copy(
@@ -261,7 +264,8 @@ def copy_corpus(
         conv_rows.append("\t".join(_copy_value(v) for v in (
             cid, conversation.session_id, conversation.metadata, conversation.created_at,
             conversation.updated_at, None if prompt is None else prompt_title(prompt),
-            min(times, default=None), max(times, default=None))) + "\n")
+            min(times, default=None), max(times, default=None),
+            (projects or {}).get(conversation.metadata.get("project")))) + "\n")
         for message in conversation.messages:
             msg_rows.append("\t".join(_copy_value(v) for v in (
                 message.id, cid, message.turn_number, message.role, message.content, message.metadata,

@@ -7,8 +7,8 @@ throughput of one worker with the real model.
 The corpus (--corpus) is synthetic (default: texts of 8-20 words drawn from a 20,000-word Zipf
 vocabulary, queries of 2-4 such words) or realistic (bench/realistic.py: coding-agent sessions as
 Winni's capture stores them, 10 messages per session, memories that are one-sentence project facts,
-queries that are questions, identifiers, file names, errors; the sessions get their projects, found
-by their folder, and nine in ten memories their project: assign_projects). Either is loaded with
+queries that are questions, identifiers, file names, errors; the sessions are written with their
+projects, found by their folder, and nine in ten memories with theirs: corpus_projects). Either is loaded with
 COPY (not through the API: a million API calls is not what is measured here), and every row gets a
 random unit vector (an exact ranking costs the same for any vector; an HNSW walk does not: random
 384-d vectors are a graph's worst case, where it returns 0.34 of the exact top 50 against 0.98 on
@@ -105,15 +105,23 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
     register_vector(raw)
     chunk = 20_000
     memory_texts = realistic.memory_texts(corpus, memories) if corpus else None
+    project_ids = corpus_projects(corpus) if corpus else {}
 
-    def copy_vectors(kind: str, ids: list[uuid.UUID]) -> None:
+    def copy_vectors(kind: str, ids: list[uuid.UUID], projects: list[int | None]) -> None:
         block = unit_vectors(len(ids), rng)
         with raw.cursor() as cursor:
-            with cursor.copy("COPY memory_embedding (kind, object_id, model, dimensions, vector, created_at) "
+            with cursor.copy("COPY memory_embedding (kind, object_id, model, dimensions, vector, created_at, project_id) "
                              "FROM STDIN WITH (FORMAT BINARY)") as copy:
-                copy.set_types(["varchar", "varchar", "varchar", "int2", "vector", "timestamptz"])
-                for pk, vector in zip(ids, block):
-                    copy.write_row((kind, str(pk), MODEL, DIMS, Vector(vector), EPOCH))
+                copy.set_types(["varchar", "varchar", "varchar", "int2", "vector", "timestamptz", "int8"])
+                for pk, vector, project in zip(ids, block, projects):
+                    copy.write_row((kind, str(pk), MODEL, DIMS, Vector(vector), EPOCH, project))
+
+    def copy_message_vectors(ids: list[uuid.UUID]) -> None:
+        # The messages' projects, as the database's trigger wrote them from their conversations.
+        with raw.cursor() as cursor:
+            cursor.execute("SELECT m.project_id FROM unnest(%s::uuid[]) WITH ORDINALITY AS i(id, n) "
+                           "JOIN conversations_message m ON m.id = i.id ORDER BY i.n", [ids])
+            copy_vectors("message", ids, [row[0] for row in cursor.fetchall()])
 
     with raw.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '2GB'")
@@ -130,13 +138,19 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
                     count = min(chunk, total - start)
                     batch = memory_texts[start:start + count] if memory_texts and kind == "memory" else texts(count, words, rng)
                     ids = [uuid.uuid4() for _ in range(count)]
+                    projects: list[int | None] = [None] * count
                     if kind == "memory":
+                        if memory_texts:
+                            # memory_texts writes "<project>: <fact>."; one in ten stays global.
+                            projects = [None if index % 10 == 0 else project_ids.get(text.split(": ", 1)[0])
+                                        for index, text in enumerate(batch, start)]
                         with cursor.copy("COPY memory_memory (id, content, content_hash, tags, created_at, version, updated_by, "
-                                         "update_reason) FROM STDIN") as copy:
-                            for pk, text in zip(ids, batch):
+                                         "update_reason, project_id) FROM STDIN") as copy:
+                            for pk, text, project in zip(ids, batch, projects):
                                 tag = ["bench", f"t{int(rng.integers(0, 50))}"]
                                 content = text if memory_texts else f"{text} {pk.hex[:8]}"  # unique by content
-                                copy.write_row((pk, content, content_hash(content), tag, "2026-01-01T00:00:00Z", 1, "", ""))
+                                copy.write_row((pk, content, content_hash(content), tag, "2026-01-01T00:00:00Z", 1, "", "",
+                                                project))
                     else:
                         with cursor.copy("COPY conversations_message (id, conversation_id, turn_number, role, content, "
                                          "created_at) FROM STDIN") as copy:
@@ -145,20 +159,20 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
                                 copy.write_row((pk, conversations[number // TURNS_PER_CONVERSATION],
                                                 number % TURNS_PER_CONVERSATION + 1, "user" if number % 2 else "assistant",
                                                 text, "2026-01-01T00:00:00Z"))
-                    copy_vectors(kind, ids)
+                    copy_vectors(kind, ids, projects)
                     raw.commit()
                     bar.update(count)
     if corpus:
         # The sessions through bench/corpus.py's COPY path, each batch's vectors right after it.
         from bench.corpus import copy_corpus
 
-        copy_corpus(corpus, messages=messages, defer_indexes=True, on_batch=lambda ids: copy_vectors("message", ids))
+        copy_corpus(corpus, messages=messages, defer_indexes=True, on_batch=copy_message_vectors, projects=project_ids)
     return True
 
 
 def build_indexes() -> None:
-    """The HNSW indexes, once the rows and their projects are in (a project given to a million
-    indexed vectors would add each one to its index again), then fresh statistics."""
+    """The HNSW indexes, once the rows are in (faster than adding a million vectors one by one),
+    then fresh statistics."""
     from django.db import connection
 
     from memory import vectors
@@ -300,46 +314,16 @@ def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048)
 PARTS = ("search_memory", "winni_recall", "dewey_search", "winni_context", "hooks", "throughput")
 
 
-def assign_projects(corpus: Any) -> None:
-    """Give the COPYed realistic corpus its projects, as capture would have: one project per corpus
-    project, found by its folder (a PATH key: the hooks' cwd names it), its conversations
-    (metadata.project) and nine in ten of its memories (the others stay global). Does nothing when
-    the conversations have their projects already."""
-    from django.db import connection, transaction
-
-    from conversations.models import Conversation
+def corpus_projects(corpus: Any) -> dict[str, int]:
+    """The realistic corpus' projects (one per corpus project, found by its folder: a PATH key, as
+    the hooks' cwd names it), by name: its sessions and memories are written with them, as capture
+    writes them (a project given to a million rows afterwards writes a new version of each into
+    every index: a store no capture makes)."""
     from core import projects
-    from core.migration_ops import compact_indexes
 
-    if Conversation.objects.filter(project__isnull=False).exists():
-        return
-    started = time.perf_counter()
-    with transaction.atomic():
-        ids = {}
-        for project in corpus.projects:
-            found = projects.project_find(project.name) or projects.project_create(name=project.name, path=project.root)
-            ids[project.name] = found.pk
-        with connection.cursor() as cursor:
-            names, pks = list(ids), list(ids.values())
-            cursor.execute("UPDATE conversations_conversation c SET project_id = p.id FROM unnest(%s::text[], %s::bigint[]) "
-                           "AS p(name, id) WHERE c.metadata->>'project' = p.name", [names, pks])
-            # memory_texts writes "<project>: <fact>."; every tenth (by id) stays global.
-            cursor.execute("UPDATE memory_memory m SET project_id = p.id FROM unnest(%s::text[], %s::bigint[]) "
-                           "AS p(name, id) WHERE split_part(m.content, ': ', 1) = p.name "
-                           "AND get_byte(uuid_send(m.id), 15) %% 10 <> 0", [names, pks])
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE conversations_conversation")
-        cursor.execute("ANALYZE memory_memory")
-    print(f"projects assigned in {time.perf_counter() - started:.0f} s")
-    # Giving a million COPYed rows their project afterwards wrote a new version of each into every
-    # index (the triggers copy it onto messages and vectors), as rows written once with their
-    # project would not have: rebuilt as an upgrade's migrations rebuild them (conversations 0007,
-    # memory 0012). The HNSW indexes are built after this (build_indexes).
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '2GB'")
-        rebuilt = compact_indexes(cursor, ["conversations_message", "memory_memory", "memory_embedding"])
-    print(f"{len(rebuilt)} indexes rebuilt after the projects' update in {time.perf_counter() - started:.0f} s")
+    return {project.name: (projects.project_find(project.name)
+                           or projects.project_create(name=project.name, path=project.root)).pk
+            for project in corpus.projects}
 
 
 def embed_answers(facts: list[Any]) -> None:
@@ -417,8 +401,6 @@ def main() -> None:
         loaded = False
     else:
         loaded = load(args.memories, args.messages, words, corpus)
-    if corpus is not None:
-        assign_projects(corpus)
     if loaded:
         build_indexes()
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
