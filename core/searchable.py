@@ -108,8 +108,9 @@ class Searchable:
     # copy (memory.models.Embedding.project_id) that a project-scoped vector search filters on.
     project_column: str | None = None
     # Searches of this kind are mostly confined to one project (a message's: its project's
-    # conversations, where a memory's take the global ones too): a project with many of its
-    # vectors gets an HNSW index of their own (memory.vectors.project_indexes_sync).
+    # conversations, where a memory's take the global ones too): a project with many of its rows
+    # gets an HNSW index of their vectors and a full-text index of their own
+    # (memory.vectors.project_indexes_sync).
     project_indexes: bool = False
 
 

@@ -60,7 +60,7 @@ def embed_backlog() -> int:
 
 @shared_task(name="memory.tasks.project_indexes_sync")
 def project_indexes_sync() -> dict[str, list[str]]:
-    """Beat: an HNSW index for each large project's vectors (memory.vectors.project_indexes_sync)."""
+    """Beat: large projects' own HNSW and full-text indexes (memory.vectors.project_indexes_sync)."""
     return vectors.project_indexes_sync()
 
 

@@ -1,5 +1,6 @@
-"""The embedding store: vectors for every searchable kind, which model is active, the HNSW indexes,
-nearest-neighbour search, and the backlog of rows still waiting for a vector.
+"""The embedding store: vectors for every searchable kind, which model is active, the HNSW indexes
+(and large projects' own indexes, full-text ones too), nearest-neighbour search, and the backlog
+of rows still waiting for a vector.
 
 Rows are embedded after their write commits (memory.tasks.embed_rows, fed by
 `core.searchable.searchable_changed`); a beat task sweeps up anything a lost task or a
@@ -158,13 +159,24 @@ def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, p
             + (f" AND project_id = {int(project_id)}" if project_id is not None else ""))
 
 
-# One project's vectors of a kind get an HNSW index of their own once they are
-# WINNI_RECALL_PROJECT_INDEX_MIN or more: a search within a large project then walks a graph of its
-# rows alone instead of ranking them all exactly or walking every project's graph past the others'
-# rows (1M realistic messages, a project of 84,000: 46-127 ms through the shared index, 6-7 ms
-# through its own; of 20,000-28,000: 33-44 ms ranked exactly). pgvector's advice for filters on
-# few distinct values. Kept by project_indexes_sync (the beat, every PROJECT_INDEX_SYNC_SECONDS).
+# A large project's own indexes. Its vectors of a kind get an HNSW index of their own once they
+# are WINNI_RECALL_PROJECT_INDEX_MIN or more: a search within a large project then walks a graph of
+# its rows alone instead of ranking them all exactly or walking every project's graph past the
+# others' rows (1M realistic messages, a project of 84,000: 46-127 ms through the shared index, 6-7
+# ms through its own; of 20,000-28,000: 33-44 ms ranked exactly). pgvector's advice for filters on
+# few distinct values. Its rows of that kind, as many, get a full-text (GIN) index of their own
+# too: BM25 within the project reads the posting lists of its rows alone, where the shared index's
+# lists cover every project's rows and the planner ANDs them with a bitmap of all the project's
+# rows (1M realistic messages, the candidates of one question: 17-20 ms through the shared index
+# in projects of 11,000-172,000 messages, 1-6 ms through their own). That one pays off from a
+# fraction of the minimum (PROJECT_FTS_INDEX_FRACTION), as the shared lists are as long for a small
+# project as for a large one, while a small project's vectors are ranked exactly in a few ms (200
+# projects: BM25 of a project's messages p50/p95 18/29 ms with indexes for the 17 of 10,000
+# messages or more, 16/23 ms with the 81 of 2,000 or more). Kept by project_indexes_sync (the beat,
+# every PROJECT_INDEX_SYNC_SECONDS).
 PROJECT_INDEX_PREFIX = "emb_hnsw_p_"
+PROJECT_FTS_INDEX_PREFIX = "fts_gin_p_"
+PROJECT_FTS_INDEX_FRACTION = 5
 PROJECT_INDEX_SYNC_SECONDS = 600
 
 
@@ -173,66 +185,95 @@ def project_index_name(*, model: str, kind: str, dimensions: int, project_id: in
     return f"{PROJECT_INDEX_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}_{int(project_id)}"
 
 
+def project_fts_index_name(*, kind: str, project_id: int) -> str:
+    return f"{PROJECT_FTS_INDEX_PREFIX}{kind}_{int(project_id)}"
+
+
 def project_indexes(*, valid_only: bool = True) -> set[str]:
-    """The names of the per-project HNSW indexes there are (`valid_only`: not one a failed
-    concurrent build left invalid)."""
+    """The names of the per-project indexes there are, HNSW and full-text (`valid_only`: not one
+    a failed concurrent build left invalid)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT c.relname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-                       "WHERE c.relname LIKE %s AND (i.indisvalid OR NOT %s)", [PROJECT_INDEX_PREFIX + "%", valid_only])
+                       "WHERE (c.relname LIKE %s OR c.relname LIKE %s) AND (i.indisvalid OR NOT %s)",
+                       [PROJECT_INDEX_PREFIX + "%", PROJECT_FTS_INDEX_PREFIX + "%", valid_only])
         return {name for (name,) in cursor.fetchall()}
+
+
+def _project_fts_index_sql(name: str, table: str, column: str, project_id: int, *, concurrently: bool) -> str:
+    return (f'CREATE INDEX{" CONCURRENTLY" if concurrently else ""} IF NOT EXISTS "{name}" ON {table} '
+            f"USING gin (search_vector) WHERE {column} = {int(project_id)}")
 
 
 def project_indexes_sync() -> dict[str, list[str]]:
     """Give each project holding WINNI_RECALL_PROJECT_INDEX_MIN or more vectors of a kind (under the
-    active model) an HNSW index of its own, and drop those no longer wanted: the project shrank
-    below half the minimum or is gone, the model is no longer active, or a build failed (it is
-    made again). Outside a transaction the indexes are built and dropped CONCURRENTLY (writes go
+    active model) an HNSW index of its own, and each holding a PROJECT_FTS_INDEX_FRACTION of that
+    many rows of a kind a full-text index of its own, and drop those no longer wanted: the project
+    shrank below half its minimum or is gone, the model is no longer active, or a build failed (it
+    is made again). Outside a transaction the indexes are built and dropped CONCURRENTLY (writes go
     on meanwhile). Returns the names created and dropped."""
     minimum = settings.WINNI_RECALL_PROJECT_INDEX_MIN
+    fts_minimum = max(1, minimum // PROJECT_FTS_INDEX_FRACTION)
     model = model_active()
-    sizes: dict[str, tuple[str, int, int]] = {}  # name → (kind, project, vectors)
+    concurrently = not connection.in_atomic_block
+    # name → (rows, the minimum, log fields, CREATE, its parameters)
+    sizes: dict[str, tuple[int, int, dict[str, Any], str, list[Any]]] = {}
     for kind in searchable.kinds() if minimum > 0 else []:
-        if not searchable.get(kind).project_indexes:
+        spec = searchable.get(kind)
+        if not spec.project_indexes or not spec.project_column:
             continue
+        table, column = connection.ops.quote_name(spec.model._meta.db_table), connection.ops.quote_name(spec.project_column)
         with connection.cursor() as cursor:
             cursor.execute("SELECT project_id, count(*) FROM memory_embedding WHERE model = %s AND kind = %s "
                            "AND project_id IS NOT NULL GROUP BY project_id", [model.name, kind])
             for project_id, count in cursor.fetchall():
                 name = project_index_name(model=model.name, kind=kind, dimensions=model.dimensions,
                                           project_id=project_id)
-                sizes[name] = (kind, int(project_id), int(count))
+                sql = _hnsw_index_sql(name, model.dimensions, concurrently=concurrently, project_id=project_id)
+                sizes[name] = (int(count), minimum, {"kind": kind, "project_id": project_id, "vectors": count},
+                               sql, [model.name, kind])
+            cursor.execute(f"SELECT {column}, count(*) FROM {table} WHERE {column} IS NOT NULL GROUP BY {column}")
+            for project_id, count in cursor.fetchall():
+                name = project_fts_index_name(kind=kind, project_id=project_id)
+                sql = _project_fts_index_sql(name, table, column, project_id, concurrently=concurrently)
+                sizes[name] = (int(count), fts_minimum, {"kind": kind, "project_id": project_id, "rows": count},
+                               sql, [])
     existing, valid = project_indexes(valid_only=False), project_indexes()
-    keep = {name for name, (_, _, count) in sizes.items()
-            if count >= minimum or (name in valid and count >= minimum // 2)}
+    keep = {name for name, (count, least, *_) in sizes.items()
+            if count >= least or (name in valid and count >= least // 2)}
     drop = sorted(existing - (keep & valid))
     create = sorted(keep - valid)
-    concurrently = not connection.in_atomic_block
     for name in drop:
-        with storage_op("embedding.project_index_drop", index=name), connection.cursor() as cursor:
+        with storage_op("search.project_index_drop", index=name), connection.cursor() as cursor:
             cursor.execute(f'DROP INDEX{" CONCURRENTLY" if concurrently else ""} IF EXISTS "{name}"')
     for name in create:
-        kind, project_id, count = sizes[name]
-        with storage_op("embedding.project_index_create", index=name, kind=kind, project_id=project_id,
-                        vectors=count), connection.cursor() as cursor:
-            cursor.execute(_hnsw_index_sql(name, model.dimensions, concurrently=concurrently, project_id=project_id),
-                           [model.name, kind])
+        _, _, fields, sql, params = sizes[name]
+        with storage_op("search.project_index_create", index=name, **fields), connection.cursor() as cursor:
+            cursor.execute(sql, params)
     _indexed_projects.clear()
     return {"created": create, "dropped": drop}
 
 
-# Which projects have their own index, as each process last read it (project_indexes): a search
+# Which projects have their own indexes, as each process last read it (project_indexes): a search
 # asks at most every PROJECT_INDEX_CACHE_SECONDS. A stale answer costs speed, never results: a
 # dropped index's project is searched through the shared one, a new one waits for the next read.
 PROJECT_INDEX_CACHE_SECONDS = 60
 _indexed_projects: dict[str, Any] = {}
 
 
-def project_indexed(*, model: str, kind: str, dimensions: int, project_id: int) -> bool:
+def _project_index_exists(name: str) -> bool:
     now = time.monotonic()
     if not _indexed_projects or now - _indexed_projects["read_at"] > PROJECT_INDEX_CACHE_SECONDS:
         _indexed_projects.update(read_at=now, names=project_indexes())
-    return project_index_name(model=model, kind=kind, dimensions=dimensions,
-                              project_id=project_id) in _indexed_projects["names"]
+    return name in _indexed_projects["names"]
+
+
+def project_indexed(*, model: str, kind: str, dimensions: int, project_id: int) -> bool:
+    return _project_index_exists(project_index_name(model=model, kind=kind, dimensions=dimensions,
+                                                    project_id=project_id))
+
+
+def project_fts_indexed(*, kind: str, project_id: int) -> bool:
+    return _project_index_exists(project_fts_index_name(kind=kind, project_id=project_id))
 
 
 # --- writing vectors -------------------------------------------------------------------------

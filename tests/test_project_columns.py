@@ -274,7 +274,16 @@ def test_indexes_left_by_a_backfill_are_compacted_but_hnsw_indexes_are_not_rebui
             cursor.execute(f'DROP INDEX IF EXISTS "{hnsw}"')
 
 
-def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_walk(projects_with_vectors, settings,
+@pytest.fixture
+def index_builds_allowed():
+    """CREATE INDEX within the test's transaction is refused while deferred foreign-key checks of
+    its writes are pending (the beat builds outside one, CONCURRENTLY): they are made at once."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
+def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_walk(projects_with_vectors,
+                                                                                   index_builds_allowed, settings,
                                                                                    monkeypatch):
     """memory.vectors.project_indexes_sync: a project with WINNI_RECALL_PROJECT_INDEX_MIN message
     vectors gets an HNSW index of them alone (not a smaller project); a search confined to it walks that index and finds what exact
@@ -288,8 +297,10 @@ def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_w
     vectors.orphans_delete(kind="message")
     result = vectors.project_indexes_sync()
     own = vectors.project_index_name(model=model.name, kind="message", dimensions=model.dimensions, project_id=alpha.pk)
-    assert result == {"created": [own], "dropped": []}
-    assert vectors.project_indexes() == {own}
+    # Full-text indexes from a fifth of the minimum: both projects' (30 and 20 messages).
+    texts = {vectors.project_fts_index_name(kind="message", project_id=project.pk) for project in (alpha, beta)}
+    assert result == {"created": sorted({own} | texts), "dropped": []}
+    assert vectors.project_indexes() == {own} | texts
 
     scope = Message.objects.filter(project=alpha)
     query = Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
@@ -321,9 +332,55 @@ def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_w
     Conversation.objects.filter(project=alpha).first().messages.filter(turn_number__gt=10).delete()
     vectors.orphans_delete(kind="message")
     assert vectors.project_indexes_sync() == {"created": [], "dropped": [own]}
-    assert vectors.project_indexes() == set()
-    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 0  # off: none is made
+    assert vectors.project_indexes() == texts  # 10 messages: above half the full-text minimum
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 0  # off: none is kept
+    assert vectors.project_indexes_sync() == {"created": [], "dropped": sorted(texts)}
     assert vectors.project_indexes_sync() == {"created": [], "dropped": []}
+
+
+def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(projects_with_vectors,
+                                                                             index_builds_allowed, settings,
+                                                                             monkeypatch):
+    """A project with a full-text index of its own (project_indexes_sync) has BM25 within it read
+    that index (the statement names the project, so the planner can prove the index's predicate)
+    instead of its rows one by one; the ranking is the one the shared index gives."""
+    from django.test.utils import CaptureQueriesContext
+
+    from memory import retrieval
+
+    alpha, beta = projects_with_vectors
+    scope = Message.objects.filter(project=alpha, role="user")
+    lexemes = retrieval.query_lexemes("deploys and tests of alpha")
+    monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 1)  # without its own index, the rows are read
+
+    def ranked() -> tuple[list, str]:
+        with CaptureQueriesContext(connection) as queries:
+            found = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=True)
+        (statement,) = [q["sql"] for q in queries.captured_queries if "WITH cand" in q["sql"]]
+        return found, statement
+
+    shared, before = ranked()
+    assert len(shared) == 10 and "ts_match_vq" in before
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 100  # a full-text index from 20 messages: alpha's and beta's
+    vectors.project_indexes_sync()
+    own = vectors.project_fts_index_name(kind="message", project_id=alpha.pk)
+    assert own in vectors.project_indexes()
+    found, after = ranked()
+    assert [key for key, _ in found] == [key for key, _ in shared]
+    assert [score for _, score in found] == pytest.approx([score for _, score in shared])
+    assert "ts_match_vq" not in after and f'"project_id" = {alpha.pk}' in after
+    with connection.cursor() as cursor:
+        # 60 rows are read faster from the table or through the project's B-tree; what matters is
+        # that the project's full-text index can serve (the B-tree's drop ends with the test).
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("DROP INDEX msg_project_created")
+        cursor.execute("EXPLAIN " + after)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert own in plan
+    # Another project's search is not confined to alpha's index.
+    theirs = Message.objects.filter(project=beta)
+    other = retrieval.bm25(kind="message", lexemes=lexemes, scope=theirs, limit=5, filtered=True)
+    assert other and {key for key, _ in other} <= {str(pk) for pk in theirs.values_list("pk", flat=True)}
 
 
 def test_the_beat_keeps_project_indexes_unless_they_are_off(settings):

@@ -352,8 +352,8 @@ WINNI_RECALL_INJECT = env_bool("WINNI_RECALL_INJECT", True)
 # Characters of the block added to one prompt at most (≈ 1,000 tokens at the default).
 WINNI_RECALL_INJECT_MAX_CHARS = env_int("WINNI_RECALL_INJECT_MAX_CHARS", 4000, minimum=200, maximum=50000)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
-# A project with this many vectors of a kind gets an HNSW index of its own (memory.vectors
-# project_indexes_sync, every 10 minutes); 0: none.
+# A project with this many vectors of a kind gets an HNSW index of its own, and one with a fifth as
+# many rows a full-text index of its own (memory.vectors.project_indexes_sync, every 10 minutes); 0: none.
 WINNI_RECALL_PROJECT_INDEX_MIN = env_int("WINNI_RECALL_PROJECT_INDEX_MIN", 10_000, minimum=0)
 # store_memory's `similar`: existing current memories at least this similar (cosine, active model)
 # that share a subject word; 0 turns the check off. Measured with all-MiniLM-L6-v2 by
