@@ -352,6 +352,7 @@ def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(pr
     scope = Message.objects.filter(project=alpha, role="user")
     lexemes = retrieval.query_lexemes("deploys and tests of alpha")
     monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 1)  # without its own index, the rows are read
+    monkeypatch.setattr(retrieval, "_table_stats", {})  # this table's statistics, not another test's
 
     def ranked() -> tuple[list, str]:
         with CaptureQueriesContext(connection) as queries:
