@@ -11,5 +11,5 @@ def actor_name_from_mcp() -> str:
 
 
 def actor_name_from_rest(request: Any) -> str:
-    """The token name behind a REST call (or the user's name)."""
-    return getattr(request.auth, "name", None) or str(request.user)
+    """The token name behind a REST call (its principal prints it), or the signed-in user's name."""
+    return str(request.user)

@@ -111,10 +111,11 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != "bearer":
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
-        token = token_authenticate(parts[1])
-        if token is None:
+        # The token and its projects in one query (the scope check reads them from request.auth).
+        granted = _access_of_secret(parts[1])
+        if granted is None:
             raise exceptions.AuthenticationFailed("invalid or revoked token")
-        return TokenPrincipal(name=token.name), token
+        return TokenPrincipal(name=granted.token), granted
 
     def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
         # Makes DRF answer 401 (not 403) when the header is missing.
@@ -122,10 +123,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
 
 
 def _access_of_secret(secret: str) -> access.Access | None:
-    """token_authenticate + token_access in one query (the token and its projects), for the MCP
-    token check that precedes every call: the two ORM reads (the second through a many-to-many
-    manager Django builds anew on each access) were a quarter of an MCP `ping`'s server CPU.
-    Never cached: a revoked token is refused from the next call on."""
+    """token_authenticate + token_access in one query (the token and its projects), for the token
+    check that precedes every MCP call and REST request: the two ORM reads (the second through a
+    many-to-many manager Django builds anew on each access) were a quarter of an MCP `ping`'s
+    server CPU. Never cached: a revoked token is refused from the next call on."""
     if not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
     field = ApiToken._meta.get_field("projects")
@@ -188,13 +189,12 @@ class TokenScopePermission(permissions.BasePermission):
     more (`{"POST": "admin"}`); otherwise GET, HEAD and OPTIONS read and the rest write."""
 
     def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
-        token = request.auth
-        if not isinstance(token, ApiToken):
+        granted = request.auth
+        if not isinstance(granted, access.Access):
             return True  # a user's session (the admin): Django's permissions decide
         needed = getattr(view, "token_scopes", {}).get(request.method)
         if needed is None:
             needed = access.READ if request.method in permissions.SAFE_METHODS else access.WRITE
-        granted = token_access(token)
         access.set_current(granted)
         if not granted.allows(needed):
             raise ScopeDenied(access.SCOPE_TOO_LOW.format(
