@@ -228,6 +228,34 @@ def test_over_a_whole_table_common_lexemes_neither_flood_the_candidates_nor_look
     assert len(retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)) == 5
 
 
+def test_bm25_candidates_are_read_through_the_index_never_by_scanning_the_table(monkeypatch):
+    """Over a whole table the candidates come through the full-text index even where the planner
+    would rather scan the table until it has enough (as it does for a small one); the setting that
+    says so ends with the statement, not with the caller's transaction (this test's)."""
+    conversation = conversations.conversation_begin(session_id="no-table-scan")
+    for number in range(30):
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"server deploy {number}")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_message")
+    monkeypatch.setattr(retrieval, "_table_stats", {})  # this table's row count (no count(*) scan)
+
+    def table_scans() -> int:
+        with connection.cursor() as cursor:  # this transaction's own counts
+            cursor.execute("SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'conversations_message'")
+            return cursor.fetchone()[0]
+
+    scope = searchable.get("message").model.objects.all()
+    before = table_scans()
+    ranked = retrieval.bm25(kind="message", lexemes=retrieval.query_lexemes("server deploy"), scope=scope,
+                            limit=5, filtered=False)
+    assert len(ranked) == 5 and table_scans() == before
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_seqscan")
+        assert cursor.fetchone()[0] == "on"
+        cursor.execute("SELECT count(*) FROM conversations_message WHERE content LIKE 'server%%'")  # a scan, as planned
+    assert table_scans() == before + 1
+
+
 def test_a_small_scope_of_common_words_is_read_row_by_row_with_the_same_scores(monkeypatch):
     """BM25 over a small filtered scope whose words fill the table's posting lists matches the
     scope's rows one by one (no GIN probe): the same rows and scores as through the index."""
@@ -247,11 +275,14 @@ def test_a_small_scope_of_common_words_is_read_row_by_row_with_the_same_scores(m
         with connection.execute_wrapper(lambda run, sql, *args: executed.append(sql) or run(sql, *args)):
             return retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=True)
 
+    def statement() -> str:
+        return [sql for sql in executed if "WITH cand" in sql][-1]
+
     by_rows = ranked()
-    assert "ts_match_vq(t.search_vector" in executed[-1]
+    assert "ts_match_vq(t.search_vector" in statement()
     monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 10**9)  # the index is always the cheaper read
     by_index = ranked()
-    assert "t.search_vector @@" in executed[-1]
+    assert "t.search_vector @@" in statement()
     assert len(by_rows) == 2 and by_rows == by_index
 
 
