@@ -187,6 +187,11 @@ class ScopeProjects:
     def __or__(self, other: ScopeProjects) -> ScopeProjects:
         return ScopeProjects(self.ids | other.ids, self.without_project or other.without_project)
 
+    @property
+    def only(self) -> int | None:
+        """The one project the rows are all in (none without a project), else None."""
+        return next(iter(self.ids)) if len(self.ids) == 1 and not self.without_project else None
+
 
 def scope_projects(queryset: QuerySet) -> ScopeProjects | None:
     """The projects `queryset`'s own filters on its model's `project` field confine it to

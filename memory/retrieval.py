@@ -171,10 +171,10 @@ def _own_fts_index(kind: str, scope: QuerySet) -> int | None:
     if not spec.project_indexes or not spec.project_column:
         return None
     within = scope_projects(scope)
-    if within is None or len(within.ids) != 1 or within.without_project:
+    project_id = within.only if within is not None else None
+    if project_id is None or not vectors.project_fts_indexed(kind=kind, project_id=project_id):
         return None
-    (project_id,) = within.ids
-    return int(project_id) if vectors.project_fts_indexed(kind=kind, project_id=project_id) else None
+    return int(project_id)
 
 
 def candidate_lexemes(lexemes: list[str], estimated_df: dict[str, float]) -> list[str]:

@@ -583,12 +583,11 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
         size, large = capped_count(scope, EXACT_SCOPE_MAX, estimate_first=True)
         if large:
             found = None
-            if within is not None and len(within.ids) == 1 and not within.without_project:
-                (project_id,) = within.ids
-                if project_indexed(model=model.name, kind=kind, dimensions=model.dimensions, project_id=project_id):
-                    found = _nearest_walking(kind=kind, query_vector=query_vector, model=model, limit=limit,
-                                             scope=scope, size=size, require_active=require_active,
-                                             own_index=project_id)
+            project_id = within.only if within is not None else None
+            if project_id is not None and project_indexed(model=model.name, kind=kind, dimensions=model.dimensions,
+                                                          project_id=project_id):
+                found = _nearest_walking(kind=kind, query_vector=query_vector, model=model, limit=limit,
+                                         scope=scope, size=size, require_active=require_active, own_index=project_id)
             if found is None:
                 found = _nearest_walking(kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope,
                                          size=size, require_active=require_active, within=within)
