@@ -406,12 +406,12 @@ def main() -> None:
     vectors.model_register(name=MODEL, dimensions=DIMS, provider="local")
     vectors.model_activate(name=MODEL)
     if loaded:
-        # What the beat does in a running Winni: the large projects' own indexes (one transaction:
-        # built at once rather than CONCURRENTLY, nothing else writes here).
+        # What the beat does in a running Winni: the large projects' own vector and full-text indexes
+        # (one transaction: built at once rather than CONCURRENTLY, nothing else writes here).
         started = time.perf_counter()
         with transaction.atomic():
             built = vectors.project_indexes_sync()["created"]
-        print(f"{len(built)} project vector indexes built in {time.perf_counter() - started:.0f} s")
+        print(f"{len(built)} project indexes (vector and full-text) built in {time.perf_counter() - started:.0f} s")
     # What the beat's sweep records every WINNI_EMBEDDING_SWEEP_SECONDS in a running Winni (no beat
     # runs here): search_memory's read-your-writes check reads it.
     vectors.backlog_record(vectors.backlog())
