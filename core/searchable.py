@@ -112,6 +112,10 @@ class Searchable:
     # gets an HNSW index of their vectors and a full-text index of their own
     # (memory.vectors.project_indexes_sync).
     project_indexes: bool = False
+    # Searches of this kind within a project take the rows of no project too (a memory's): once those
+    # are many, their vectors get an HNSW index of their own, so that part of a search walks a graph
+    # instead of ranking every global row exactly (memory.vectors.project_indexes_sync).
+    global_index: bool = False
 
 
 _registry: dict[str, Searchable] = {}

@@ -20,7 +20,8 @@ class MemoryConfig(AppConfig):
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
                             filters={"tags": "tags__contains", "project": "project"},
                             current=lambda rows: rows.filter(superseded_by__isnull=True),
-                            successors=memory_successors, hit_fields=_memory_hit_fields, project_column="project_id"))
+                            successors=memory_successors, hit_fields=_memory_hit_fields, project_column="project_id",
+                            global_index=True))
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.

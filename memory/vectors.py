@@ -149,14 +149,20 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
     return name
 
 
-def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, project_id: int | None = None) -> str:
+def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, rows: str = "") -> str:
     """CREATE INDEX of the HNSW index over one model's vectors of one kind (parameters: model, kind),
-    or of one project's among them (its id a literal: the planner proves a partial index's
-    predicate only from one)."""
+    or of those among them that `rows` (a _project_rows predicate) keeps."""
     return (f'CREATE INDEX{" CONCURRENTLY" if concurrently else ""} IF NOT EXISTS "{name}" ON memory_embedding '
             f"USING hnsw ((vector::{INDEX_STORAGE}({int(dimensions)})) {INDEX_STORAGE}_cosine_ops) "
             f"WITH (m = 16, ef_construction = 64) WHERE model = %s AND kind = %s"
-            + (f" AND project_id = {int(project_id)}" if project_id is not None else ""))
+            + (f" AND {rows}" if rows else ""))
+
+
+def _project_rows(project_id: int | None, column: str = "project_id") -> str:
+    """The predicate of one project's rows (None: of the rows of no project), its id a literal: the
+    planner proves a partial index's predicate only from one, and the connection binds parameters
+    on the client (they arrive as literals too)."""
+    return f"{column} = {int(project_id)}" if project_id is not None else f"{column} IS NULL"
 
 
 # A large project's own indexes. Its vectors of a kind get an HNSW index of their own once they
@@ -173,16 +179,22 @@ def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, p
 # project as for a large one, while a small project's vectors are ranked exactly in a few ms (200
 # projects: BM25 of a project's messages p50/p95 18/29 ms with indexes for the 17 of 10,000
 # messages or more, 16/23 ms with the 81 of 2,000 or more). Kept by project_indexes_sync (the beat,
-# every PROJECT_INDEX_SYNC_SECONDS).
+# every PROJECT_INDEX_SYNC_SECONDS). The vectors of no project of a kind whose searches within a
+# project take them too (Searchable.global_index: memories) get an HNSW index of their own from the
+# same minimum: such a search ranks the project's vectors exactly and walks the global ones' graph
+# (1M realistic messages + 100K memories: the 10,000 global memories ranked exactly cost ≈ 11 ms of
+# every automatic recall in a project).
 PROJECT_INDEX_PREFIX = "emb_hnsw_p_"
 PROJECT_FTS_INDEX_PREFIX = "fts_gin_p_"
 PROJECT_FTS_INDEX_FRACTION = 5
 PROJECT_INDEX_SYNC_SECONDS = 600
 
 
-def project_index_name(*, model: str, kind: str, dimensions: int, project_id: int) -> str:
+def project_index_name(*, model: str, kind: str, dimensions: int, project_id: int | None) -> str:
+    """The name of a project's own HNSW index (None: of the vectors of no project)."""
     key = f"{model}|{kind}|{dimensions}|{INDEX_STORAGE}"
-    return f"{PROJECT_INDEX_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}_{int(project_id)}"
+    suffix = int(project_id) if project_id is not None else "global"
+    return f"{PROJECT_INDEX_PREFIX}{hashlib.sha256(key.encode()).hexdigest()[:16]}_{suffix}"
 
 
 def project_fts_index_name(*, kind: str, project_id: int) -> str:
@@ -201,13 +213,15 @@ def project_indexes(*, valid_only: bool = True) -> set[str]:
 
 def _project_fts_index_sql(name: str, table: str, column: str, project_id: int, *, concurrently: bool) -> str:
     return (f'CREATE INDEX{" CONCURRENTLY" if concurrently else ""} IF NOT EXISTS "{name}" ON {table} '
-            f"USING gin (search_vector) WHERE {column} = {int(project_id)}")
+            f"USING gin (search_vector) WHERE {_project_rows(project_id, column)}")
 
 
 def project_indexes_sync() -> dict[str, list[str]]:
     """Give each project holding WINNI_RECALL_PROJECT_INDEX_MIN or more vectors of a kind (under the
-    active model) an HNSW index of its own, and each holding a PROJECT_FTS_INDEX_FRACTION of that
-    many rows of a kind a full-text index of its own, and drop those no longer wanted: the project
+    active model) an HNSW index of its own (so too as many vectors of no project of a kind whose
+    project searches take them: Searchable.global_index), and each holding a
+    PROJECT_FTS_INDEX_FRACTION of that many rows of a kind a full-text index of its own, and drop
+    those no longer wanted: the project
     shrank below half its minimum or is gone, the model is no longer active, or a build failed (it
     is made again). Outside a transaction the indexes are built and dropped CONCURRENTLY (writes go
     on meanwhile). Returns the names created and dropped."""
@@ -219,18 +233,22 @@ def project_indexes_sync() -> dict[str, list[str]]:
     sizes: dict[str, tuple[int, int, dict[str, Any], str, list[Any]]] = {}
     for kind in searchable.kinds() if minimum > 0 else []:
         spec = searchable.get(kind)
-        if not spec.project_indexes or not spec.project_column:
+        if not spec.project_column or not (spec.project_indexes or spec.global_index):
             continue
         table, column = connection.ops.quote_name(spec.model._meta.db_table), connection.ops.quote_name(spec.project_column)
         with connection.cursor() as cursor:
             cursor.execute("SELECT project_id, count(*) FROM memory_embedding WHERE model = %s AND kind = %s "
-                           "AND project_id IS NOT NULL GROUP BY project_id", [model.name, kind])
+                           "GROUP BY project_id", [model.name, kind])
             for project_id, count in cursor.fetchall():
+                if not (spec.project_indexes if project_id is not None else spec.global_index):
+                    continue
                 name = project_index_name(model=model.name, kind=kind, dimensions=model.dimensions,
                                           project_id=project_id)
-                sql = _hnsw_index_sql(name, model.dimensions, concurrently=concurrently, project_id=project_id)
+                sql = _hnsw_index_sql(name, model.dimensions, concurrently=concurrently, rows=_project_rows(project_id))
                 sizes[name] = (int(count), minimum, {"kind": kind, "project_id": project_id, "vectors": count},
                                sql, [model.name, kind])
+            if not spec.project_indexes:
+                continue
             cursor.execute(f"SELECT {column}, count(*) FROM {table} WHERE {column} IS NOT NULL GROUP BY {column}")
             for project_id, count in cursor.fetchall():
                 name = project_fts_index_name(kind=kind, project_id=project_id)
@@ -267,7 +285,8 @@ def _project_index_exists(name: str) -> bool:
     return name in _indexed_projects["names"]
 
 
-def project_indexed(*, model: str, kind: str, dimensions: int, project_id: int) -> bool:
+def project_indexed(*, model: str, kind: str, dimensions: int, project_id: int | None) -> bool:
+    """Whether the project's vectors of `kind` have an index of their own (None: those of no project)."""
     return _project_index_exists(project_index_name(model=model, kind=kind, dimensions=dimensions,
                                                     project_id=project_id))
 
@@ -679,10 +698,9 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
         in_projects = "(project_id = ANY(%s)" + (" OR project_id IS NULL)" if within.without_project else ")")
         project_params = [sorted(within.ids)]
     if own_index is not None:
-        # The project as a literal: the planner picks a partial index only for a predicate it can
-        # prove, and the connection binds parameters on the client (they arrive as literals too).
+        # The project as a literal: the planner picks a partial index only for a predicate it can prove.
         sql = (f"SELECT object_id, {exact} AS distance FROM memory_embedding WHERE model = %s AND kind = %s "
-               f"AND project_id = {int(own_index)} {walk_order} LIMIT %s")
+               f"AND {_project_rows(own_index)} {walk_order} LIMIT %s")
         params: list[Any] = [literal, model.name, kind, literal, int(limit)]
     elif walk is not None and within is not None:
         sql = (f"SELECT object_id, {exact} AS distance FROM (SELECT object_id, vector, project_id FROM memory_embedding "
@@ -703,7 +721,12 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
             # Memories' index holds their vectors (embedding_memory_vectors): one branch per
             # condition reads its entries in order, where an OR of them read a table page per row.
             branches = [(f"{sql} AND project_id = ANY(%s)", [*params, *project_params])]
-            if within.without_project:
+            if within.without_project and scope is None and project_indexed(
+                    model=model.name, kind=kind, dimensions=dims, project_id=None):
+                # The rows of no project have a graph of their own: walked (nearest's callers check
+                # what comes back against the scope, so no scope here to filter the walk).
+                branches.append((f"{sql} AND project_id IS NULL {walk_order} LIMIT %s", [*params, literal, int(limit)]))
+            elif within.without_project:
                 branches.append((f"{sql} AND project_id IS NULL", params))
             sql = (" UNION ALL ".join(f"({branch})" for branch, _ in branches)
                    + " ORDER BY distance LIMIT %s")

@@ -338,6 +338,59 @@ def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_w
     assert vectors.project_indexes_sync() == {"created": [], "dropped": []}
 
 
+def test_the_global_memories_get_an_index_of_their_own_which_a_projects_search_walks(
+        two_projects, django_capture_on_commit_callbacks, index_builds_allowed, settings, monkeypatch):
+    """Memories of no project (Searchable.global_index), once WINNI_RECALL_PROJECT_INDEX_MIN, get an
+    HNSW index of their own (a project's memories do not: their searches take the global ones too);
+    a project's search with the global memories ranks its own exactly and walks that index, finding
+    what exact ranking finds, the scope still judging (a superseded memory stays out)."""
+    import numpy as np
+    from django.test.utils import CaptureQueriesContext
+
+    alpha, _ = two_projects
+    words = "deploy ticket database driver cache queue worker index migration backup token schema release".split()
+    with django_capture_on_commit_callbacks(execute=True):
+        for i in range(12):
+            memories.memory_store(content=f"alpha: {words[(i + 2) % 13]} and {words[i * 7 % 13]}", project="alpha")
+            memories.memory_store(content=f"global: {words[i]}, {words[i * 3 % 13]} and {words[i * 5 % 13]}")
+    model = vectors.model_active()
+    settings.WINNI_RECALL_PROJECT_INDEX_MIN = 12  # the 12 global memories; alpha's 12 get none
+    own = vectors.project_index_name(model=model.name, kind="memory", dimensions=model.dimensions, project_id=None)
+    assert vectors.project_indexes_sync() == {"created": [own], "dropped": []}
+    assert vectors.project_indexes() == {own}
+
+    stale = Memory.objects.filter(project__isnull=True).order_by("created_at").first()
+    Memory.objects.filter(pk=stale.pk).update(superseded_by=Memory.objects.filter(project=alpha).first())
+    scope = Memory.objects.current().filter(Q(project=alpha) | Q(project__isnull=True))
+    # A random mix of every memory's vector, the superseded one's weighing most: distinct
+    # similarities (the test's hashed vectors tie often), the nearest row one the scope leaves out.
+    weights = np.random.default_rng(3).uniform(0.1, 1.0, Embedding.objects.filter(kind="memory").count())
+    query = sum(weight * np.asarray(row.vector) * (3 if row.object_id == str(stale.pk) else 1)
+                for weight, row in zip(weights, Embedding.objects.filter(kind="memory").order_by("object_id"))).tolist()
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10_000)
+    exact = vectors.nearest(kind="memory", query_vector=query, model=model, limit=8, scope=scope)
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 5)  # past the count: the projects' own vectors
+    with CaptureQueriesContext(connection) as queries:
+        walked = vectors.nearest(kind="memory", query_vector=query, model=model, limit=8, scope=scope)
+    assert [sim for _, sim in walked] == pytest.approx([sim for _, sim in exact], abs=2e-3)
+    assert len({round(sim, 4) for _, sim in walked}) == 8  # a real ranking, not ties
+    assert str(stale.pk) not in {key for key, _ in walked}
+    assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    (statement,) = [q["sql"] for q in queries.captured_queries if "IS NULL ORDER BY (vector::halfvec" in q["sql"]]
+    with connection.cursor() as cursor:
+        # 24 rows are read faster from the table; what matters is that the global branch can be
+        # served by the index of the rows of no project.
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        cursor.execute("EXPLAIN " + statement)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert own in plan
+
+    # Below half the minimum it goes, as a project's does.
+    Memory.objects.filter(pk__in=list(Memory.objects.filter(project__isnull=True).values_list("pk", flat=True)[:7])).delete()
+    vectors.orphans_delete(kind="memory")
+    assert vectors.project_indexes_sync() == {"created": [], "dropped": [own]}
+
+
 def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(projects_with_vectors,
                                                                              index_builds_allowed, settings,
                                                                              monkeypatch):
