@@ -16,17 +16,15 @@ question's rare, telling word); there ANALYZE's lexeme frequencies pick the cand
 rarest lexemes first and give the common ones their true df (see candidate_lexemes)."""
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from core import counts, searchable
-from core.connections import run_unchecked
+from core.connections import beside
 from core.recall import Mode
 
 # Hit and Surroundings are the contract's types (core.searchable); tests and bench read them here too.
@@ -279,24 +277,16 @@ def search(
     lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, filtered, depth)
     semantic: Callable[[], list[tuple[str, str, float]]] = lambda: _semantic_side(
         query, query_vector, scopes, filtered, depth, mode)
-    pending = in_background(_unchecked, semantic) \
-        if mode == "hybrid" and not connection.in_atomic_block else None
-    if pending is not None:
+    if mode == "hybrid":
         # The two sides are independent; the vector side (ONNX inference and index walks, both
         # outside the GIL) runs in a helper thread with its own connection while this one ranks by
-        # BM25. 1M messages + 100K memories: ≈ 45 ms of sequential work becomes ≈ 25. Not inside a
-        # transaction: the helper's connection would not see the caller's uncommitted rows.
+        # BM25. 1M messages + 100K memories: ≈ 45 ms of sequential work becomes ≈ 25.
+        nearest = beside(semantic)
         ranked = lexical()
-        try:
-            near = pending.result()
-        except (OperationalError, InterfaceError):
-            # The helper's connection broke (a database restart since its last search; it is not
-            # health-checked before each use, see core.connections): it was dropped, and this
-            # thread's checked connection does the work instead.
-            near = semantic()
+        near = nearest()
     else:
-        ranked = lexical() if mode in ("fts", "hybrid") else []
-        near = semantic() if mode in ("semantic", "hybrid") else []
+        ranked = lexical() if mode == "fts" else []
+        near = semantic() if mode == "semantic" else []
     for rank, (kind, key, score) in enumerate(ranked, start=1):
         entry = hit(kind, key)
         entry.fts_score, entry.fts_rank = score, rank
@@ -348,53 +338,6 @@ def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[st
             kind=kind, query_vector=query_vector, limit=depth, scope=scope if filtered.get(kind, True) else None)]
     near.sort(key=lambda item: -item[2])
     return near[:depth]
-
-
-def _unchecked(work: Callable[[], Any]) -> Any:
-    """A helper thread's work on its own connection; a broken one raises (the caller redoes it)."""
-    return run_unchecked(work, retry=False)
-
-
-_helper_pool: ThreadPoolExecutor | None = None
-_helper_lock = threading.Lock()
-
-
-def _helpers() -> ThreadPoolExecutor:
-    global _helper_pool
-    with _helper_lock:
-        if _helper_pool is None:
-            _helper_pool = ThreadPoolExecutor(max_workers=HELPERS, thread_name_prefix="winni-recall")
-        return _helper_pool
-
-
-HELPERS = 4
-_helper_slots = threading.BoundedSemaphore(HELPERS)
-
-
-def in_background(work: Callable[..., Any], *args: Any) -> Future | None:
-    """`work(*args)` started in a helper thread, or None when every helper is busy (a loaded
-    process: the caller then does the work itself rather than queue behind other requests).
-    Database work must bring its own connection (_unchecked) and not need the caller's
-    uncommitted rows."""
-    slots = _helper_slots  # released below even if the module's semaphore is replaced meanwhile
-    if not slots.acquire(blocking=False):
-        return None
-    future = _helpers().submit(work, *args)
-    future.add_done_callback(lambda _: slots.release())
-    return future
-
-
-def helpers_shutdown() -> None:
-    """Stop the helper threads; their connections close as the threads end (a test database can
-    then be dropped)."""
-    global _helper_pool
-    with _helper_lock:
-        pool, _helper_pool = _helper_pool, None
-    if pool is not None:
-        pool.shutdown(wait=True)
-        import gc
-
-        gc.collect()
 
 
 def _fuse(entries: list[Hit], mode: str) -> None:

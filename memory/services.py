@@ -14,6 +14,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core import projects, timerank
+from core.connections import in_background
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import redact, redact_json
@@ -162,7 +163,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector (CPU only, no database) is computed in a helper thread while this one
         # reads which memories still wait for theirs.
-        embedding = retrieval.in_background(embeddings.embed_query, query)
+        embedding = in_background(embeddings.embed_query, query)
         model = vectors.model_active()
         waiting = _waiting_for_a_vector(query=query, scope=scope, filtered=filtered, model=model.name) \
             if model.name == embeddings.model_name() else []

@@ -41,9 +41,9 @@ def recall_helpers_stop(django_db_setup: Any) -> Iterator[None]:
     it in process, hold connections to the test database; they must be gone before the database
     is dropped."""
     yield
-    from memory import retrieval
+    from core import connections
 
-    retrieval.helpers_shutdown()
+    connections.helpers_shutdown()
     if "winni_site.asgi" in sys.modules:
         sys.modules["winni_site.asgi"].request_threads_shutdown()
 

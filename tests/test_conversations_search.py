@@ -1,6 +1,7 @@
 import datetime as dt
 
 import pytest
+from django.db import transaction
 
 from conversations import services
 from conversations.models import Message
@@ -110,6 +111,46 @@ def test_hit_carries_conversation_fields_and_context_lines():
     assert services.message_search(query="needle", context_lines=0).hits[0].context == []
     edge = services.message_search(query="filler line 7", context_lines=3).hits[0]
     assert [m.turn_number for m in edge.context] == [4, 5, 6]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_snippets_are_made_beside_the_context(monkeypatch):
+    """Committed rows: a page's snippets are made by a helper thread (its own connection) while the
+    caller reads the conversations and the turns around the hits; inside a transaction all of it
+    runs on the caller's thread. The page is the same either way."""
+    import threading
+
+    from conversations.services import search
+    from core import connections
+
+    threads: list[str] = []
+
+    def recording(work):
+        def traced():
+            threads.append(threading.current_thread().name)
+            return work()
+
+        return connections.beside(traced)
+
+    monkeypatch.setattr(search, "beside", recording)
+    conversation = services.conversation_begin(session_id="ctx", metadata={"cwd": "/repo"})
+    for i in range(1, 8):
+        text = "the needle is here, a needle in a haystack" if i in (2, 6) else f"filler line {i}"
+        services.message_store(conversation_id=conversation.id, role="user", content=text)
+
+    def page() -> list[tuple]:
+        found = services.message_search(query="needle", mode="fts", context_lines=2)
+        return [(hit.message.turn_number, hit.snippet, hit.message.conversation.session_id,
+                 [m.turn_number for m in hit.context]) for hit in found.hits]
+
+    beside = page()
+    with transaction.atomic():
+        inline = page()
+    assert threads[0].startswith("winni-recall") and threads[1] == threading.current_thread().name
+    assert beside == inline
+    assert sorted((turn, session, around) for turn, _, session, around in beside) == \
+        [(2, "ctx", [1, 3, 4]), (6, "ctx", [4, 5, 7])]
+    assert all("**needle**" in snippet for _, snippet, _, _ in beside)
 
 
 def test_paging_and_total():

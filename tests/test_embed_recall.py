@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from conversations import services as conversations
-from core import recall, searchable
+from core import connections, recall, searchable
 from core.errors import InvalidInput
 from memory import retrieval, vectors
 from memory import services as memories
@@ -73,8 +73,8 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
     beside = recall.recall(query="deploy pipeline migration")
     with transaction.atomic():
         inline = recall.recall(query="deploy pipeline migration")
-    monkeypatch.setattr(retrieval, "_helper_slots", threading.BoundedSemaphore(1))
-    retrieval._helper_slots.acquire()  # every helper busy (a loaded process): no queueing, inline
+    monkeypatch.setattr(connections, "_helper_slots", threading.BoundedSemaphore(1))
+    connections._helper_slots.acquire()  # every helper busy (a loaded process): no queueing, inline
     busy = recall.recall(query="deploy pipeline migration")
     here = threading.current_thread().name
     threads = semantic_side_threads
@@ -89,9 +89,7 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
 def test_a_broken_helper_connection_falls_back_to_the_callers(semantic_side_threads):
     """The helper's connection is not health-checked before each search: when the database dropped
     it (a restart), the search still answers, on the caller's connection, and the helper reconnects."""
-    from memory import retrieval
-
-    retrieval.helpers_shutdown()  # one helper thread from here on (earlier tests may have started more)
+    connections.helpers_shutdown()  # one helper thread from here on (earlier tests may have started more)
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)

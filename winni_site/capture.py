@@ -22,7 +22,7 @@ from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
 from core import projects
-from core.connections import run_unchecked
+from core.connections import in_background, run_unchecked
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -367,8 +367,6 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
     stored = None
     if early is not None and recall_enabled(early) and not connection.in_atomic_block:
         # Not inside a transaction: the helper's own connection would not see the caller's rows.
-        from memory.retrieval import in_background
-
         def capture() -> CaptureResult:
             return run_unchecked(lambda: capture_hook_event(payload=payload, actor=actor, **event), retry=False)
 

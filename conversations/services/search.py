@@ -17,6 +17,7 @@ from django.db.models.functions import Left
 from conversations.models import Conversation, Message
 from conversations.services.messages import validate_role, validate_session_id
 from core import projects, recall, timerank
+from core.connections import beside
 from core.counts import planner_rows
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -252,34 +253,38 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
     if not ranked:
         return []
     ids = [item.message_id for item in ranked]
-    by_id = {
+    # The snippets (ts_headline over each hit's text) are made by a helper thread while this one
+    # reads the conversations and the turns around the hits (1M realistic messages, a page of 20
+    # hits: 4 ms of snippets beside 2.5 ms of the rest).
+    hits_with_snippets = beside(lambda: {
         m.id: m
         for m in Message.objects.raw(_HITS_SQL, [query, query, SNIPPET_LEAD, SNIPPET_WINDOW, SNIPPET_WINDOW, ids,
                                                  _HEADLINE_OPTIONS, _HEADLINE_OPTIONS])
-    }
-    conversations = Conversation.objects.select_related("project").in_bulk({m.conversation_id for m in by_id.values()})
+    })
+    conversations = {c.pk: c for c in Conversation.objects.select_related("project").filter(
+        pk__in=Message.objects.filter(id__in=ids).values("conversation_id"))}
     neighbours: dict[uuid.UUID, list[Message]] = {}
     if context_lines:
-        hits = list(by_id.values())
         # Only the head of each neighbour (CONTEXT_MAX_CHARS) and its length: a page of 20 hits has
         # up to 80 neighbours, many of them tool outputs of up to 20,000 characters.
         columns = _MESSAGE_COLUMNS.replace("m.content", f"left(m.content, {CONTEXT_MAX_CHARS}) AS content, "
                                                         "length(m.content) AS content_length")
         around = Message.objects.raw(
-            f"SELECT DISTINCT {columns} FROM conversations_message m "
-            "JOIN unnest(%s::uuid[], %s::int[]) AS h(conversation_id, turn) "
-            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn::bigint - %s AND h.turn::bigint + %s "
-            "ORDER BY m.conversation_id, m.turn_number",
-            [[m.conversation_id for m in hits], [m.turn_number for m in hits], context_lines, context_lines],
+            f"SELECT DISTINCT {columns} FROM conversations_message h JOIN conversations_message m "
+            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+            "WHERE h.id = ANY(%s) ORDER BY m.conversation_id, m.turn_number",
+            [context_lines, context_lines, ids],
         )
         for other in around:
             neighbours.setdefault(other.conversation_id, []).append(other)
+    by_id = hits_with_snippets()
     result = []
     for item in ranked:
         message = by_id.get(item.message_id)
-        if message is None:  # deleted between ranking and loading
+        conversation = conversations.get(message.conversation_id) if message is not None else None
+        if message is None or conversation is None:  # deleted between ranking and loading
             continue
-        message.conversation = conversations[message.conversation_id]
+        message.conversation = conversation
         context = [
             other
             for other in neighbours.get(message.conversation_id, [])
