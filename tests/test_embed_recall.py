@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 
 from conversations import services as conversations
-from core import connections, recall, searchable
+from core import connections, projects, recall, searchable
 from core.errors import InvalidInput
 from memory import retrieval, vectors
 from memory import services as memories
@@ -550,6 +550,36 @@ def test_message_surroundings_stay_within_the_scope_and_the_conversation():
     # Sizes in bytes (what PostgreSQL knows of a long text without decompressing it).
     assert found.size == {ids[n]: len(texts[n].encode()) for n in (0, 1, 3)}
     assert found.size[ids[3]] == 10
+
+
+def test_scopes_of_whole_conversations_need_no_check_of_the_turns_around_a_hit(django_assert_num_queries):
+    """A scope whose filters keep or leave out whole conversations (a project, a session, a
+    conversation, negated or not) holds every turn around a hit in it: surroundings skip checking
+    them. A filter on the message itself (its role, its date, its key) does not."""
+    from django.db.models import Q
+
+    from conversations.models import Conversation, Message
+    from conversations.services import search
+
+    alpha = projects.project_create(name="alpha")
+    chat = conversations.conversation_begin(session_id="around", project="alpha")
+    ids = [str(conversations.message_store(conversation_id=chat.id, role=role, content=f"turn {n}").pk)
+           for n, role in enumerate(["user", "assistant", "user", "assistant", "user"])]
+    whole = [Message.objects.filter(project=alpha), Message.objects.filter(conversation__session_id="around"),
+             Message.objects.filter(conversation_id=chat.id),
+             Message.objects.filter(project=alpha).exclude(
+                 conversation_id__in=Conversation.objects.filter(session_id="elsewhere").values("pk")),
+             Message.objects.filter(Q(project=alpha) | Q(project__isnull=True))]
+    partial = [Message.objects.filter(role="user"), Message.objects.filter(project=alpha, role="user"),
+               Message.objects.exclude(pk=ids[3]), Message.objects.filter(created_at__gte=chat.created_at)]
+    assert [search.whole_conversations(scope) for scope in whole] == [True] * len(whole)
+    assert [search.whole_conversations(scope) for scope in partial] == [False] * len(partial)
+    with django_assert_num_queries(1):  # the surroundings alone, no check
+        found = conversations.message_surroundings([ids[2]], whole[0])
+    assert sorted(found.near[ids[2]]) == sorted([(ids[1], 1), (ids[3], 1), (ids[0], 2), (ids[4], 2)])
+    with django_assert_num_queries(2):
+        found = conversations.message_surroundings([ids[2]], partial[1])
+    assert sorted(found.near[ids[2]]) == sorted([(ids[0], 2), (ids[4], 2)])
 
 
 def test_fusion_scales_each_side_between_its_weakest_and_best_candidate(settings):
