@@ -153,6 +153,19 @@ def test_outside_a_transaction_the_snippets_are_made_beside_the_context(monkeypa
     assert all("**needle**" in snippet for _, snippet, _, _ in beside)
 
 
+def test_the_turns_around_the_last_turn_number_there_is():
+    """A hit at turn 2^31 - 1 (the column's last) gets its context: the window around it is
+    computed past the integer range."""
+    from conversations.services.messages import TURN_MAX
+
+    conversation = services.conversation_begin(session_id="edge")
+    services.message_store(conversation_id=conversation.id, role="user", content="filler", turn_number=TURN_MAX - 1)
+    services.message_store(conversation_id=conversation.id, role="user", content="the needle", turn_number=TURN_MAX)
+    for mode in ("fts", "hybrid"):
+        hit = services.message_search(query="needle", mode=mode, context_lines=2).hits[0]
+        assert hit.message.turn_number == TURN_MAX and [m.turn_number for m in hit.context] == [TURN_MAX - 1]
+
+
 def test_paging_and_total():
     conversation = services.conversation_begin()
     for i in range(5):

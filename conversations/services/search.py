@@ -271,7 +271,8 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
                                                         "length(m.content) AS content_length")
         around = Message.objects.raw(
             f"SELECT DISTINCT {columns} FROM conversations_message h JOIN conversations_message m "
-            "ON m.conversation_id = h.conversation_id AND m.turn_number BETWEEN h.turn_number - %s AND h.turn_number + %s "
+            "ON m.conversation_id = h.conversation_id "
+            "AND m.turn_number BETWEEN h.turn_number::bigint - %s AND h.turn_number::bigint + %s "  # no int overflow
             "WHERE h.id = ANY(%s) ORDER BY m.conversation_id, m.turn_number",
             [context_lines, context_lines, ids],
         )
