@@ -274,6 +274,16 @@ def test_indexes_left_by_a_backfill_are_compacted_but_hnsw_indexes_are_not_rebui
             cursor.execute(f'DROP INDEX IF EXISTS "{hnsw}"')
 
 
+def _walk_plan(queries, marker: str) -> str:
+    """The plan of the one captured statement holding `marker`, with table scans and sorts priced
+    out: which indexes could serve it (a few dozen test rows are read faster without one)."""
+    (statement,) = [q["sql"] for q in queries.captured_queries if marker in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        cursor.execute("EXPLAIN " + statement)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
 @pytest.fixture
 def index_builds_allowed():
     """CREATE INDEX within the test's transaction is refused while deferred foreign-key checks of
@@ -311,14 +321,9 @@ def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_w
         walked = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
     assert [sim for _, sim in walked] == pytest.approx([sim for _, sim in exact], abs=2e-3)
     assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
-    (statement,) = [q["sql"] for q in queries.captured_queries if "ORDER BY (vector::halfvec" in q["sql"]]
-    with connection.cursor() as cursor:
-        # 60 rows are read faster from the table; what matters is that the statement can be served
-        # by the project's own index (its predicate proven from the statement's literal project).
-        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
-        cursor.execute("EXPLAIN " + statement)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert own in plan
+    # 60 rows are read faster from the table; what matters is that the statement can be served by
+    # the project's own index (its predicate proven from the statement's literal project).
+    assert own in _walk_plan(queries, "ORDER BY (vector::halfvec")
 
     # The scope still judges: one role of the project, the project less a session.
     spoken = scope.filter(role="user")
@@ -376,14 +381,9 @@ def test_the_global_memories_get_an_index_of_their_own_which_a_projects_search_w
     assert len({round(sim, 4) for _, sim in walked}) >= 5  # a real ranking, not ties
     assert str(stale.pk) not in {key for key, _ in walked}
     assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
-    (statement,) = [q["sql"] for q in queries.captured_queries if "IS NULL ORDER BY (vector::halfvec" in q["sql"]]
-    with connection.cursor() as cursor:
-        # 24 rows are read faster from the table; what matters is that the global branch can be
-        # served by the index of the rows of no project.
-        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
-        cursor.execute("EXPLAIN " + statement)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert own in plan
+    # 24 rows are read faster from the table; what matters is that the global branch can be served
+    # by the index of the rows of no project.
+    assert own in _walk_plan(queries, "IS NULL ORDER BY (vector::halfvec")
 
     # Below half the minimum it goes, as a project's does.
     Memory.objects.filter(pk__in=list(Memory.objects.filter(project__isnull=True).values_list("pk", flat=True)[:7])).delete()
