@@ -221,9 +221,8 @@ def project_indexes_sync() -> dict[str, list[str]]:
     active model) an HNSW index of its own (so too as many vectors of no project of a kind whose
     project searches take them: Searchable.global_index), and each holding a
     PROJECT_FTS_INDEX_FRACTION of that many rows of a kind a full-text index of its own, and drop
-    those no longer wanted: the project
-    shrank below half its minimum or is gone, the model is no longer active, or a build failed (it
-    is made again). Outside a transaction the indexes are built and dropped CONCURRENTLY (writes go
+    those no longer wanted: the project shrank below half its minimum or is gone, the model is no
+    longer active, or a build failed (it is made again). Outside a transaction the indexes are built and dropped CONCURRENTLY (writes go
     on meanwhile). Returns the names created and dropped."""
     minimum = settings.WINNI_RECALL_PROJECT_INDEX_MIN
     fts_minimum = max(1, minimum // PROJECT_FTS_INDEX_FRACTION)
