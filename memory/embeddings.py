@@ -22,11 +22,12 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from django.conf import settings
 
 # Declared in core (so that callers of search can catch them without this module); raised here.
+from core.connections import in_background
 from core.searchable import EmbeddingError, EmbeddingUnavailable
 
 if TYPE_CHECKING:
@@ -373,3 +374,12 @@ def embed_parts(rows: list[searchable.Parts], *, model: str | None = None) -> li
 
 def embed_query(text: str) -> list[float]:
     return embed_texts([text])[0]
+
+
+def embed_query_beside(text: str) -> Callable[[], list[float]]:
+    """embed_query(text) started in a helper thread (CPU only, no database: inside a transaction
+    too) while the caller goes on; returns the function that waits for the vector, or computes it
+    on the caller's thread when every helper was busy. Its errors (EmbeddingUnavailable) are
+    raised by that function."""
+    pending = in_background(embed_query, text)
+    return lambda: pending.result() if pending is not None else embed_query(text)

@@ -14,7 +14,6 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core import projects, timerank
-from core.connections import in_background
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import redact, redact_json
@@ -161,14 +160,14 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         scope = scope.filter(created_at__lt=end)
     filtered = bool(tags) or projects.project_filter(project).narrows or bool(start or end)
     with storage_op("memory.search", limit=limit) as log:
-        # The query's vector (CPU only, no database) is computed in a helper thread while this one
-        # reads which memories still wait for theirs.
-        embedding = in_background(embeddings.embed_query, query)
+        # The query's vector is computed by a helper thread while this one reads which memories
+        # still wait for theirs.
+        embedding = embeddings.embed_query_beside(query)
         model = vectors.model_active()
         waiting = _waiting_for_a_vector(query=query, scope=scope, filtered=filtered, model=model.name) \
             if model.name == embeddings.model_name() else []
         try:
-            query_vector: list[float] | None = embedding.result() if embedding else embeddings.embed_query(query)
+            query_vector: list[float] | None = embedding()
         except EmbeddingUnavailable:
             query_vector = None
         depth = limit * timerank.DEPTH_FACTOR if time is not None and time.boosts else limit

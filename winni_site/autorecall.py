@@ -44,7 +44,6 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from core import projects, timerank
-from core.connections import in_background
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -620,16 +619,15 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     (prompt_lexemes,) = _lexemes_of([timerank.without_time_words(query, time) if time is not None else query])
     weights = _weights(prompt_lexemes)
     searched = bool(weights) and (gate is None or len(weights) >= gate.min_terms)
-    # The prompt's vector (CPU only, no database) is computed by a helper thread while this one
-    # looks for a cached answer.
-    embedding = in_background(embeddings.embed_query, query) if searched else None
+    # The prompt's vector is computed by a helper thread while this one looks for a cached answer.
+    embedding = embeddings.embed_query_beside(query) if searched else None
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
                        answer=_cached_answer(prompt, project), prompt=prompt)
-    if not searched:
+    if embedding is None:
         return found
     query_vector: list[float] | None
     try:
-        query_vector = embedding.result() if embedding else embeddings.embed_query(query)
+        query_vector = embedding()
     except EmbeddingUnavailable:
         query_vector = None
     found.generic = _generic_similarity(query_vector)
