@@ -296,3 +296,26 @@ def test_hybrid_finds_a_file_name_from_its_full_path():
     _store("We talked about the weather and lunch.")
     page = services.message_search(query="memory/retrieval.py", mode="hybrid")
     assert _contents(page)[:1] == ["the bug was in retrieval.py after all"]
+
+
+def _toasted_values():
+    """The distinct values the message table keeps out of line, in its TOAST relation."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltoastrelid::regclass FROM pg_class WHERE oid = 'conversations_message'::regclass")
+        toast = cursor.fetchone()[0]
+        cursor.execute(f"SELECT count(DISTINCT chunk_id) FROM {toast}")
+        return cursor.fetchone()[0]
+
+
+def test_a_long_message_keeps_its_search_vector_in_its_row():
+    """BM25 reads each candidate's vector: out of line it costs a TOAST index lookup per row
+    (migration 0008). A 3 KB tool output of words that do not compress: its content goes out of
+    line, its search vector stays in the row."""
+    import secrets
+
+    before = _toasted_values()
+    _, message = _store(" ".join(secrets.token_hex(5) for _ in range(300)), role="tool")
+    assert _toasted_values() == before + 1
+    assert services.message_search(query=message.content.split()[7]).hits[0].message.id == message.id
