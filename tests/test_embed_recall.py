@@ -226,6 +226,29 @@ def test_over_a_whole_table_common_lexemes_neither_flood_the_candidates_nor_look
     assert len(retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)) == 5
 
 
+def test_when_the_rarest_word_is_over_the_cap_the_rows_with_every_word_are_candidates(monkeypatch):
+    """Past the cap the rarest word's rows are taken in the table's order: the rows holding every
+    word of the question come first, wherever they are; the others still fill the cap."""
+    elsewhere = conversations.conversation_begin(session_id="over-the-cap-elsewhere")
+    outside = conversations.message_store(conversation_id=elsewhere.id, role="user", content="deploy rollback")
+    conversation = conversations.conversation_begin(session_id="over-the-cap")
+    for number in range(8):
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"deploy number {number}")
+    wanted = conversations.message_store(conversation_id=conversation.id, role="user", content="deploy then rollback")
+    monkeypatch.setattr(retrieval, "FTS_CANDIDATE_CAP", 5)
+    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {"deploy": 0.9, "rollback": 0.95})
+    scope = searchable.get("message").model.objects.all()
+    lexemes = retrieval.query_lexemes("deploy rollback")
+    ranked = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)
+    assert {key for key, _ in ranked[:2]} == {str(wanted.pk), str(outside.pk)} and len(ranked) == 5
+    # a large filtered scope (here: more than 2 rows, counted as 9), its filter on both kinds of candidates
+    monkeypatch.setattr(retrieval, "SCOPE_COUNT_EXACT_UP_TO", 2)
+    monkeypatch.setattr(retrieval, "_scope_size", lambda scope, table, filtered: 9)
+    ranked = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope.filter(conversation=conversation),
+                            limit=10, filtered=True)
+    assert ranked[0][0] == str(wanted.pk) and len(ranked) == 5 and str(outside.pk) not in dict(ranked)
+
+
 def test_bm25_candidates_are_read_through_the_index_never_by_scanning_the_table(monkeypatch):
     """Over a whole table the candidates come through the full-text index even where the planner
     would rather scan the table until it has enough (as it does for a small one); the setting that
