@@ -124,11 +124,11 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     params: list[Any] = [lexemes, tsquery(chosen), *scope_params]
     if len(lexemes) > 1 and estimated.get(chosen[0], 0.0) > FTS_CANDIDATE_CAP:
         # The rarest word alone has more rows than the cap, so the capped candidates would be the
-        # first of them in the table's order (often a big project's oldest messages), whatever else the
-        # question says. The rows holding every word come first (an index intersection, read to
-        # the end only when it is small), then the rest as before: 1M realistic messages, the
-        # questions of a 171,551-message project over the cap, overlap with the BM25 top 20 over
-        # every matching row 0.05 → 0.36.
+        # first of them in the table's order (often a big project's oldest messages), whatever
+        # else the question says. The rows holding every word come first (the index intersects
+        # the words' posting lists), then the rarest word's other rows fill the cap: 1M realistic
+        # messages, the questions over the cap of a 171,551-message project, overlap with the BM25
+        # top 20 over every matching row 0.05 → 0.36 (bench/bm25_cap.py).
         every = tsquery(lexemes, "&")
         candidates = (f"({read} WHERE t.search_vector @@ %s::tsquery{scope_clause}) UNION ALL "
                       f"({candidates} AND NOT t.search_vector @@ %s::tsquery)")
