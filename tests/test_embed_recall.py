@@ -209,15 +209,23 @@ def test_candidates_come_from_the_rarest_lexemes_first():
     assert retrieval.candidate_lexemes(["server", "deploy", "rollback"], {}) == ["server", "deploy", "rollback"]
 
 
+def _capped_crowd(monkeypatch, session_id, word, crowd, wanted_text, frequencies):
+    """A conversation of `crowd` rows "<word> number N", then the row `wanted_text`; the candidate
+    cap at 5 and the table's lexeme frequencies as given. (conversation, the wanted row)."""
+    conversation = conversations.conversation_begin(session_id=session_id)
+    for number in range(crowd):
+        conversations.message_store(conversation_id=conversation.id, role="user", content=f"{word} number {number}")
+    wanted = conversations.message_store(conversation_id=conversation.id, role="user", content=wanted_text)
+    monkeypatch.setattr(retrieval, "FTS_CANDIDATE_CAP", 5)
+    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: frequencies)
+    return conversation, wanted
+
+
 def test_over_a_whole_table_common_lexemes_neither_flood_the_candidates_nor_look_rare(monkeypatch):
     """With ANALYZE's frequencies, a lexeme in most rows does not pick the candidates: the rows with
     the rare word are all scored. Without them, the cap takes arbitrary rows matching any word."""
-    conversation = conversations.conversation_begin(session_id="idf-table")
-    for number in range(12):
-        conversations.message_store(conversation_id=conversation.id, role="user", content=f"server number {number}")
-    wanted = conversations.message_store(conversation_id=conversation.id, role="user", content="server rollback done")
-    monkeypatch.setattr(retrieval, "FTS_CANDIDATE_CAP", 5)
-    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {"server": 1.0, "number": 0.9})
+    _, wanted = _capped_crowd(monkeypatch, "idf-table", "server", 12, "server rollback done",
+                              {"server": 1.0, "number": 0.9})
     scope = searchable.get("message").model.objects.all()
     lexemes = retrieval.query_lexemes("server rollback")
     ranked = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)
@@ -231,12 +239,8 @@ def test_when_the_rarest_word_is_over_the_cap_the_rows_with_every_word_are_candi
     word of the question come first, wherever they are; the others still fill the cap."""
     elsewhere = conversations.conversation_begin(session_id="over-the-cap-elsewhere")
     outside = conversations.message_store(conversation_id=elsewhere.id, role="user", content="deploy rollback")
-    conversation = conversations.conversation_begin(session_id="over-the-cap")
-    for number in range(8):
-        conversations.message_store(conversation_id=conversation.id, role="user", content=f"deploy number {number}")
-    wanted = conversations.message_store(conversation_id=conversation.id, role="user", content="deploy then rollback")
-    monkeypatch.setattr(retrieval, "FTS_CANDIDATE_CAP", 5)
-    monkeypatch.setattr(retrieval, "lexeme_frequencies", lambda table: {"deploy": 0.9, "rollback": 0.95})
+    conversation, wanted = _capped_crowd(monkeypatch, "over-the-cap", "deploy", 8, "deploy then rollback",
+                                         {"deploy": 0.9, "rollback": 0.95})
     scope = searchable.get("message").model.objects.all()
     lexemes = retrieval.query_lexemes("deploy rollback")
     ranked = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=False)
