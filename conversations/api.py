@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from conversations import outputs, services
 from conversations.services.fiedler import FIEDLER_BATCH_MAX
 from conversations.services.messages import MAX_BULK_MESSAGES
+from conversations.services.search import SEARCH_MAX_CHARS, SEARCH_MAX_CHARS_RANGE
 from core.rest import (
     INT_MAX,
     NO_NUL,
@@ -279,18 +280,25 @@ class MessageSearchApi(APIView):
         project = ProjectField(required=False, help_text="only this project's (slug or name)")
         as_of = as_of_field()
         recency = recency_field()
+        max_chars = serializers.IntegerField(
+            required=False, default=SEARCH_MAX_CHARS, min_value=SEARCH_MAX_CHARS_RANGE[0],
+            max_value=SEARCH_MAX_CHARS_RANGE[1],
+            help_text=f"the page's JSON at most (default {SEARCH_MAX_CHARS:,}): the messages' content is cut to fit")
 
     @extend_schema(
         operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",
         description="Ranked search over stored messages (`dewey_search`): full text, semantic or hybrid, with "
                     "filters, a highlighted snippet and the surrounding messages of each hit. A query of stop "
-                    "words only finds nothing; a start after the end is an empty range.",
+                    "words only finds nothing; a start after the end is an empty range. The messages' content "
+                    "is cut so that the page's JSON holds at most `max_chars` characters (`truncated`, "
+                    "`content_length`).",
         parameters=[InputSerializer],
         responses={200: answer(outputs.SearchPageDict, "one page of hits, best first", {
             "query": "money amounts", "total": 1, "total_is_estimate": False, "limit": 20, "offset": 0, "mode": "hybrid",
             "time_filter": None,
             "results": [{"conversation_id": CID, "message_id": MID, "turn": 1, "role": "user",
-                         "content": "How do we store money amounts?", "rank": 0.912,
+                         "content": "How do we store money amounts?", "truncated": False, "content_length": 30,
+                         "rank": 0.912,
                          "snippet": "How do we store <b>money</b> <b>amounts</b>?", "created_at": NOW,
                          "session_id": "7d1c9b0e-claude-session", "project": "winni", "conversation_metadata": None,
                          "context": [{"message_id": "5c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", "turn": 2,

@@ -5,6 +5,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conversations import outputs, services
+from conversations.services.search import SEARCH_MAX_CHARS
 from core.mcp import McpRegistry, read_tool, service_tool
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -121,6 +122,7 @@ def dewey_search(
     project: str | None = None,
     as_of: str | None = None,
     recency: float | None = None,
+    max_chars: int = SEARCH_MAX_CHARS,
 ) -> outputs.SearchPageDict:
     """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
     Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;
@@ -131,7 +133,9 @@ def dewey_search(
     conversations. Time words in the query ("last week", "in March") are read relative to as_of
     (ISO 8601, default now) and rank messages of that time higher within the page; for an order
     question ("which came first") time_filter.timeline lists them oldest first; recency (a
-    half-life in days) favours newer ones; time_filter in the result says what was done."""
+    half-life in days) favours newer ones; time_filter in the result says what was done. The page
+    holds at most max_chars characters of JSON: the messages' content is cut to fit (truncated,
+    content_length); ask a larger max_chars, or dewey_get_conversation, for more."""
     page = services.message_search(
         query=query,
         session_id=session_id,
@@ -146,6 +150,7 @@ def dewey_search(
         project=project,
         as_of=as_of,
         recency=recency,
+        max_chars=max_chars,
     )
     return outputs.search_page_dict(page)
 

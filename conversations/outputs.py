@@ -1,4 +1,5 @@
 """The return shapes of seed 001 §5, shared by MCP tools and REST views (one place per shape)."""
+import json
 from typing import Any, TypedDict
 
 from conversations.models import Conversation, FiedlerResult, Message
@@ -137,6 +138,8 @@ class SearchHitDict(TypedDict):
     turn: int
     role: str
     content: str
+    truncated: bool
+    content_length: int
     rank: float
     snippet: str
     created_at: str
@@ -203,6 +206,8 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
         "turn": message.turn_number,
         "role": message.role,
         "content": message.content,
+        "truncated": False,
+        "content_length": len(message.content),
         "rank": round(hit.rank, 6),
         "snippet": hit.snippet,
         "created_at": message.created_at.isoformat(),
@@ -224,7 +229,9 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
 
 
 def search_page_dict(page: SearchPage) -> SearchPageDict:
-    return {
+    """The page as JSON, its messages' content cut so that it holds at most page.max_chars
+    characters (conversations.services.search.SEARCH_MAX_CHARS says why)."""
+    out: SearchPageDict = {
         "query": page.query,
         "results": [search_hit_dict(hit) for hit in page.hits],
         "total": page.total,
@@ -234,6 +241,55 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
         "mode": page.mode,
         "time_filter": page.time_filter,
     }
+    _fit_contents(out, page.max_chars)
+    return out
+
+
+# A hit's own content gets this many times the characters of a turn around it, when both are cut.
+HIT_WEIGHT = 4
+
+
+def _json_chars(value: Any) -> int:
+    """The length of `value` as compact JSON (as the REST API writes it)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def _fit_contents(page: SearchPageDict, max_chars: int) -> None:
+    """Cut the content of the page's hits and of the turns around them so that the page's JSON
+    holds at most `max_chars` characters: the room left by everything else is shared out, short
+    texts whole, long ones cut to the same level (a hit's HIT_WEIGHT times a turn's)."""
+    parts: list[Any] = [*page["results"], *(turn for hit in page["results"] for turn in hit["context"])]
+    texts = [part["content"] for part in parts]
+    if _json_chars(page) <= max_chars:
+        return
+    weights = [HIT_WEIGHT] * len(page["results"]) + [1] * (len(parts) - len(page["results"]))
+    truncated = [part["truncated"] for part in parts]
+    for part in parts:
+        part["content"] = ""
+    room = max_chars - _json_chars(page)
+    for _ in range(3):  # JSON escapes (newlines, quotes) make a text longer than its characters
+        shares = fair_shares([len(text) for text in texts], weights, max(room, 0))
+        for part, text, was_cut, share in zip(parts, texts, truncated, shares):
+            part["content"], part["truncated"] = text[:share], was_cut or share < len(text)
+        over = _json_chars(page) - max_chars
+        if over <= 0:
+            return
+        room -= over
+
+
+def fair_shares(lengths: list[int], weights: list[int], budget: int) -> list[int]:
+    """How much of each length fits `budget` altogether: each gets min(its length, its weight × L)
+    for the largest level L that fits (max-min fairness, weighted)."""
+    if sum(lengths) <= budget:
+        return list(lengths)
+    shares = [0] * len(lengths)
+    left, weight_left = budget, sum(weights)
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i] / weights[i]):
+        level = left / weight_left
+        shares[index] = min(lengths[index], int(weights[index] * level))
+        left -= shares[index]
+        weight_left -= weights[index]
+    return shares
 
 
 # --- Fiedler ---------------------------------------------------------------------------------

@@ -54,6 +54,7 @@ def test_bad_input_names_the_field_and_writes_nothing(mcp_legacy):
     })
     assert "query" in call_error("dewey_search", {"query": " "})
     assert "limit" in call_error("dewey_search", {"query": "x", "limit": 101})
+    assert "max_chars" in call_error("dewey_search", {"query": "x", "max_chars": 100})
     assert "start_date" in call_error("dewey_search", {"query": "x", "start_date": "2024-02-30"})
     assert "end_date" in call_error("dewey_search", {"query": "x", "end_date": "whenever"})
     assert "offset" in call_error("dewey_list_conversations", {"offset": -1})
@@ -79,3 +80,18 @@ def test_fiedler_tools(mcp_legacy):
     queried = mcp_legacy.call("dewey_query_fiedler_results", {"text": "answer", "model": "gpt-5"})
     assert queried["total"] == 1 and queried["results"][0]["tokens_prompt"] == 100
     assert "orch-8" in mcp_legacy.call_error("dewey_get_fiedler_results", {"correlation_id": "orch-8"})
+
+
+def test_a_page_of_long_tool_outputs_fits_what_claude_code_reads(mcp_legacy):
+    """Claude Code keeps a tool result over 50,000 characters out of the conversation. A default
+    page of 20 hits among long tool outputs, their turns around them too, stays under it."""
+    from tests.support import result_text, structured
+
+    output = "".join(f"PASSED tests/test_flamingo.py::test_case_{n} flamingo settings\n" for n in range(400))
+    mcp_legacy.call("dewey_store_messages_bulk", {
+        "session_id": "mcp-long", "messages": [{"role": "tool", "content": output} for _ in range(30)]})
+    result = mcp_legacy.call_raw("dewey_search", {"query": "flamingo settings", "mode": "fts"})
+    assert not result.is_error and len(result_text(result)) < 50_000
+    page = structured(result)
+    assert len(page["results"]) == 20 and all(hit["truncated"] for hit in page["results"])
+    assert all(hit["content_length"] == len(output) and output.startswith(hit["content"]) for hit in page["results"])

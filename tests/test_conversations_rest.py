@@ -60,6 +60,7 @@ def test_bulk_errors_name_the_item_and_store_nothing(api):
         ({"query": "x", "offset": -1}, "offset"),
         ({"query": "x", "role": "robot"}, "role"),
         ({"query": "x", "start_date": "soon"}, "start_date"),
+        ({"query": "x", "max_chars": 100}, "max_chars"),
         ({"query": " "}, "query"),
         ({}, "query"),
     ],

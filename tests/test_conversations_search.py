@@ -243,6 +243,8 @@ def test_a_start_after_the_end_is_an_empty_range():
         ({"start_date": "last week"}, "start_date"),
         ({"end_date": "2024-13-45"}, "end_date"),
         ({"conversation_id": "nope"}, "conversation_id"),
+        ({"max_chars": 1_999}, "max_chars"),
+        ({"max_chars": "big"}, "max_chars"),
     ],
 )
 def test_bad_search_arguments_name_the_field(kwargs, field):
@@ -319,3 +321,44 @@ def test_a_long_message_keeps_its_search_vector_in_its_row():
     _, message = _store(" ".join(secrets.token_hex(5) for _ in range(300)), role="tool")
     assert _toasted_values() == before + 1
     assert services.message_search(query=message.content.split()[7]).hits[0].message.id == message.id
+
+
+def test_a_page_of_long_messages_is_cut_to_max_chars():
+    """The page's JSON holds at most max_chars characters: the hits' and their turns' content is
+    cut to fit (a hit's more than a turn's), short ones stay whole, and each says what it left out."""
+    import json
+
+    from conversations.outputs import search_page_dict
+
+    conversation, _ = _store("Where does the retry loop of the uploader live?")
+    for turn in range(6):
+        # Long tool outputs with quotes and newlines (longer in JSON than in characters).
+        body = "".join(f'line {turn}.{n}: "retry" uploader backoff state\n' for n in range(150))
+        _store(body, conversation=conversation, role="tool")
+    short = "The retry loop is in uploader.py."
+    _store(short, conversation=conversation, role="assistant")
+
+    whole = search_page_dict(services.message_search(query="retry uploader", context_lines=1, max_chars=2_000_000))
+    assert all(not hit["truncated"] for hit in whole["results"])
+    page = search_page_dict(services.message_search(query="retry uploader", context_lines=1, max_chars=15_000))
+    assert len(json.dumps(page, ensure_ascii=False, separators=(",", ":"))) <= 15_000
+    assert len(page["results"]) == len(whole["results"]) == 8
+    by_id = {hit["message_id"]: hit for hit in whole["results"]}
+    cut = [hit for hit in page["results"] if hit["truncated"]]
+    assert len(cut) == 6
+    for hit in cut:
+        assert by_id[hit["message_id"]]["content"].startswith(hit["content"]) and hit["content"]
+        assert hit["content_length"] == len(by_id[hit["message_id"]]["content"]) > len(hit["content"])
+    assert {hit["content"] for hit in page["results"] if not hit["truncated"]} >= {short}
+    turns = [turn for hit in cut for turn in hit["context"] if turn["truncated"]]
+    assert turns and max(len(turn["content"]) for turn in turns) < min(len(hit["content"]) for hit in cut)
+
+
+def test_fair_shares_keep_short_texts_whole_and_cut_long_ones_evenly():
+    from conversations.outputs import fair_shares
+
+    assert fair_shares([10, 100, 1000], [1, 1, 1], 300) == [10, 100, 190]
+    assert fair_shares([10, 500, 1000], [1, 1, 1], 300) == [10, 145, 145]
+    assert fair_shares([10, 100, 1000], [1, 1, 1], 5000) == [10, 100, 1000]
+    assert fair_shares([1000, 1000], [4, 1], 500) == [400, 100]
+    assert fair_shares([1000, 50], [4, 1], 500) == [450, 50]
