@@ -257,17 +257,16 @@ def _json_chars(value: Any) -> int:
 def _fit_contents(page: SearchPageDict, max_chars: int) -> None:
     """Cut the content of the page's hits and of the turns around them so that the page's JSON
     holds at most `max_chars` characters: the room left by everything else is shared out, short
-    texts whole, long ones cut to the same level (a hit's HIT_WEIGHT times a turn's)."""
+    texts whole, long ones cut to the same level (a hit's HIT_WEIGHT times a turn's). Only pages
+    of about max_chars are written out to be measured, never a whole page of long texts."""
     parts: list[Any] = [*page["results"], *(turn for hit in page["results"] for turn in hit["context"])]
     texts = [part["content"] for part in parts]
-    if _json_chars(page) <= max_chars:
-        return
-    weights = [HIT_WEIGHT] * len(page["results"]) + [1] * (len(parts) - len(page["results"]))
     truncated = [part["truncated"] for part in parts]
+    weights = [HIT_WEIGHT] * len(page["results"]) + [1] * (len(parts) - len(page["results"]))
     for part in parts:
         part["content"] = ""
     room = max_chars - _json_chars(page)
-    for _ in range(3):  # JSON escapes (newlines, quotes) make a text longer than its characters
+    for _ in range(4):  # JSON escapes (newlines, quotes) make a text longer than its characters
         shares = fair_shares([len(text) for text in texts], weights, max(room, 0))
         for part, text, was_cut, share in zip(parts, texts, truncated, shares):
             part["content"], part["truncated"] = text[:share], was_cut or share < len(text)
