@@ -245,7 +245,10 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
     return out
 
 
-# A hit's own content gets this many times the characters of a turn around it, when both are cut.
+# When the page's texts are cut, a hit's snippet (where it matches: ts_headline's fragments, up to
+# ≈ 700 characters of code) keeps this many times the characters of a turn around it, a hit's own
+# content HIT_WEIGHT times.
+SNIPPET_WEIGHT = 8
 HIT_WEIGHT = 4
 
 
@@ -255,25 +258,36 @@ def _json_chars(value: Any) -> int:
 
 
 def _fit_contents(page: SearchPageDict, max_chars: int) -> None:
-    """Cut the content of the page's hits and of the turns around them so that the page's JSON
-    holds at most `max_chars` characters: the room left by everything else is shared out, short
-    texts whole, long ones cut to the same level (a hit's HIT_WEIGHT times a turn's). Only pages
-    of about max_chars are written out to be measured, never a whole page of long texts."""
-    parts: list[Any] = [*page["results"], *(turn for hit in page["results"] for turn in hit["context"])]
-    texts = [part["content"] for part in parts]
-    truncated = [part["truncated"] for part in parts]
-    weights = [HIT_WEIGHT] * len(page["results"]) + [1] * (len(parts) - len(page["results"]))
-    for part in parts:
-        part["content"] = ""
-    room = max_chars - _json_chars(page)
-    for _ in range(4):  # JSON escapes (newlines, quotes) make a text longer than its characters
-        shares = fair_shares([len(text) for text in texts], weights, max(room, 0))
-        for part, text, was_cut, share in zip(parts, texts, truncated, shares):
-            part["content"], part["truncated"] = text[:share], was_cut or share < len(text)
-        over = _json_chars(page) - max_chars
-        if over <= 0:
-            return
-        room -= over
+    """Cut the page's texts (the hits' snippets and content, the content of the turns around them)
+    so that its JSON holds at most `max_chars` characters: the room left by everything else is
+    shared out, short texts whole, long ones cut from their start to the same level, weighted
+    (SNIPPET_WEIGHT, HIT_WEIGHT, 1). A cut content says `truncated`, a cut snippet ends in "…".
+    Only pages of about max_chars are written out to be measured, never a whole page of long
+    texts."""
+    hits = page["results"]
+    fields: list[tuple[Any, str, int]] = [
+        *((hit, "snippet", SNIPPET_WEIGHT) for hit in hits), *((hit, "content", HIT_WEIGHT) for hit in hits),
+        *((turn, "content", 1) for hit in hits for turn in hit["context"])]
+    texts = [part[key] for part, key, _ in fields]
+    truncated = [part.get("truncated", False) for part, _, _ in fields]
+
+    def overrun(room: int) -> int:
+        """By how much the page's JSON exceeds max_chars with `room` characters of texts."""
+        shares = fair_shares([len(text) for text in texts], [weight for _, _, weight in fields], room)
+        for (part, key, _), text, was_cut, share in zip(fields, texts, truncated, shares):
+            if key == "snippet":
+                part[key] = text if share >= len(text) else text[:max(0, share - 1)] + "…"
+            else:
+                part[key], part["truncated"] = text[:share], was_cut or share < len(text)
+        return _json_chars(page) - max_chars
+
+    room = max(0, -overrun(0))  # what the rest of the page leaves
+    over = overrun(room)
+    while over > 0 and room > 0:
+        # JSON escapes (newlines, quotes, backslashes) make a text longer than its characters: less
+        # what it overran, and at least an eighth less each time, so that it ends in a few steps.
+        room = max(0, room - max(over, room // 8))
+        over = overrun(room)
 
 
 def fair_shares(lengths: list[int], weights: list[int], budget: int) -> list[int]:

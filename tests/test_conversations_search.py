@@ -352,6 +352,10 @@ def test_a_page_of_long_messages_is_cut_to_max_chars():
     assert {hit["content"] for hit in page["results"] if not hit["truncated"]} >= {short}
     turns = [turn for hit in cut for turn in hit["context"] if turn["truncated"]]
     assert turns and max(len(turn["content"]) for turn in turns) < min(len(hit["content"]) for hit in cut)
+    # Less room than the rest of the page takes: every text is cut away, the rest is kept.
+    bare = search_page_dict(services.message_search(query="retry uploader", context_lines=1, max_chars=2_000))
+    assert [hit["message_id"] for hit in bare["results"]] == [hit["message_id"] for hit in page["results"]]
+    assert all(hit["content"] == "" and hit["truncated"] and hit["snippet"] == "…" for hit in bare["results"])
 
 
 def test_fair_shares_keep_short_texts_whole_and_cut_long_ones_evenly():
