@@ -10,8 +10,7 @@ from rest_framework.views import APIView
 
 from conversations import outputs, services
 from conversations.services.fiedler import FIEDLER_BATCH_MAX
-from conversations.services.messages import MAX_BULK_MESSAGES
-from conversations.services.search import SEARCH_MAX_CHARS, SEARCH_MAX_CHARS_RANGE
+from conversations.services.messages import MAX_BULK_MESSAGES, READ_MAX_CHARS, READ_MAX_CHARS_RANGE
 from core.rest import (
     INT_MAX,
     NO_NUL,
@@ -28,6 +27,12 @@ from core.rest import (
 )
 
 ROLE_CHOICES = ["user", "assistant", "system", "tool"]
+
+
+def max_chars_field(what: str) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False, default=READ_MAX_CHARS, min_value=READ_MAX_CHARS_RANGE[0], max_value=READ_MAX_CHARS_RANGE[1],
+        help_text=f"{what} at most, in characters (default {READ_MAX_CHARS:,}): the messages' texts are cut to fit")
 STATUS_CHOICES = ["success", "error"]
 CONVERSATIONS = ["conversations"]
 FIEDLER = ["fiedler-results"]
@@ -130,19 +135,31 @@ class ConversationDetailApi(APIView):
     class DeleteInputSerializer(StrictSerializer):
         force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
 
+    class InputSerializer(StrictSerializer):
+        turn_from = serializers.IntegerField(required=False, min_value=1, max_value=INT_MAX,
+                                             help_text="the first turn (included)")
+        turn_to = serializers.IntegerField(required=False, min_value=1, max_value=INT_MAX,
+                                           help_text="the last turn (included)")
+        max_chars = max_chars_field("the conversation's JSON")
+
     @extend_schema(
         operation_id="conversations_retrieve", tags=CONVERSATIONS, summary="Get a conversation with its messages",
-        description="The conversation and every message in turn order (`dewey_get_conversation`).",
-        parameters=[CONVERSATION_ID_PATH],
+        description="The conversation and its messages in turn order (`dewey_get_conversation`), or those from "
+                    "`turn_from` to `turn_to`. The messages' content is cut so that the JSON holds at most "
+                    "`max_chars` characters (`truncated`, `content_length`); one turn asked alone is read whole "
+                    "up to that.",
+        parameters=[CONVERSATION_ID_PATH, InputSerializer],
         responses={200: answer(outputs.ConversationDict, "the conversation", {
             "conversation_id": CID, "session_id": "7d1c9b0e-claude-session", "project": None, "created_at": NOW,
             "updated_at": NOW, "metadata": None,
             "messages": [{"message_id": MID, "id": MID, "turn": 1, "role": "user",
-                          "content": "How do we store money amounts?", "metadata": None, "created_at": NOW}]})},
+                          "content": "How do we store money amounts?", "truncated": False, "content_length": 30,
+                          "metadata": None, "created_at": NOW}]})},
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        conversation, messages = services.conversation_get(conversation_id=conversation_id)
-        return Response(outputs.conversation_dict(conversation, messages))
+        data = _validated(self.InputSerializer, request.query_params)
+        conversation, messages = services.conversation_get(conversation_id=conversation_id, **data)
+        return Response(outputs.conversation_dict(conversation, messages, data["max_chars"]))
 
     @extend_schema(
         operation_id="conversations_destroy", tags=CONVERSATIONS, summary="Delete a conversation",
@@ -280,10 +297,7 @@ class MessageSearchApi(APIView):
         project = ProjectField(required=False, help_text="only this project's (slug or name)")
         as_of = as_of_field()
         recency = recency_field()
-        max_chars = serializers.IntegerField(
-            required=False, default=SEARCH_MAX_CHARS, min_value=SEARCH_MAX_CHARS_RANGE[0],
-            max_value=SEARCH_MAX_CHARS_RANGE[1],
-            help_text=f"the page's JSON at most (default {SEARCH_MAX_CHARS:,}): the messages' content is cut to fit")
+        max_chars = max_chars_field("the page's JSON")
 
     @extend_schema(
         operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",

@@ -5,7 +5,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from conversations import outputs, services
-from conversations.services.search import SEARCH_MAX_CHARS
+from conversations.services.messages import READ_MAX_CHARS
 from core.mcp import McpRegistry, read_tool, service_tool
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -56,10 +56,14 @@ def dewey_store_message(
 
 
 @read_tool
-def dewey_get_conversation(conversation_id: str) -> outputs.ConversationDict:
-    """A whole conversation with its messages in turn order."""
-    conversation, messages = services.conversation_get(conversation_id=conversation_id)
-    return outputs.conversation_dict(conversation, messages)
+def dewey_get_conversation(conversation_id: str, turn_from: int | None = None, turn_to: int | None = None,
+                           max_chars: int = READ_MAX_CHARS) -> outputs.ConversationDict:
+    """A conversation with its messages in turn order, or those from turn_from to turn_to (both
+    included). The result holds at most max_chars characters of JSON: long messages are cut to fit
+    (truncated, content_length); ask the turn of one (turn_from = turn_to) to read it whole."""
+    conversation, messages = services.conversation_get(conversation_id=conversation_id, turn_from=turn_from,
+                                                       turn_to=turn_to, max_chars=max_chars)
+    return outputs.conversation_dict(conversation, messages, max_chars)
 
 
 @service_tool
@@ -122,7 +126,7 @@ def dewey_search(
     project: str | None = None,
     as_of: str | None = None,
     recency: float | None = None,
-    max_chars: int = SEARCH_MAX_CHARS,
+    max_chars: int = READ_MAX_CHARS,
 ) -> outputs.SearchPageDict:
     """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
     Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;

@@ -4,6 +4,7 @@ from typing import Any, TypedDict
 
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
+from conversations.services.messages import READ_MAX_CHARS
 from conversations.services.search import CONTEXT_MAX_CHARS
 from core.projects import slug_of
 from core.redaction import RedactionCounts
@@ -15,6 +16,8 @@ class MessageDict(TypedDict):
     turn: int
     role: str
     content: str
+    truncated: bool
+    content_length: int
     metadata: dict[str, Any] | None
     created_at: str
 
@@ -68,13 +71,18 @@ def message_dict(message: Message) -> MessageDict:
         "turn": message.turn_number,
         "role": message.role,
         "content": message.content,
+        "truncated": False,
+        "content_length": len(message.content),
         "metadata": message.metadata,
         "created_at": message.created_at.isoformat(),
     }
 
 
-def conversation_dict(conversation: Conversation, messages: list[Message]) -> ConversationDict:
-    return {
+def conversation_dict(conversation: Conversation, messages: list[Message],
+                      max_chars: int = READ_MAX_CHARS) -> ConversationDict:
+    """The conversation as JSON, its messages' content cut so that it holds at most `max_chars`
+    characters (READ_MAX_CHARS says why; a long message is read whole by its turn range)."""
+    out: ConversationDict = {
         "conversation_id": str(conversation.id),
         "session_id": conversation.session_id,
         "project": slug_of(conversation),
@@ -83,6 +91,8 @@ def conversation_dict(conversation: Conversation, messages: list[Message]) -> Co
         "metadata": conversation.metadata,
         "messages": [message_dict(message) for message in messages],
     }
+    fit_texts(out, [(message, "content", 1) for message in out["messages"]], max_chars)
+    return out
 
 
 class BulkStoredDict(RedactionCounts):
@@ -230,7 +240,7 @@ def search_hit_dict(hit: SearchHit) -> SearchHitDict:
 
 def search_page_dict(page: SearchPage) -> SearchPageDict:
     """The page as JSON, its messages' content cut so that it holds at most page.max_chars
-    characters (conversations.services.search.SEARCH_MAX_CHARS says why)."""
+    characters (conversations.services.messages.READ_MAX_CHARS says why)."""
     out: SearchPageDict = {
         "query": page.query,
         "results": [search_hit_dict(hit) for hit in page.hits],
@@ -241,11 +251,13 @@ def search_page_dict(page: SearchPage) -> SearchPageDict:
         "mode": page.mode,
         "time_filter": page.time_filter,
     }
-    _fit_contents(out, page.max_chars)
+    hits = out["results"]
+    fit_texts(out, [*((hit, "snippet", SNIPPET_WEIGHT) for hit in hits), *((hit, "content", HIT_WEIGHT) for hit in hits),
+                    *((turn, "content", 1) for hit in hits for turn in hit["context"])], page.max_chars)
     return out
 
 
-# When the page's texts are cut, a hit's snippet (where it matches: ts_headline's fragments, up to
+# When a search page's texts are cut, a hit's snippet (where it matches: ts_headline's fragments, up to
 # ≈ 700 characters of code) keeps this many times the characters of a turn around it, a hit's own
 # content HIT_WEIGHT times.
 SNIPPET_WEIGHT = 8
@@ -257,31 +269,27 @@ def _json_chars(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
 
 
-def _fit_contents(page: SearchPageDict, max_chars: int) -> None:
-    """Cut the page's texts (the hits' snippets and content, the content of the turns around them)
-    so that its JSON holds at most `max_chars` characters: the room left by everything else is
-    shared out, short texts whole, long ones cut from their start to the same level, weighted
-    (SNIPPET_WEIGHT, HIT_WEIGHT, 1). A cut content says `truncated`, a cut snippet ends in "…".
-    Only pages of about max_chars are written out to be measured, never a whole page of long
-    texts."""
-    hits = page["results"]
-    fields: list[tuple[Any, str, int]] = [
-        *((hit, "snippet", SNIPPET_WEIGHT) for hit in hits), *((hit, "content", HIT_WEIGHT) for hit in hits),
-        *((turn, "content", 1) for hit in hits for turn in hit["context"])]
+def fit_texts(document: Any, fields: list[tuple[Any, str, int]], max_chars: int) -> None:
+    """Cut the texts that `fields` name in `document` (each: the dict holding it, its key, its weight) so
+    that the document's JSON holds at most `max_chars` characters: the room left by everything
+    else is shared out, short texts whole, long ones cut from their start to the same level,
+    weighted. A cut `content` says `truncated`, a cut snippet ends in "…"; with no room at all the
+    rest of the document is kept whole. Only documents of about max_chars are written out to be
+    measured, never a whole one of long texts."""
     texts = [part[key] for part, key, _ in fields]
     truncated = [part.get("truncated", False) for part, _, _ in fields]
 
     def overrun(room: int) -> int:
-        """By how much the page's JSON exceeds max_chars with `room` characters of texts."""
+        """By how much the document's JSON exceeds max_chars with `room` characters of texts."""
         shares = fair_shares([len(text) for text in texts], [weight for _, _, weight in fields], room)
         for (part, key, _), text, was_cut, share in zip(fields, texts, truncated, shares):
             if key == "snippet":
                 part[key] = text if share >= len(text) else text[:max(0, share - 1)] + "…"
             else:
                 part[key], part["truncated"] = text[:share], was_cut or share < len(text)
-        return _json_chars(page) - max_chars
+        return _json_chars(document) - max_chars
 
-    room = max(0, -overrun(0))  # what the rest of the page leaves
+    room = max(0, -overrun(0))  # what the rest of the document leaves
     over = overrun(room)
     while over > 0 and room > 0:
         # JSON escapes (newlines, quotes, backslashes) make a text longer than its characters: less

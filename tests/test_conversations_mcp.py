@@ -95,3 +95,13 @@ def test_a_page_of_long_tool_outputs_fits_what_claude_code_reads(mcp_legacy):
     page = structured(result)
     assert len(page["results"]) == 20 and all(hit["truncated"] for hit in page["results"])
     assert all(hit["content_length"] == len(output) and output.startswith(hit["content"]) for hit in page["results"])
+    # The conversation those hits are in: cut to fit as well, and one turn of it read whole.
+    cid, turn = page["results"][0]["conversation_id"], page["results"][0]["turn"]
+    conversation = mcp_legacy.call_raw("dewey_get_conversation", {"conversation_id": cid})
+    assert not conversation.is_error and len(result_text(conversation)) < 50_000
+    assert all(m["truncated"] for m in structured(conversation)["messages"])
+    (one,) = mcp_legacy.call("dewey_get_conversation", {"conversation_id": cid, "turn_from": turn,
+                                                        "turn_to": turn})["messages"]
+    assert one["content"] == output and not one["truncated"]
+    assert "turn_to" in mcp_legacy.call_error("dewey_get_conversation", {"conversation_id": cid, "turn_from": 2,
+                                                                         "turn_to": 1})

@@ -129,3 +129,17 @@ def test_context_messages_are_cut_but_the_hit_is_not(api):
     assert hit["content"] == "the ocelot answer " + long_text
     (before,) = hit["context"]
     assert before["truncated"] is True and before["content"] == long_text[:2000]
+
+
+def test_a_conversation_reads_a_range_of_turns_within_max_chars(api):
+    cid = _bulk(api, messages=[{"role": "tool", "content": "output line\n" * 2000} for _ in range(5)]).json()[
+        "conversation_id"]
+    whole = api.get(f"/api/v1/conversations/{cid}/", {"max_chars": 10_000})
+    assert whole.status_code == 200 and len(whole.content.decode()) <= 10_000
+    assert [m["truncated"] for m in whole.json()["messages"]] == [True] * 5
+    one = api.get(f"/api/v1/conversations/{cid}/", {"turn_from": 2, "turn_to": 2}).json()["messages"]
+    assert [(m["turn"], m["truncated"], m["content_length"]) for m in one] == [(2, False, 24_000)]
+    for params, field in (({"turn_from": 3, "turn_to": 2}, "turn_to"), ({"turn_from": 0}, "turn_from"),
+                          ({"max_chars": 10}, "max_chars")):
+        response = api.get(f"/api/v1/conversations/{cid}/", params)
+        assert response.status_code == 400 and field in response.json()["error"]["fields"], params

@@ -115,3 +115,39 @@ def test_stored_messages_are_announced_after_commit(django_capture_on_commit_cal
     finally:
         searchable_changed.disconnect(receiver)
     assert seen == [("message", [message.id])]
+
+
+def test_get_reads_a_range_of_turns_and_names_a_bad_bound():
+    conversation = services.conversation_begin()
+    for turn in range(1, 6):
+        services.message_store(conversation_id=conversation.id, role="user", content=f"turn {turn}")
+    read = lambda **kwargs: [m.turn_number for m in services.conversation_get(  # noqa: E731
+        conversation_id=conversation.id, **kwargs)[1]]
+    assert read(turn_from=2, turn_to=3) == [2, 3]
+    assert read(turn_from=4) == [4, 5] and read(turn_to=1) == [1] and read(turn_from=3, turn_to=3) == [3]
+    for kwargs, field in (({"turn_from": 3, "turn_to": 2}, "turn_to"), ({"turn_from": 0}, "turn_from"),
+                          ({"turn_to": "2"}, "turn_to"), ({"max_chars": 1_999}, "max_chars")):
+        with pytest.raises(InvalidInput) as err:
+            services.conversation_get(conversation_id=conversation.id, **kwargs)
+        assert err.value.field == field
+
+
+def test_a_conversation_of_long_messages_is_cut_to_max_chars_and_one_turn_reads_whole():
+    import json
+
+    from conversations.outputs import conversation_dict
+
+    conversation = services.conversation_begin()
+    long_text = "".join(f'{n}: "tool" output\n' for n in range(400))
+    for _ in range(8):
+        services.message_store(conversation_id=conversation.id, role="tool", content=long_text)
+    services.message_store(conversation_id=conversation.id, role="assistant", content="Short answer.")
+    out = conversation_dict(*services.conversation_get(conversation_id=conversation.id), 6_000)
+    assert len(json.dumps(out, ensure_ascii=False, separators=(",", ":"))) <= 6_000
+    *cut, short = out["messages"]
+    assert all(m["truncated"] and m["content_length"] == len(long_text) and long_text.startswith(m["content"])
+               and m["content"] for m in cut)
+    assert short["content"] == "Short answer." and not short["truncated"]
+    (whole,) = conversation_dict(*services.conversation_get(conversation_id=conversation.id, turn_from=3,
+                                                            turn_to=3))["messages"]
+    assert whole["content"] == long_text and not whole["truncated"]

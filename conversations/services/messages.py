@@ -44,6 +44,25 @@ def validate_content(value: Any, *, field: str = "content") -> str:
     return validate_text(redact(value, field=field), field=field, empty_message=f"{field}: {CONTENT_EMPTY}")
 
 
+# A search page or a conversation is what an agent reads at once. Claude Code keeps a tool result
+# over 50,000 characters out of the conversation (it saves it to a file and names the file) and
+# refuses one over 25,000 tokens; on the realistic corpus a search page of 20 hits with two turns
+# either side held whole tool outputs of up to 20,000 characters: 198,000 characters of JSON at
+# the median, 468,000 at most. The messages' texts are cut so that the JSON holds at most
+# `max_chars` characters (conversations.outputs); `truncated` and `content_length` say what was
+# left out. The default leaves room for the indentation of MCP's text form under Claude Code's 50,000.
+READ_MAX_CHARS = 36_000
+READ_MAX_CHARS_RANGE = (2_000, 2_000_000)
+
+
+def validate_max_chars(value: Any, *, field: str = "max_chars") -> int:
+    low, high = READ_MAX_CHARS_RANGE
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{field} must be an integer from {low:,} to {high:,}, got {str(value)[:20]!r}",
+                           field=field)
+    return value
+
+
 def validate_role(value: Any, *, field: str = "role") -> str:
     if value not in Role.values:
         raise InvalidInput(f"{field}: {ROLE_INVALID}, got {str(value)[:40]!r}", field=field)
@@ -78,14 +97,27 @@ def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
     return conversation
 
 
-def conversation_get(*, conversation_id: Any) -> tuple[Conversation, list[Message]]:
-    """A conversation with its messages in turn order."""
+def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: Any = None,
+                     max_chars: Any = READ_MAX_CHARS) -> tuple[Conversation, list[Message]]:
+    """A conversation with its messages in turn order: those from turn `turn_from` to `turn_to`
+    (both included; either open) when given, so that a search hit's turn can be read whole.
+    `max_chars` is checked here for the JSON the interfaces make of it (outputs.conversation_dict)."""
     pk = parse_uuid(conversation_id, field="conversation_id")
+    low = None if turn_from is None else validate_turn_number(turn_from, field="turn_from")
+    high = None if turn_to is None else validate_turn_number(turn_to, field="turn_to")
+    if low is not None and high is not None and high < low:
+        raise InvalidInput(f"turn_to ({high}) must not be before turn_from ({low})", field="turn_to")
+    validate_max_chars(max_chars)
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
         conversation = projects.scope_queryset(Conversation.objects.select_related("project"), None).filter(pk=pk).first()
         if conversation is None:
             raise NotFound(f"conversation {pk} not found", field="conversation_id")
-        messages = list(conversation.messages.order_by("turn_number").defer("search_vector"))
+        messages = conversation.messages.order_by("turn_number").defer("search_vector")
+        if low is not None:
+            messages = messages.filter(turn_number__gte=low)
+        if high is not None:
+            messages = messages.filter(turn_number__lte=high)
+        messages = list(messages)
         log["messages"] = len(messages)
     return conversation, messages
 

@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
-from conversations.services.messages import validate_role, validate_session_id
+from conversations.services.messages import READ_MAX_CHARS, validate_max_chars, validate_role, validate_session_id
 from core import projects, recall, timerank
 from core.connections import beside
 from core.counts import planner_rows
@@ -28,25 +28,6 @@ from core.validation import parse_date_range, parse_uuid, validate_limit, valida
 def validate_context_lines(value: Any, *, field: str = "context_lines") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
         raise InvalidInput(f"{field} must be an integer from 0 to 10, got {value!r}", field=field)
-    return value
-
-
-# A page is what an agent reads at once. Claude Code keeps a tool result over 50,000 characters
-# out of the conversation (it saves it to a file and names the file) and refuses one over 25,000
-# tokens; on the realistic corpus a page of 20 hits with two turns either side held whole tool
-# outputs of up to 20,000 characters: 196,000 characters of JSON at the median, 431,000 at most.
-# The messages' content is cut so that the page's JSON holds at most `max_chars` characters
-# (conversations.outputs.search_page_dict); `truncated` and `content_length` say what was left
-# out. The default leaves room for the indentation of MCP's text form under Claude Code's 50,000.
-SEARCH_MAX_CHARS = 36_000
-SEARCH_MAX_CHARS_RANGE = (2_000, 2_000_000)
-
-
-def validate_max_chars(value: Any, *, field: str = "max_chars") -> int:
-    low, high = SEARCH_MAX_CHARS_RANGE
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{field} must be an integer from {low:,} to {high:,}, got {str(value)[:20]!r}",
-                           field=field)
     return value
 
 
@@ -324,7 +305,7 @@ class SearchPage:
     offset: int
     mode: str = "fts"
     time_filter: dict[str, Any] | None = None
-    max_chars: int = SEARCH_MAX_CHARS  # the page's JSON, its messages' content cut to fit
+    max_chars: int = READ_MAX_CHARS  # the page's JSON, its messages' content cut to fit
 
 
 def message_search(
@@ -342,14 +323,14 @@ def message_search(
     project: Any = None,
     as_of: Any = None,
     recency: Any = None,
-    max_chars: int = SEARCH_MAX_CHARS,
+    max_chars: int = READ_MAX_CHARS,
 ) -> SearchPage:
     """dewey_search: ranked search over messages with filters, snippets and context. mode fts:
     full text (websearch syntax); semantic / hybrid: the registered engine's vector and BM25+vector
     ranking over the same filtered rows (core.recall.rank). The query's time words (relative to
     as_of, default now) and recency (a half-life in days) reorder each page as core.timerank says
     (a boost for the named range; an order question's timeline); `time_filter` says so. The page's
-    JSON holds at most `max_chars` characters: its messages' content is cut to fit (SEARCH_MAX_CHARS)."""
+    JSON holds at most `max_chars` characters: its messages' content is cut to fit (READ_MAX_CHARS)."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
     if mode not in recall.MODES:
         raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
