@@ -100,13 +100,12 @@ def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
 def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: Any = None,
                      max_chars: Any = READ_MAX_CHARS) -> tuple[Conversation, list[Message]]:
     """A conversation with its messages in turn order: those from turn `turn_from` to `turn_to`
-    (both included; either open) when given, so that a search hit's turn can be read whole.
+    (both included; either open; none when turn_to is before turn_from) when given, so that a
+    search hit's turn can be read whole.
     `max_chars` is checked here for the JSON the interfaces make of it (outputs.conversation_dict)."""
     pk = parse_uuid(conversation_id, field="conversation_id")
-    low = None if turn_from is None else validate_turn_number(turn_from, field="turn_from")
-    high = None if turn_to is None else validate_turn_number(turn_to, field="turn_to")
-    if low is not None and high is not None and high < low:
-        raise InvalidInput(f"turn_to ({high}) must not be before turn_from ({low})", field="turn_to")
+    low = validate_turn_number(turn_from, field="turn_from")
+    high = validate_turn_number(turn_to, field="turn_to")  # before turn_from: no turn, as dates in a search
     validate_max_chars(max_chars)
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
         conversation = projects.scope_queryset(Conversation.objects.select_related("project"), None).filter(pk=pk).first()
