@@ -27,12 +27,6 @@ from core.rest import (
 )
 
 ROLE_CHOICES = ["user", "assistant", "system", "tool"]
-
-
-def max_chars_field(what: str) -> serializers.IntegerField:
-    return serializers.IntegerField(
-        required=False, default=READ_MAX_CHARS, min_value=READ_MAX_CHARS_RANGE[0], max_value=READ_MAX_CHARS_RANGE[1],
-        help_text=f"{what} at most, in characters (default {READ_MAX_CHARS:,}): the messages' texts are cut to fit")
 STATUS_CHOICES = ["success", "error"]
 CONVERSATIONS = ["conversations"]
 FIEDLER = ["fiedler-results"]
@@ -40,6 +34,12 @@ CID = "6b0d2457-c3c8-48d6-8bce-07d50d9c9c8c"
 MID = "0f8e3a52-5a1c-4b7e-9d0e-2c4f3b1a7e11"
 NOW = "2026-11-24T09:15:02.114301+00:00"
 CONVERSATION_ID_PATH = uuid_path("conversation_id", "the conversation's id (`conversation_id`)")
+
+
+def max_chars_field(what: str) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False, default=READ_MAX_CHARS, min_value=READ_MAX_CHARS_RANGE[0], max_value=READ_MAX_CHARS_RANGE[1],
+        help_text=f"{what} at most, in characters (default {READ_MAX_CHARS:,}): the messages' texts are cut to fit")
 
 
 def _validated(serializer_class: type[serializers.Serializer], data: object) -> dict:

@@ -139,7 +139,8 @@ def dewey_search(
     question ("which came first") time_filter.timeline lists them oldest first; recency (a
     half-life in days) favours newer ones; time_filter in the result says what was done. The page
     holds at most max_chars characters of JSON: the messages' content is cut to fit (truncated,
-    content_length); ask a larger max_chars, or dewey_get_conversation, for more."""
+    content_length); for more ask a larger max_chars, or a hit's turn whole with
+    dewey_get_conversation (turn_from = turn_to = the hit's turn)."""
     page = services.message_search(
         query=query,
         session_id=session_id,
