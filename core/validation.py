@@ -36,11 +36,16 @@ def validate_storable(value: str, *, field: str) -> str:
     return value
 
 
+def validate_int_range(value: Any, *, field: str, low: int, high: int) -> int:
+    """An integer from `low` to `high` (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{field} must be an integer from {low} to {high}, got {str(value)[:20]!r}", field=field)
+    return value
+
+
 def validate_limit(value: Any, *, field: str = "limit", maximum: int = 100) -> int:
     """A page size: an integer from 1 to `maximum` (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}, got {str(value)[:20]!r}", field=field)
-    return value
+    return validate_int_range(value, field=field, low=1, high=maximum)
 
 
 def validate_offset(value: Any, *, field: str = "offset") -> int:

@@ -49,7 +49,7 @@ from core.logs import storage_op
 from core.models import Project
 from core.recall import rank
 from core.searchable import EmbeddingUnavailable
-from core.validation import validate_storable
+from core.validation import validate_int_range, validate_storable
 from medallions.models import Medallion, Status
 from memory import embeddings
 from memory.librarian.models import QueryMemory
@@ -156,10 +156,7 @@ class Candidate:
 def validate_max_chars(value: Any) -> int:
     if value is None:
         return settings.WINNI_RECALL_INJECT_MAX_CHARS
-    if isinstance(value, bool) or not isinstance(value, int) or not MAX_CHARS_MIN <= value <= MAX_CHARS_MAX:
-        raise InvalidInput(f"max_chars must be an integer from {MAX_CHARS_MIN} to {MAX_CHARS_MAX}, got "
-                           f"{str(value)[:20]!r}", field="max_chars")
-    return value
+    return validate_int_range(value, field="max_chars", low=MAX_CHARS_MIN, high=MAX_CHARS_MAX)
 
 
 def _empty(reason: str, **gate: Any) -> ContextDict:

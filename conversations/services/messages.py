@@ -19,6 +19,7 @@ from core.searchable import announce_changed
 from core.validation import (
     parse_timestamp,
     parse_uuid,
+    validate_int_range,
     validate_limit,
     validate_metadata,
     validate_offset,
@@ -57,10 +58,7 @@ READ_MAX_CHARS_RANGE = (2_000, 2_000_000)
 
 def validate_max_chars(value: Any, *, field: str = "max_chars") -> int:
     low, high = READ_MAX_CHARS_RANGE
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidInput(f"{field} must be an integer from {low:,} to {high:,}, got {str(value)[:20]!r}",
-                           field=field)
-    return value
+    return validate_int_range(value, field=field, low=low, high=high)
 
 
 def validate_role(value: Any, *, field: str = "role") -> str:

@@ -22,13 +22,18 @@ from core.counts import planner_rows
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
-from core.validation import parse_date_range, parse_uuid, validate_limit, validate_offset, validate_query
+from core.validation import (
+    parse_date_range,
+    parse_uuid,
+    validate_int_range,
+    validate_limit,
+    validate_offset,
+    validate_query,
+)
 
 
 def validate_context_lines(value: Any, *, field: str = "context_lines") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10:
-        raise InvalidInput(f"{field} must be an integer from 0 to 10, got {value!r}", field=field)
-    return value
+    return validate_int_range(value, field=field, low=0, high=10)
 
 
 # --- search ----------------------------------------------------------------------------------
