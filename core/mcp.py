@@ -4,7 +4,8 @@ An app's `mcp.py` defines each tool as a module-level function (so it can be rea
 called on its own) and lists its tools, prompts and resources in one `MCP = McpRegistry(...)`;
 winni_site/mcp.py builds the one server from every app's registry. `service_tool` wraps a
 handler: service errors become `isError` results and DB connections do not leak out of the SDK's
-worker threads. `strict_tool` makes a misspelt argument fail loudly instead of being dropped."""
+worker threads. `strict_tool` makes a misspelt argument fail loudly instead of being dropped and
+sends each answer once as data and once as compact JSON text."""
 from __future__ import annotations
 
 import functools
@@ -14,7 +15,9 @@ from typing import Any, Callable, Sequence, TypeVar
 from django.db import DataError, close_old_connections
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict
+from pydantic_core import to_json
 
 from core import access
 from core.errors import ApplicationError, from_database_error
@@ -112,7 +115,8 @@ class McpRegistry:
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
-    """The SDK's Tool for `fn`, refusing arguments `fn` does not declare.
+    """The SDK's Tool for `fn`, refusing arguments `fn` does not declare and answering in compact
+    JSON.
 
     The SDK builds each tool's argument model (pydantic) from the function's signature and offers
     no option to forbid extra arguments: a misspelt one ("rolle") would be dropped silently and
@@ -120,10 +124,29 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     documented contract), so the model is replaced here by a subclass with extra="forbid"; the
     published JSON schema stays the SDK's. The tools go to the server through the public
     `MCPServer(tools=...)`, never through its private tool manager.
-    tests/test_mcp_tools.py fails if the SDK stops honouring this."""
+    tests/test_mcp_tools.py fails if the SDK stops honouring this.
+
+    Each answer travels as JSON text in `content` and, when the SDK could derive a schema from the
+    return type (`outputSchema`), also as `structuredContent`. The SDK would write the text
+    indented, a third more characters than the data; a client that shows the text to its model
+    (Claude Code does when there is no `structuredContent`; it hands the model that as compact
+    JSON when there is) would read fewer results in the same tokens, and a search page's
+    `max_chars` counts compact JSON, so the text is compact."""
     tool = Tool.from_function(fn)
     loose = tool.fn_metadata.arg_model
     tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
         "__module__": loose.__module__, "model_config": ConfigDict(extra="forbid"),
     })
+    structured = tool.output_schema is not None
+    wrapped = tool.fn_metadata.wrap_output  # an Optional answer's structuredContent is {"result": ...}
+
+    @functools.wraps(fn)
+    def answer(*args: Any, **kwargs: Any) -> CallToolResult:
+        value = fn(*args, **kwargs)
+        return CallToolResult(
+            content=[TextContent(type="text", text=to_json(value, fallback=str).decode())],
+            structured_content=({"result": value} if wrapped else value) if structured else None,
+        )
+
+    tool.fn = answer
     return tool

@@ -87,6 +87,8 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
         if block.get("type") == "tool_result"
     ]
     assert tool_results and MARKER in json.dumps(tool_results[-1])
+    # Claude Code gives the model the structuredContent, as compact JSON.
+    assert json.loads(tool_results[-1]["content"])["result"]["content"] == MARKER
 
     # Each `claude -p` run ended its session (SessionEnd): Winni checkpointed it into the project's
     # medallion, and the next run's SessionStart printed that medallion.

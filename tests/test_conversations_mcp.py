@@ -4,6 +4,7 @@ import uuid
 import pytest
 
 from conversations.models import Conversation, FiedlerResult, Message
+from conversations.services.messages import READ_MAX_CHARS
 
 pytestmark = pytest.mark.live
 
@@ -92,6 +93,8 @@ def test_a_page_of_long_tool_outputs_fits_what_claude_code_reads(mcp_legacy):
         "session_id": "mcp-long", "messages": [{"role": "tool", "content": output} for _ in range(30)]})
     result = mcp_legacy.call_raw("dewey_search", {"query": "flamingo settings", "mode": "fts"})
     assert not result.is_error and len(result_text(result)) < 50_000
+    # The text is the page as compact JSON (core.mcp.strict_tool): what max_chars counts.
+    assert len(result_text(result)) <= READ_MAX_CHARS and "\n  " not in result_text(result)
     page = structured(result)
     assert len(page["results"]) == 20 and all(hit["truncated"] for hit in page["results"])
     assert all(hit["content_length"] == len(output) and output.startswith(hit["content"]) for hit in page["results"])

@@ -4,6 +4,7 @@ The SDK offers no option to forbid unknown arguments; if a new SDK stops honouri
 strict_tool does it, the tests below fail."""
 import asyncio
 import importlib
+import json
 
 import pytest
 from mcp.server.mcpserver import MCPServer
@@ -12,7 +13,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from contexts import mcp as contexts_mcp
-from conversations.mcp import dewey_store_message
+from conversations.mcp import dewey_search, dewey_store_message
 from core.mcp import McpRegistry, strict_tool
 from winni_site import mcp as assembly
 
@@ -54,3 +55,25 @@ def test_a_tool_can_be_called_on_its_own():
     assert contexts_mcp.dewey_get_startup_context()["name"] == "ops"
     with pytest.raises(ToolError, match="not_found"):
         contexts_mcp.dewey_get_startup_context(name="nope")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_answers_are_compact_json_text_beside_the_structured_content():
+    """The SDK writes a tool's text indented; strict_tool sends the same data compact, and keeps
+    structuredContent where the tool publishes an output schema (an Optional answer wrapped)."""
+    server = MCPServer("compact", tools=[strict_tool(fn) for fn in (
+        contexts_mcp.dewey_set_startup_context, contexts_mcp.dewey_get_startup_context, dewey_search)])
+
+    def call(name: str, arguments: dict) -> tuple[str, object]:
+        result = asyncio.run(server.call_tool(name, arguments))
+        assert not result.is_error
+        (block,) = result.content
+        return block.text, result.structured_content
+
+    text, structured = call("dewey_set_startup_context", {"name": "ops", "content": "Deploy with helm."})
+    assert json.loads(text) == structured and structured["name"] == "ops"
+    assert text == json.dumps(structured, separators=(",", ":"), ensure_ascii=False)
+    text, structured = call("dewey_get_startup_context", {})
+    assert structured == {"result": json.loads(text)} and "\n" not in text
+    text, structured = call("dewey_search", {"query": "helm"})  # a page: text alone
+    assert structured is None and json.loads(text)["results"] == [] and "\n" not in text
