@@ -42,7 +42,8 @@ def main() -> None:
     asked = project_queries(corpus, args.questions + 10)[: args.questions]
     texts, model_reads, wire, contents, converting = [], [], [], [], []
     for _, text, about in tqdm(asked, desc="pages", unit="page"):
-        answer = tool.fn(query=text, mode="hybrid", **({"project": about.name} if args.project and about else {}))
+        arguments = {"query": text, "mode": "hybrid", **({"project": about.name} if args.project and about else {})}
+        answer = tool.fn(**tool.fn_metadata.validate_arguments(arguments))
         started = time.perf_counter()
         result = tool.fn_metadata.convert_result(answer)
         response = result.model_dump_json(by_alias=True, exclude_none=True)
