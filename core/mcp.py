@@ -5,7 +5,7 @@ called on its own) and lists its tools, prompts and resources in one `MCP = McpR
 winni_site/mcp.py builds the one server from every app's registry. `service_tool` wraps a
 handler: service errors become `isError` results and DB connections do not leak out of the SDK's
 worker threads. `strict_tool` makes a misspelt argument fail loudly instead of being dropped and
-sends each answer once as data and once as compact JSON text."""
+writes each answer's text as compact JSON."""
 from __future__ import annotations
 
 import functools
