@@ -31,3 +31,19 @@ def capped_count(queryset: Any, up_to: int, *, estimate_first: bool = False) -> 
     if exact <= up_to:
         return exact, False
     return max(estimate if estimate_first else planner_rows(sql, params), exact), True
+
+
+def capped_keys(queryset: Any, up_to: int) -> tuple[list[Any] | None, int]:
+    """(primary keys, their number) of a queryset of at most `up_to` rows, read once (at most
+    up_to + 1 of them); (None, size) for a larger one, with the planner's estimate as its size
+    when it expects more than `up_to` (then nothing is read), else the larger of that and the
+    rows read. For a caller that goes on with the rows themselves: their keys cost what counting
+    them does, and a later statement looks rows up by them instead of running the query again."""
+    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    estimate = planner_rows(sql, params)
+    if estimate > up_to:
+        return None, estimate
+    keys = list(queryset.order_by().values_list("pk", flat=True)[: up_to + 1])
+    if len(keys) > up_to:
+        return None, max(estimate, len(keys))
+    return keys, len(keys)

@@ -593,13 +593,22 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
     Uses the partial HNSW index (ordered by the halfvec distance, reported exactly). A small scope
     is ranked exactly; a large one by walking the index and keeping the rows in the scope."""
     within = None
+    keys = None
     if scope is not None:
-        from core.counts import capped_count
+        from core.counts import capped_keys
         from core.projects import scope_projects
 
         within = scope_projects(scope) if searchable.get(kind).project_column else None
-        size, large = capped_count(scope, EXACT_SCOPE_MAX, estimate_first=True)
-        if large:
+        # A small scope is read once and its vectors looked up by key. Joined into the ranking
+        # instead (object_id IN (the scope)), it was re-read for every vector whenever the
+        # statistics were out of date, as in any table growing since its last ANALYZE: the
+        # planner expected one vector and chose a nested loop (600 memories: 130 ms a
+        # store_memory's `similar`, growing with the square of the project's memories).
+        found_keys, size = capped_keys(scope, EXACT_SCOPE_MAX)
+        keys = None if found_keys is None else [str(key) for key in found_keys]
+        if keys == []:
+            return []
+        if keys is None:
             found = None
             project_id = within.only if within is not None else None
             if project_id is not None and project_indexed(model=model.name, kind=kind, dimensions=model.dimensions,
@@ -611,8 +620,8 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
                                          size=size, require_active=require_active, within=within)
             if found is not None:
                 return found
-    return _nearest(kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope,
-                    require_active=require_active, within=within)
+    return _nearest(kind=kind, query_vector=query_vector, model=model, limit=limit,
+                    scope=scope if keys is None else None, keys=keys, require_active=require_active, within=within)
 
 
 def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int, scope: QuerySet,
@@ -678,10 +687,11 @@ def _share_of_kind(kind: str, size: int) -> float:
 
 
 def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
-             scope: QuerySet | None = None, require_active: bool = False, within: ScopeProjects | None = None,
-             walk: int | None = None, search_list: int | None = None,
+             scope: QuerySet | None = None, keys: list[str] | None = None, require_active: bool = False,
+             within: ScopeProjects | None = None, walk: int | None = None, search_list: int | None = None,
              own_index: int | None = None) -> list[tuple[str, float]]:
-    """The `limit` nearest rows (see nearest): of `scope` when given, of the projects `within` when
+    """The `limit` nearest rows (see nearest): of `scope` when given (a large one: ranked exactly,
+    joined in), of the rows whose object_id is in `keys` when given, of the projects `within` when
     given. `walk`: keep the rows of `within` among the first `walk` entries of the HNSW walk (the
     index's order; no exact ranking whatever the planner thinks of the projects' size).
     `search_list`: hnsw.ef_search for this search (default: `limit`; 0: the connection's).
@@ -708,7 +718,10 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
     else:
         sql = f"SELECT object_id, {exact} AS distance FROM memory_embedding WHERE model = %s AND kind = %s"
         params = [literal, model.name, kind]
-        if scope is not None:
+        if keys is not None:
+            sql += " AND object_id = ANY(%s)"
+            params.append(keys)
+        elif scope is not None:
             # Unordered (see memory.retrieval.bm25: a default ordering would sort the whole scope).
             scope_sql, scope_params = (scope.order_by().annotate(_key=Cast("pk", TextField())).values("_key")
                                        .query.sql_with_params())
