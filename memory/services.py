@@ -266,25 +266,26 @@ def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str)
     lexemes = retrieval.query_lexemes(query)
     if not lexemes:
         return []
+    # Three short statements, each reading its rows by key whatever the statistics say (in one
+    # statement, a table grown since its last ANALYZE made the planner compare every window row
+    # with every vector: 600 memories, 10-27 ms): the window, its rows that have a vector (the
+    # window's keys as constants), then the words, matched against the rows left only (left to
+    # itself the planner matched them against every memory: 50K memories, 50 ms).
     since = vectors.settled_since(kind=KIND)
-    if since is not None and not Memory.objects.filter(created_at__gte=since).exists():
-        return []  # nothing written since: skip building the anti-join (≈ 3 ms of ORM work)
+    recent = Memory.objects.order_by("-created_at")
+    if since is not None:
+        recent = recent.filter(created_at__gte=since)
+    window = [str(pk) for pk in recent.values_list("pk", flat=True)[:FRESH_SCAN]]
+    have = set(Embedding.objects.filter(kind=KIND, model=model, object_id__in=window)
+               .values_list("object_id", flat=True)) if window else set()
+    waiting = [key for key in window if key not in have]
+    if not waiting:
+        return []
     words = retrieval.tsquery(lexemes)
-    table, vectors_table = Memory._meta.db_table, Embedding._meta.db_table
-    # In three steps, each MATERIALIZED so the planner cannot reorder them: the window's keys (an
-    # index walk; left to itself the planner matched the query's words against every memory: 50K
-    # memories, 50 ms); those with no vector, each looked up by its key (OFFSET 0 keeps the lookup
-    # a per-row probe of the unique index: flattened into an anti-join, on statistics older than
-    # the rows, the planner compared every window row with every vector: 600 memories, 10 ms);
-    # then the words, matched against those few rows only (read by their keys).
-    sql = (f"WITH recent AS MATERIALIZED (SELECT id FROM {table}"
-           f"{' WHERE created_at >= %s' if since is not None else ''} ORDER BY created_at DESC LIMIT %s), "
-           f"waiting AS MATERIALIZED (SELECT r.id FROM recent r WHERE NOT EXISTS (SELECT 1 FROM {vectors_table} e "
-           "WHERE e.kind = %s AND e.object_id = r.id::text AND e.model = %s OFFSET 0)) "
-           f"SELECT m.id, m.content FROM {table} m WHERE m.id = ANY(ARRAY(SELECT id FROM waiting)) "
-           "AND m.search_vector @@ %s::tsquery "
-           "ORDER BY ts_rank(m.search_vector, %s::tsquery) DESC, m.created_at DESC LIMIT %s")
-    params = [*([since] if since is not None else []), FRESH_SCAN, KIND, model, words, words, 8 * FRESH_CANDIDATES]
+    sql = (f"SELECT id, content FROM {Memory._meta.db_table} WHERE id = ANY(%s::uuid[]) "
+           "AND search_vector @@ %s::tsquery ORDER BY ts_rank(search_vector, %s::tsquery) DESC, created_at DESC "
+           "LIMIT %s")
+    params = [waiting, words, words, 8 * FRESH_CANDIDATES]
     found = list(Memory.objects.raw(sql, params))
     if filtered and found:
         # The search's filters (project, tags) on these few rows only.

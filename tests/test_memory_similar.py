@@ -140,3 +140,5 @@ def test_similar_reads_the_scope_once_whatever_the_statistics(threshold, django_
     # newest ones waiting for a vector, the rows found): a small multiple of the memories; the
     # nested loop read them about 80 times (12,000 rows here).
     assert _rows_read_from("memory_memory", statements) <= 10 * 151
+    # The same for their vectors (the scope's, and those of the newest memories, read-your-writes).
+    assert _rows_read_from("memory_embedding", statements) <= 10 * 151
