@@ -10,16 +10,20 @@ batches (no worker). Then every question is asked as a new prompt in a new sessi
 - LoCoMo: evidence in the block: the share of questions with an evidence turn (any / all) among
   the injected items, at 3 budgets;
 - LongMemEval_S: the share of questions with a turn of every evidence session among the items;
-- silence: generic coding prompts (bench/autorecall_generic.txt, asked with no project: the whole
-  store) and unanswerable questions (LoCoMo questions asked in another conversation's project);
+- silence: generic coding prompts (asked with no project: the whole store) and unanswerable
+  questions (LoCoMo questions asked in another conversation's project);
 - average injected characters and tokens (≈ chars / 4).
 
 Each LoCoMo and LongMemEval_S question is asked as of its date (as bench/retrieval.py does), so its
 time words are read as the asker meant them; `--no-time` (A/B) asks without reading them.
 
-`--calibrate` searches the gate's thresholds on the calibration halves (odd lines of the generic
-prompts, even-numbered unanswerable questions): the most LoCoMo questions opened with at most 10 %
-of either calibration set opened; the held-out halves then measure silence.
+The silence sets: bench/autorecall_generic.txt's odd lines give the gate its generic vocabulary
+(GENERIC_WORDS, so they cannot open it); its even lines, bench/autorecall_generic_more.txt and the
+even-numbered of 200 unanswerable questions calibrate the thresholds. `--calibrate` searches them:
+the most answerable questions opened (LoCoMo's, and LongMemEval_S's even-numbered ones; each
+benchmark weighing the same) with at most 10 % of every calibration set opened. Silence is then
+measured on sets no choice read: bench/autorecall_generic_test.txt (written after the others) and
+the odd-numbered unanswerable questions.
 
     .venv/bin/python bench/autorecall.py --lme-limit 20 --realistic 3000 [--calibrate]
 
@@ -44,15 +48,21 @@ from bench import _django  # noqa: E402
 from bench import retrieval as retrieval_bench  # noqa: E402
 
 GENERIC = Path(__file__).resolve().parent / "autorecall_generic.txt"
+GENERIC_MORE = Path(__file__).resolve().parent / "autorecall_generic_more.txt"
+GENERIC_TEST = Path(__file__).resolve().parent / "autorecall_generic_test.txt"
 BUDGETS = (1000, 2000, 4000)
 # ../shared/bench-data from the checkout; a git worktree sits one level deeper.
 DATA = next((path for path in (retrieval_bench.DATA, Path(__file__).resolve().parents[3] / "shared" / "bench-data")
              if path.exists()), retrieval_bench.DATA)
 
 
+def prompts_of(path: Path) -> list[str]:
+    return [line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
 def generic_prompts() -> tuple[list[str], list[str]]:
-    """(calibration half, held-out half) of the generic prompts."""
-    lines = [line.strip() for line in GENERIC.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    """(the half that gives the generic vocabulary, the half that calibrates the thresholds)."""
+    lines = prompts_of(GENERIC)
     return lines[0::2], lines[1::2]
 
 
@@ -204,19 +214,21 @@ def main() -> None:
                     for i, s in enumerate(locomo) for q in s.questions]
     random.Random(7).shuffle(unanswerable)
     unanswerable = unanswerable[:200]
-    calibration, held_out = generic_prompts()
+    words, calibration = generic_prompts()
     facts = realistic_facts(args.realistic)
     found = {
         "realistic": gather([Asked(f.question, None, set(), set(), {}) for f in facts], "realistic questions"),
         "locomo": gather(locomo_asked, "LoCoMo"),
         "lme": gather(lme_asked, "LongMemEval_S"),
+        "generic_words": gather([Asked(p, None, set(), set(), {}) for p in words], "generic (vocabulary)"),
         "generic_cal": gather([Asked(p, None, set(), set(), {}) for p in calibration], "generic (cal)"),
-        "generic_held": gather([Asked(p, None, set(), set(), {}) for p in held_out], "generic (held out)"),
+        "generic_more": gather([Asked(p, None, set(), set(), {}) for p in prompts_of(GENERIC_MORE)], "generic (more)"),
+        "generic_test": gather([Asked(p, None, set(), set(), {}) for p in prompts_of(GENERIC_TEST)], "generic (test)"),
         "unanswerable_cal": gather(unanswerable[0::2], "unanswerable (cal)"),
-        "unanswerable_held": gather(unanswerable[1::2], "unanswerable (held out)"),
+        "unanswerable_test": gather(unanswerable[1::2], "unanswerable (test)"),
     }
     if args.latency:
-        latency(args.latency, [(a.prompt, a.project) for a in locomo_asked], calibration + held_out, messages)
+        latency(args.latency, [(a.prompt, a.project) for a in locomo_asked], words + calibration, messages)
     gate = autorecall.GATE
     if args.calibrate:
         gate = calibrate(found)
@@ -260,8 +272,9 @@ def rate(found: list[Any], gate: Any) -> float:
 def calibrate(found: dict[str, list[Any]]) -> Any:
     """The gate from the calibration sets. generic_max: the lowest that takes at most 1 % of the
     LoCoMo questions for generic instructions (the held-out generic prompts then say how many
-    instructions it catches). The other thresholds: the most LoCoMo questions opened with at most
-    10 % of the calibration unanswerable questions (and calibration generic prompts) opened."""
+    instructions it catches). The other thresholds: the most answerable questions opened (LoCoMo's
+    and the calibration half of LongMemEval_S's, each benchmark weighing the same: its short chat
+    turns and its long ones) with at most 10 % of each calibration set opened."""
     from winni_site import autorecall
 
     generic_max = 0.95
@@ -283,28 +296,31 @@ def calibrate(found: dict[str, list[Any]]) -> Any:
           f"{sum(len(f.weights) < min_terms for f in found['locomo'])}")
     best = None
     rows = []
+    lme_calibration = found["lme"][0::2]
     for overlap_min, similarity_min, alone in itertools.product((0.3, 0.4, 0.5, 0.6, 0.7), (0.0, 0.2, 0.3, 0.4, 0.5),
                                                                 (0.6, 0.7, 0.8, 2.0)):
         gate = autorecall.Gate(overlap_min=overlap_min, similarity_min=similarity_min, similarity_alone=alone,
                                generic_max=generic_max, min_terms=min_terms)
-        silent = max(rate(found["generic_cal"], gate), rate(found["unanswerable_cal"], gate))
-        opened = rate(found["locomo"], gate)
-        rows.append((opened, silent, gate))
-        if silent <= 0.10 and (best is None or opened > best[0]):
-            best = (opened, silent, gate)
-    print("calibration (LoCoMo opened, worst calibration silence breach → gate), best 8 under 10 %:")
-    for opened, silent, gate in sorted((r for r in rows if r[1] <= 0.10), key=lambda r: -r[0])[:8]:
-        print(f"  opened {opened:.3f} silence-breach {silent:.3f} {gate.as_dict()}")
+        silent = max(rate(found[name], gate) for name in ("generic_words", "generic_cal", "generic_more", "unanswerable_cal"))
+        opened = [rate(found["locomo"], gate)] + ([rate(lme_calibration, gate)] if lme_calibration else [])
+        rows.append((sum(opened) / len(opened), opened, silent, gate))
+        if silent <= 0.10 and (best is None or rows[-1][0] > best[0]):
+            best = rows[-1]
+    print("calibration (answerable opened: LoCoMo, LongMemEval_S half; worst calibration silence breach → gate), "
+          "best 8 under 10 %:")
+    for score, opened, silent, gate in sorted((r for r in rows if r[2] <= 0.10), key=lambda r: -r[0])[:8]:
+        print(f"  opened {score:.3f} ({' / '.join(f'{o:.3f}' for o in opened)}) silence-breach {silent:.3f} "
+              f"{gate.as_dict()}")
     assert best is not None, "no gate keeps the calibration sets at or under 10 %"
-    print(f"chosen: {best[2].as_dict()}")
-    return best[2]
+    print(f"chosen: {best[3].as_dict()}")
+    return best[3]
 
 
 def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked], tickets: list[str]) -> None:
     print(f"\ngate {gate.as_dict()}")
-    for name in ("generic_cal", "generic_held", "unanswerable_cal", "unanswerable_held"):
+    for name in ("generic_words", "generic_cal", "generic_more", "generic_test", "unanswerable_cal", "unanswerable_test"):
         print(f"  {name}: {len(found[name])} prompts, injected {rate(found[name], gate) * 100:.1f} %")
-        if name.endswith("held"):
+        if name.endswith("test"):
             opened = [f for f in found[name] if opens(f, gate)]
             print("    injected: " + "; ".join(f"{f.prompt!r} (generic {f.generic:.2f})" for f in opened[:30]))
     if found["realistic"]:
@@ -326,15 +342,23 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
             if items:
                 injected += 1
                 sizes += block_chars(f, gate, budget)
-        lme_hits = 0
-        for asked, f in zip(lme, found["lme"]):
-            keys = keys_of(items_for(f, gate, budget), asked.mapping)
-            sessions = {retrieval_bench.session_of(key) for key in keys if key}
-            lme_hits += asked.gold_sessions <= sessions
+        lme_hits = every_session(found["lme"], lme, gate, budget)
+        held_out = lme_hits[1::2]
         n = len(locomo)
         avg = sizes / injected if injected else 0
         print(f"| {budget} | {any_hits / n * 100:.1f} % / {all_hits / n * 100:.1f} % | {injected / n * 100:.1f} % "
-              f"| {lme_hits / max(1, len(lme)):.3f} | {avg:.0f} ({avg / 4:.0f}) |")
+              f"| {sum(lme_hits) / max(1, len(lme)):.3f} (held-out half {sum(held_out) / max(1, len(held_out)):.3f}) "
+              f"| {avg:.0f} ({avg / 4:.0f}) |")
+    print(f"LongMemEval_S opened {rate(found['lme'], gate) * 100:.1f} %")
+
+
+def every_session(found: list[Any], lme: list[Asked], gate: Any, budget: int) -> list[bool]:
+    """Per LongMemEval_S question: whether the block holds a turn of each of its evidence sessions."""
+    hits = []
+    for asked, f in zip(lme, found):
+        keys = keys_of(items_for(f, gate, budget), asked.mapping)
+        hits.append(asked.gold_sessions <= {retrieval_bench.session_of(key) for key in keys if key})
+    return hits
 
 
 def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked]) -> None:
@@ -352,9 +376,7 @@ def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: li
             variant = dataclasses.replace(gate, per_session=per_session, relative_min=relative)
             hits = sum(bool(set(keys_of(items_for(f, variant, 4000), a.mapping)) & a.gold_turns)
                        for a, f in zip(locomo, found["locomo"]))
-            lme_hits = sum(a.gold_sessions <= {retrieval_bench.session_of(k) for k in
-                                               keys_of(items_for(f, variant, 4000), a.mapping) if k}
-                           for a, f in zip(lme, found["lme"]))
+            lme_hits = sum(every_session(found["lme"], lme, variant, 4000))
             print(f"| {per_session} | {snippet} | {relative} | {hits / len(locomo) * 100:.1f} % "
                   f"| {lme_hits / max(1, len(lme)):.3f} |")
     finally:

@@ -504,3 +504,19 @@ def test_one_row_per_conversation_leads_the_block():
     rows = [row("a", 1), row("a", 2), row("b", 1), row("a", 3), row("c", 1)]
     assert [c.id for c in autorecall.spread(rows, 1)] == ["a1", "b1", "c1", "a2", "a3"]
     assert [c.id for c in autorecall.spread(rows, 2)] == ["a1", "a2", "b1", "c1", "a3"]
+
+
+
+def test_one_shared_word_does_not_open_the_block():
+    """An item opens the block with two of the prompt's specific words or more (and enough of its
+    word weight and meaning), or by its meaning alone: "clear the cache" shares "cache" with many a
+    turn of a coding project and asks for nothing in them."""
+    def item(lexemes: set[str], overlap: float, similarity: float) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id="m", text="t", source={}, lexemes=lexemes,
+                                    overlap=overlap, similarity=similarity)
+
+    gate = autorecall.GATE
+    assert gate.passes(item({"psycopg", "driver"}, 0.8, 0.45))
+    assert not gate.passes(item({"cach"}, 1.0, 0.45))  # one word, however much of the prompt it is
+    assert gate.passes(item({"cach"}, 1.0, gate.similarity_alone))  # close in meaning alone
+    assert not gate.passes(item({"psycopg", "driver"}, 0.8, 0.2))  # the words, too little of the meaning

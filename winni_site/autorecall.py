@@ -19,9 +19,9 @@ What it does with a prompt:
    context, the prompt just captured among them); the active decisions, invariants and open
    questions of the project's newest medallions; a cached librarian answer to the same question.
 3. The gate (docs/autorecall.md says how its thresholds were measured): the block is given only
-   when some candidate shares enough of the prompt's specific words (their weight by how rare
-   each is in the store: `overlap`) with enough meaning (`similarity`, cosine of the embeddings),
-   or is very close in meaning alone. Otherwise: an empty text, no header.
+   when some candidate shares two or more of the prompt's specific words, enough of their weight
+   (each weighs by how rare it is in the store: `overlap`) with enough meaning (`similarity`,
+   cosine of the embeddings), or is very close in meaning alone. Otherwise: an empty text, no header.
 4. The block: the candidates in rank order (one per conversation first), each a snippet cut
    around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
@@ -74,8 +74,10 @@ HEADER = ("# Winni recalled (from earlier sessions; each item names its source: 
 FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
 
 # The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
-# An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight and is at
-# least SIMILARITY_MIN close in meaning, or is SIMILARITY_ALONE close in meaning whatever its words.
+# An item passes when it shares at least OVERLAP_MIN of the prompt's specific word weight, in at
+# least MIN_TERMS of its words, and is at least SIMILARITY_MIN close in meaning; or is
+# SIMILARITY_ALONE close in meaning whatever its words. (One shared word opened the block for a
+# sixth of a fresh set of generic instructions, "clear the cache" finding a turn about a cache.)
 OVERLAP_MIN = 0.3
 SIMILARITY_MIN = 0.4
 SIMILARITY_ALONE = 0.6
@@ -85,7 +87,8 @@ RELATIVE_MIN = 0.25
 # A prompt at least this close in meaning to a generic instruction (GENERIC_PROMPTS) gets nothing.
 GENERIC_MAX = 0.55
 # A prompt with fewer specific words than this ("perfect", "run mypy", "undo that") gets nothing
-# but a cached answer: one word says too little about what it asks.
+# but a cached answer, and an item must share this many of them to open the block (unless close in
+# meaning alone): one word says too little about what is asked.
 MIN_TERMS = 2
 # At most this many items of one session lead the block; the rest follow after every other
 # session's (evidence spread over several sessions needs a turn of each).
@@ -458,8 +461,9 @@ class Gate:
         if candidate.kind == "answer":
             return True
         similarity = candidate.similarity if candidate.similarity is not None else 0.0
-        return (candidate.overlap >= self.overlap_min and similarity >= self.similarity_min) \
-            or similarity >= self.similarity_alone
+        return similarity >= self.similarity_alone or (
+            len(candidate.lexemes) >= self.min_terms and candidate.overlap >= self.overlap_min
+            and similarity >= self.similarity_min)
 
     def as_dict(self) -> dict[str, float]:
         return {"overlap_min": self.overlap_min, "similarity_min": self.similarity_min,
