@@ -367,18 +367,21 @@ def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: li
 
     from winni_site import autorecall
 
-    print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session |")
-    print("|---|---|---|---|---|")
+    print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session "
+          "(even / odd questions) | LoCoMo average block chars |")
+    print("|---|---|---|---|---|---|")
     default = autorecall.SNIPPET_CHARS
     try:
-        for per_session, snippet, relative in itertools.product((1, 2), (300, 500), (0.0, 0.1, 0.25)):
+        for per_session, snippet, relative in itertools.product((1, 2), (300, 500), (0.0, 0.1, 0.15, 0.25)):
             autorecall.SNIPPET_CHARS = snippet
             variant = dataclasses.replace(gate, per_session=per_session, relative_min=relative)
             hits = sum(bool(set(keys_of(items_for(f, variant, 4000), a.mapping)) & a.gold_turns)
                        for a, f in zip(locomo, found["locomo"]))
-            lme_hits = sum(every_session(found["lme"], lme, variant, 4000))
+            lme_hits = every_session(found["lme"], lme, variant, 4000)
+            sizes = [block_chars(f, variant, 4000) for f in found["locomo"] if opens(f, variant)]
+            halves = " / ".join(f"{sum(half) / max(1, len(half)):.3f}" for half in (lme_hits[0::2], lme_hits[1::2]))
             print(f"| {per_session} | {snippet} | {relative} | {hits / len(locomo) * 100:.1f} % "
-                  f"| {lme_hits / max(1, len(lme)):.3f} |")
+                  f"| {sum(lme_hits) / max(1, len(lme)):.3f} ({halves}) | {sum(sizes) / max(1, len(sizes)):.0f} |")
     finally:
         autorecall.SNIPPET_CHARS = default
 
