@@ -520,3 +520,17 @@ def test_one_shared_word_does_not_open_the_block():
     assert not gate.passes(item({"cach"}, 1.0, 0.45))  # one word, however much of the prompt it is
     assert gate.passes(item({"cach"}, 1.0, gate.similarity_alone))  # close in meaning alone
     assert not gate.passes(item({"psycopg", "driver"}, 0.8, 0.2))  # the words, too little of the meaning
+
+
+def test_a_conversation_is_led_by_its_row_that_passes_the_gate():
+    """A tool output that shares the project's name with the prompt can outrank, in its own
+    conversation, the turn that answers; the answer leads that conversation in the block."""
+    def row(conversation: str, n: int, similarity: float) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id=f"{conversation}{n}", text="t",
+                                    source={"conversation_id": conversation}, lexemes={"cinder", "api"},
+                                    overlap=0.8, similarity=similarity)
+
+    rows = [row("a", 1, 0.3), row("b", 1, 0.3), row("a", 2, 0.6), row("c", 1, 0.5)]
+    ordered = autorecall.passing_first(rows, autorecall.GATE)
+    assert [c.id for c in ordered] == ["a2", "b1", "a1", "c1"]  # each conversation keeps its places
+    assert [c.id for c in autorecall.spread(ordered, 1)] == ["a2", "b1", "c1", "a1"]

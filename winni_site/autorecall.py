@@ -649,7 +649,8 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
 def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
-    while their score holds up, once one of them passes."""
+    while their score holds up, once one of them passes (one per conversation first, the rows that
+    pass the gate before the others of their conversation)."""
     if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
         return [found.answer] if found.answer else []
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
@@ -657,7 +658,23 @@ def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
     top = max((c.score for c in opened), default=0.0)
     recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
         if opened else []
-    return ([found.answer] if found.answer else []) + medallion_items + spread(recalled, gate.per_session)
+    return ([found.answer] if found.answer else []) + medallion_items + spread(passing_first(recalled, gate), gate.per_session)
+
+
+def passing_first(candidates: list[Candidate], gate: Gate) -> list[Candidate]:
+    """The candidates in order, except that within one conversation the rows that pass the gate
+    come before those that only share a word with the prompt (each conversation keeps the places
+    its rows had): a tool output naming the project ranked above the turn of the same conversation
+    that answers took the lead of that conversation, and the budget the answer's room."""
+    groups: dict[Any, list[Candidate]] = {}
+    for candidate in candidates:
+        groups.setdefault(_conversation(candidate), []).append(candidate)
+    rows = {key: iter(sorted(group, key=lambda c: not gate.passes(c))) for key, group in groups.items()}
+    return [next(rows[_conversation(candidate)]) for candidate in candidates]
+
+
+def _conversation(candidate: Candidate) -> Any:
+    return candidate.source.get("conversation_id") or candidate.key
 
 
 def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
@@ -667,7 +684,7 @@ def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
     later: list[Candidate] = []
     seen: dict[Any, int] = {}
     for candidate in candidates:
-        session = candidate.source.get("conversation_id") or candidate.key
+        session = _conversation(candidate)
         seen[session] = seen.get(session, 0) + 1
         (first if seen[session] <= per_session else later).append(candidate)
     return first + later
