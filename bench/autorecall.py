@@ -216,14 +216,18 @@ def main() -> None:
     unanswerable = unanswerable[:200]
     words, calibration = generic_prompts()
     facts = realistic_facts(args.realistic)
+
+    def anywhere(prompts: list[str]) -> list[Asked]:  # asked with no project: the whole store
+        return [Asked(prompt, None, set(), set(), {}) for prompt in prompts]
+
     found = {
-        "realistic": gather([Asked(f.question, None, set(), set(), {}) for f in facts], "realistic questions"),
+        "realistic": gather(anywhere([f.question for f in facts]), "realistic questions"),
         "locomo": gather(locomo_asked, "LoCoMo"),
         "lme": gather(lme_asked, "LongMemEval_S"),
-        "generic_words": gather([Asked(p, None, set(), set(), {}) for p in words], "generic (vocabulary)"),
-        "generic_cal": gather([Asked(p, None, set(), set(), {}) for p in calibration], "generic (cal)"),
-        "generic_more": gather([Asked(p, None, set(), set(), {}) for p in prompts_of(GENERIC_MORE)], "generic (more)"),
-        "generic_test": gather([Asked(p, None, set(), set(), {}) for p in prompts_of(GENERIC_TEST)], "generic (test)"),
+        "generic_words": gather(anywhere(words), "generic (vocabulary)"),
+        "generic_cal": gather(anywhere(calibration), "generic (cal)"),
+        "generic_more": gather(anywhere(prompts_of(GENERIC_MORE)), "generic (more)"),
+        "generic_test": gather(anywhere(prompts_of(GENERIC_TEST)), "generic (test)"),
         "unanswerable_cal": gather(unanswerable[0::2], "unanswerable (cal)"),
         "unanswerable_test": gather(unanswerable[1::2], "unanswerable (test)"),
     }
@@ -271,8 +275,7 @@ def rate(found: list[Any], gate: Any) -> float:
 
 def calibrate(found: dict[str, list[Any]]) -> Any:
     """The gate from the calibration sets. generic_max: the lowest that takes at most 1 % of the
-    LoCoMo questions for generic instructions (the held-out generic prompts then say how many
-    instructions it catches). The other thresholds: the most answerable questions opened (LoCoMo's
+    LoCoMo questions for generic instructions. The other thresholds: the most answerable questions opened (LoCoMo's
     and the calibration half of LongMemEval_S's, each benchmark weighing the same: its short chat
     turns and its long ones) with at most 10 % of each calibration set opened."""
     from winni_site import autorecall
