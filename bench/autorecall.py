@@ -4,7 +4,7 @@ Loads, through the capture path (winni_site.capture.capture_hook_event, as the h
 /api/v1/capture/events stores events; in-process, no HTTP), LoCoMo dev (one project per
 conversation, one captured session per LoCoMo session: UserPromptSubmit for one speaker, Stop for
 the other) and LongMemEval_S dev (one project per question and its haystack), plus a realistic
-coding corpus (bench/realistic.py, COPY, no project). The vectors are computed in-process in
+coding corpus (bench/realistic.py, COPY, each session in its project). The vectors are computed in-process in
 batches (no worker). Then every question is asked as a new prompt in a new session:
 
 - LoCoMo: evidence in the block: the share of questions with an evidence turn (any / all) among
@@ -167,6 +167,7 @@ def main() -> None:
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from django.db import connection
+    from django.db.models import Count
     from tqdm import tqdm
 
     from conversations.models import Conversation, Message
@@ -183,7 +184,11 @@ def main() -> None:
     if args.realistic and not Conversation.objects.filter(metadata__has_key="project").exists():
         from bench import realistic
 
-        realistic.load_realistic(conversations=max(10, args.realistic // 50), messages=args.realistic, seed=0)
+        realistic.load_realistic(conversations=max(10, args.realistic // 50), messages=args.realistic, seed=0,
+                                 with_projects=True)
+    if Conversation.objects.filter(metadata__has_key="project", project__isnull=True).exists():
+        parser.error("the realistic sessions of this store have no project (written before they had): "
+                     "remove WINNI_DATA_DIR and load again")
     _django.embed_pending("message")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
@@ -217,17 +222,24 @@ def main() -> None:
     words, calibration = generic_prompts()
     facts = realistic_facts(args.realistic)
 
-    def anywhere(prompts: list[str]) -> list[Asked]:  # asked with no project: the whole store
-        return [Asked(prompt, None, set(), set(), {}) for prompt in prompts]
+    def anywhere(prompts: list[str], project: str | None = None) -> list[Asked]:  # no project: the whole store
+        return [Asked(prompt, project, set(), set(), {}) for prompt in prompts]
+
+    # The coding project with the most sessions: where a developer types the generic instructions.
+    busiest = (Conversation.objects.filter(metadata__has_key="project", project__isnull=False)
+               .values("project__slug").annotate(n=Count("id")).order_by("-n").first() or {}).get("project__slug")
 
     found = {
-        "realistic": gather(anywhere([f.question for f in facts]), "realistic questions"),
+        # Asked in the fact's project, as the hook asks in the session's folder.
+        "realistic": gather([Asked(f.question, f.project, set(), set(), {}) for f in facts], "realistic questions"),
         "locomo": gather(locomo_asked, "LoCoMo"),
         "lme": gather(lme_asked, "LongMemEval_S"),
         "generic_words": gather(anywhere(words), "generic (vocabulary)"),
         "generic_cal": gather(anywhere(calibration), "generic (cal)"),
         "generic_more": gather(anywhere(prompts_of(GENERIC_MORE)), "generic (more)"),
         "generic_test": gather(anywhere(prompts_of(GENERIC_TEST)), "generic (test)"),
+        "generic_test_in_project": gather(anywhere(prompts_of(GENERIC_TEST), busiest), "generic (test, in a project)")
+        if busiest else [],
         "unanswerable_cal": gather(unanswerable[0::2], "unanswerable (cal)"),
         "unanswerable_test": gather(unanswerable[1::2], "unanswerable (test)"),
     }
@@ -321,7 +333,10 @@ def calibrate(found: dict[str, list[Any]]) -> Any:
 
 def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked], tickets: list[str]) -> None:
     print(f"\ngate {gate.as_dict()}")
-    for name in ("generic_words", "generic_cal", "generic_more", "generic_test", "unanswerable_cal", "unanswerable_test"):
+    for name in ("generic_words", "generic_cal", "generic_more", "generic_test", "generic_test_in_project",
+                 "unanswerable_cal", "unanswerable_test"):
+        if not found[name]:
+            continue
         print(f"  {name}: {len(found[name])} prompts, injected {rate(found[name], gate) * 100:.1f} %")
         if name.endswith("test"):
             opened = [f for f in found[name] if opens(f, gate)]

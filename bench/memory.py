@@ -8,7 +8,7 @@ The corpus (--corpus) is synthetic (default: texts of 8-20 words drawn from a 20
 vocabulary, queries of 2-4 such words) or realistic (bench/realistic.py: coding-agent sessions as
 Winni's capture stores them, 10 messages per session, memories that are one-sentence project facts,
 queries that are questions, identifiers, file names, errors; the sessions are written with their
-projects, found by their folder, and nine in ten memories with theirs: corpus_projects). Either is loaded with
+projects, found by their folder, and nine in ten memories with theirs: realistic.corpus_projects). Either is loaded with
 COPY (not through the API: a million API calls is not what is measured here), and every row gets a
 random unit vector (an exact ranking costs the same for any vector; an HNSW walk does not: random
 384-d vectors are a graph's worst case, where it returns 0.34 of the exact top 50 against 0.98 on
@@ -105,7 +105,7 @@ def load(memories: int, messages: int, words: list[str], corpus: Any = None) -> 
     register_vector(raw)
     chunk = 20_000
     memory_texts = realistic.memory_texts(corpus, memories) if corpus else None
-    project_ids = corpus_projects(corpus) if corpus else {}
+    project_ids = realistic.corpus_projects(corpus) if corpus else {}
 
     def copy_vectors(kind: str, ids: list[uuid.UUID], projects: list[int | None]) -> None:
         block = unit_vectors(len(ids), rng)
@@ -312,18 +312,6 @@ def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048)
 
 
 PARTS = ("search_memory", "winni_recall", "dewey_search", "winni_context", "hooks", "throughput")
-
-
-def corpus_projects(corpus: Any) -> dict[str, int]:
-    """The realistic corpus' projects (one per corpus project, found by its folder: a PATH key, as
-    the hooks' cwd names it), by name: its sessions and memories are written with them, as capture
-    writes them (a project given to a million rows afterwards writes a new version of each into
-    every index: a store no capture makes)."""
-    from core import projects
-
-    return {project.name: (projects.project_find(project.name)
-                           or projects.project_create(name=project.name, path=project.root)).pk
-            for project in corpus.projects}
 
 
 def embed_answers(facts: list[Any]) -> None:

@@ -539,10 +539,25 @@ def describe_database(limit: int | None = None) -> Distribution:
 # --- for benchmarks -------------------------------------------------------------------------------
 
 def load_realistic(*, conversations: int, messages: int, seed: int = 0, projects: int | None = None,
-                   defer_indexes: bool | None = None, progress: bool = True, on_batch: Any = None) -> LoadStats:
-    """COPY a realistic corpus into the configured database (bench/corpus.py's copy_corpus)."""
+                   defer_indexes: bool | None = None, progress: bool = True, on_batch: Any = None,
+                   with_projects: bool = False) -> LoadStats:
+    """COPY a realistic corpus into the configured database (bench/corpus.py's copy_corpus);
+    with_projects: each session written with its project (corpus_projects), as capture writes it."""
     corpus = RealisticCorpus(conversations=conversations, messages=messages, seed=seed, projects=projects)
-    return copy_corpus(corpus, messages=messages, defer_indexes=defer_indexes, progress=progress, on_batch=on_batch)
+    return copy_corpus(corpus, messages=messages, defer_indexes=defer_indexes, progress=progress, on_batch=on_batch,
+                       projects=corpus_projects(corpus) if with_projects else None)
+
+
+def corpus_projects(corpus: Any) -> dict[str, int]:
+    """The realistic corpus' projects (one per corpus project, found by its folder: a PATH key, as
+    the hooks' cwd names it), by name: its sessions and memories are written with them, as capture
+    writes them (a project given to a million rows afterwards writes a new version of each into
+    every index: a store no capture makes)."""
+    from core import projects
+
+    return {project.name: (projects.project_find(project.name)
+                           or projects.project_create(name=project.name, path=project.root)).pk
+            for project in corpus.projects}
 
 
 def queries(corpus: RealisticCorpus, count: int, seed: int = 11) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ import re
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.db.models import F
 
 from bench import realistic
 from bench.realistic import RealisticCorpus, describe
@@ -165,3 +166,20 @@ def test_it_loads_through_the_bench_copy_path_and_reads_back_the_same():
         cursor.execute("SELECT count(*) FROM conversations_message WHERE search_vector @@ "
                        "websearch_to_tsquery('english', %s)", [name])
         assert cursor.fetchone()[0] >= 1
+
+
+@pytest.mark.django_db
+def test_with_projects_each_session_and_its_messages_are_written_in_its_project():
+    from conversations.models import Conversation, Message
+    from core import projects
+
+    realistic.load_realistic(conversations=20, messages=200, seed=4, progress=False, defer_indexes=False,
+                             with_projects=True)
+    sessions = list(Conversation.objects.select_related("project"))
+    assert len(sessions) == 20
+    for session in sessions:
+        # The project named in the session's metadata, found by that name as a hook's `project` is.
+        assert session.project is not None and session.project.name == session.metadata["project"]
+        assert projects.project_find(session.metadata["project"]) == session.project
+    assert not Message.objects.filter(project__isnull=True).exists()
+    assert not Message.objects.exclude(project_id=F("conversation__project_id")).exists()
