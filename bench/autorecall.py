@@ -228,6 +228,9 @@ def main() -> None:
     # The coding project with the most sessions: where a developer types the generic instructions.
     busiest = (Conversation.objects.filter(metadata__has_key="project", project__isnull=False)
                .values("project__slug").annotate(n=Count("id")).order_by("-n").first() or {}).get("project__slug")
+    if busiest:
+        print(f"generic prompts asked in {busiest} too: {Conversation.objects.filter(project__slug=busiest).count()} "
+              f"sessions, {Message.objects.filter(project__slug=busiest).count()} messages")
 
     found = {
         # Asked in the fact's project, as the hook asks in the session's folder.
