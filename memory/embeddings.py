@@ -372,8 +372,17 @@ def embed_parts(rows: list[searchable.Parts], *, model: str | None = None) -> li
     return out
 
 
+def embed_in_request(texts: list[str]) -> list[list[float]]:
+    """embed_texts for vectors a request waits for (a query, a few fresh rows, the generic prompts
+    automatic recall compares with): always in passes of at most ONNX_MAX_BATCH, so they run on
+    ONNX Runtime and a web process never imports torch. A batch of 85 generic prompts ran on torch
+    on an AVX512-BF16 host, and importing sentence-transformers and torch for it took 4-45 s: the
+    first prompts after a start missed the hook's timeout."""
+    return embed_texts(texts, batch_size=ONNX_MAX_BATCH)
+
+
 def embed_query(text: str) -> list[float]:
-    return embed_texts([text])[0]
+    return embed_in_request([text])[0]
 
 
 def embed_query_beside(text: str) -> Callable[[], list[float]]:

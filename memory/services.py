@@ -298,7 +298,7 @@ def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str,
     if not rows:
         return {}
     try:
-        fresh = embeddings.embed_texts([row.content for row in rows])
+        fresh = embeddings.embed_in_request([row.content for row in rows])
     except EmbeddingError:
         return {}
     return {str(row.pk): sum(a * b for a, b in zip(vector, query_vector)) for row, vector in zip(rows, fresh)}

@@ -1,5 +1,6 @@
 """Automatic recall's service (winni_site.autorecall.context_for_prompt) and its interfaces: MCP
 winni_context through the real streamable-HTTP transport and REST POST /api/v1/recall/context."""
+import re
 from typing import Any
 
 import pytest
@@ -387,9 +388,10 @@ def test_the_hook_program_prints_the_block_for_claude_code(live_shop, winni_serv
     assert (quiet.returncode, quiet.stdout) == (0, "")
 
 
-def test_a_silent_winni_never_holds_the_prompt(hook_env, tmp_path):
+def test_a_silent_winni_never_holds_the_prompt_and_only_a_repeated_slowness_is_said(hook_env, tmp_path):
     """Winni accepts the connection and never answers: past WINNI_HOOK_TIMEOUT the hook goes on
-    without a block and spools the prompt, as when Winni is down."""
+    without a block and keeps the prompt to send again, marked as a recall that never arrived.
+    Slow is not down: the model hears nothing of a single slow answer, and is told when it repeats."""
     import json
     import socket
     import time
@@ -399,15 +401,19 @@ def test_a_silent_winni_never_holds_the_prompt(hook_env, tmp_path):
         server.listen(5)
         env = {**hook_env, "WINNI_URL": f"http://127.0.0.1:{server.getsockname()[1]}", "WINNI_HOOK_TIMEOUT": "0.5"}
         began = time.monotonic()
-        result = run_hook(hook_event("UserPromptSubmit", prompt="Which database driver do we use?"), env)
+        first = run_hook(hook_event("UserPromptSubmit", prompt="Which database driver do we use?"), env)
         took = time.monotonic() - began
-    # No block; only the capture warning (docs/capture.md: "Capture failures show").
-    assert result.returncode == 0
-    added = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert added.startswith("Winni: 1 event waiting") and "server unreachable" in added
+        second = run_hook(hook_event("UserPromptSubmit", prompt="And which pool size?"), env)
+    assert (first.returncode, first.stdout) == (0, "")
     assert took < 3, took
+    added = json.loads(second.stdout)["hookSpecificOutput"]["additionalContext"]
+    # The second prompt went with the first in one batch (a backlog is given up to 4 timeouts).
+    assert re.fullmatch(r"Winni was slow \(\d+\.\d s\); no recall for this prompt", added), added
     spooled = [json.loads(line) for line in open(hook_env["WINNI_HOOK_SPOOL"])]
-    assert spooled[0]["payload"]["prompt"] == "Which database driver do we use?"
+    assert [event["payload"]["prompt"] for event in spooled] == ["Which database driver do we use?",
+                                                                  "And which pool size?"]
+    assert all(event["recall_undelivered"].startswith("the hook gave up waiting after ") for event in spooled)
+    assert not any("recall" in event for event in spooled)
 
 
 def test_touching_a_file_brings_back_what_names_it_once_per_session(shop, api):
@@ -458,6 +464,50 @@ def test_the_transcript_folds_what_winni_added_and_the_dashboard_counts_it(shop,
 
     today = board.recall_per_day(1)[-1]
     assert today[1] == 1 and today[2] == 0.5  # one block; one of two prompts received one
+
+
+def test_a_block_the_hook_gave_up_on_is_shown_not_delivered_counted_nowhere_and_may_be_given_again(
+        shop, api, admin_client):
+    from conversations.admin import transcript_url
+    from conversations.models import Conversation
+    from winni_site import dashboard as board
+
+    question = "Which database driver do we use for PostgreSQL?"
+    event = {"payload": hook_event("UserPromptSubmit", prompt=question), "project": "shop", "event_id": "evt-slow"}
+    body = api.post("/api/v1/capture/events", {**event, "recall": True}, format="json").json()
+    assert "psycopg 3" in body["additional_context"]
+    # The hook had given up: with its next request it sends the event again, saying so.
+    again = api.post("/api/v1/capture/events/batch", {"events": [
+        {**event, "recall_undelivered": "the hook gave up waiting after 2.0 s"},
+        {"payload": hook_event("UserPromptSubmit", prompt=question + " Really?"), "project": "shop",
+         "event_id": "evt-next", "recall": True}]}, format="json")
+    assert again.status_code == 200, again.content
+    first, second = again.json()["results"]
+    assert first["stored"] is False and "additional_context" not in first  # stored once
+    # The event of the moment, last in the batch, gets its block: the items never reached the agent.
+    assert "psycopg 3" in second["additional_context"]
+    slow, given = Injection.objects.order_by("created_at")
+    assert (slow.delivered, slow.undelivered_reason) == (False, "the hook gave up waiting after 2.0 s")
+    assert given.delivered
+    conversation = Conversation.objects.get(session_id="session-two")
+    html = admin_client.get(transcript_url(conversation.pk)).content.decode()
+    assert html.count("winni-added winni-undelivered") == 1 and html.count("Winni added") == 1
+    assert "not delivered: the hook gave up waiting after 2.0 s" in html
+    assert board.recall_per_day(1)[-1][1:] == (1, 0.5)  # one block delivered, to one of two prompts
+
+
+def test_a_report_that_overtakes_the_slow_answer_still_marks_its_block(shop, api):
+    from conversations.models import Message
+
+    event = {"payload": hook_event("UserPromptSubmit", prompt="Which database driver do we use for PostgreSQL?"),
+             "project": "shop", "event_id": "evt-overtaken"}
+    stored = api.post("/api/v1/capture/events", {**event, "recall_undelivered": "the hook gave up waiting after 2.0 s"},
+                      format="json").json()
+    assert Message.objects.get(pk=stored["message_id"]).metadata["recall_undelivered"].startswith("the hook gave up")
+    found = autorecall.context_for_prompt(prompt=event["payload"]["prompt"], project="shop", session_id="session-two",
+                                          trigger="prompt", message_id=stored["message_id"])
+    assert found["text"] and Injection.objects.get().delivered is False
+    assert autorecall.injected_keys("session-two") == set()
 
 
 def test_the_project_page_shows_and_sets_automatic_recall(shop, admin_client):

@@ -35,16 +35,17 @@ def test_a_prompt_warns_once_an_hour_and_session_start_always_while_winni_is_dow
     down = {**hook_env, "WINNI_URL": f"http://127.0.0.1:{free_port()}", "WINNI_TOKEN": "winni_x"}
     first = run_hook(event("UserPromptSubmit", prompt="one"), env=down)
     since = spooled(down)[0]["captured_at"][11:16]  # HH:MM of the oldest waiting event (TZ=UTC)
-    assert added(first).startswith(f"Winni: 1 event waiting since {since}, server unreachable")
+    assert added(first).startswith(f"Winni: not running (connection refused); 1 event waiting since {since}")
     second = run_hook(event("UserPromptSubmit", prompt="two"), env=down)
     assert second.stdout == ""  # not again within the hour
     start = run_hook(event("SessionStart", source="startup"), env=down)
-    assert start.stdout.splitlines()[0].startswith(f"Winni: 2 events waiting since {since}, server unreachable")
+    assert start.stdout.splitlines()[0].startswith(f"Winni: not running (connection refused); 2 events waiting since {since}")
     # An hour later, a prompt warns again.
     status_file = tmp_path / "claude-hook-status.json"
     status = json.loads(status_file.read_text())
     status_file.write_text(json.dumps({**status, "warned_at": time.time() - 3601}))
-    assert added(run_hook(event("UserPromptSubmit", prompt="three"), env=down)).startswith("Winni: 3 events waiting")
+    assert added(run_hook(event("UserPromptSubmit", prompt="three"), env=down)).startswith(
+        "Winni: not running (connection refused); 3 events waiting")
 
 
 @pytest.mark.live

@@ -117,9 +117,25 @@ def request_threads_shutdown() -> None:
     _free_threads = None
 
 
+def _warm_before_startup(receive):  # type: ignore[no-untyped-def]
+    """`receive` for the lifespan: the startup event reaches the MCP app only after the recall path
+    is warm (autorecall.recall_warm_up), and uvicorn listens only after the startup: until Winni can
+    answer a prompt in time, a hook finds it not running (and spools) rather than slow."""
+
+    async def wrapped():  # type: ignore[no-untyped-def]
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            from winni_site import autorecall
+
+            await asyncio.to_thread(autorecall.recall_warm_up)
+        return message
+
+    return wrapped
+
+
 async def application(scope, receive, send):  # type: ignore[no-untyped-def]
     if scope["type"] == "lifespan":
-        return await mcp_app(scope, receive, send)
+        return await mcp_app(scope, _warm_before_startup(receive), send)
     if scope["type"] != "http":
         return await django_app(scope, receive, send)
 

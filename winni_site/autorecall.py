@@ -416,7 +416,7 @@ def _generic_similarity(query_vector: list[float] | None) -> float:
         texts = [line.strip() for line in GENERIC_PROMPTS.read_text().splitlines()
                  if line.strip() and not line.startswith("#")]
         try:
-            _generic_vectors[model] = np.asarray(embeddings.embed_texts(texts), dtype=np.float32)
+            _generic_vectors[model] = np.asarray(embeddings.embed_in_request(texts), dtype=np.float32)
         except EmbeddingUnavailable:
             return 0.0
     return float(np.max(_generic_vectors[model] @ np.asarray(query_vector, dtype=np.float32)))
@@ -430,7 +430,7 @@ def _similarities(query_vector: list[float] | None, candidates: list[Candidate])
     missing = [c.text for c in candidates if c.similarity is None and c.text not in _item_vectors]
     if missing:
         try:
-            for text, vector in zip(missing, embeddings.embed_texts(missing)):
+            for text, vector in zip(missing, embeddings.embed_in_request(missing)):
                 _item_vectors[text] = vector
         except EmbeddingUnavailable:
             return
@@ -498,17 +498,21 @@ def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
     rows = Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at")
     for injection in rows:
         count = len(injection.item_keys)
-        about = f" about {injection.file_path}" if injection.file_path else ""
-        title = f"Winni added {count} item{'s' if count != 1 else ''}{about} ({len(injection.text)} characters)"
-        notes.setdefault(injection.message_id, []).append({"title": title, "text": injection.text})
+        what = f"{count} item{'s' if count != 1 else ''}" + (f" about {injection.file_path}" if injection.file_path else "")
+        if injection.delivered:
+            title = f"Winni added {what} ({len(injection.text)} characters)"
+        else:
+            title = f"Winni prepared {what}, not delivered: {injection.undelivered_reason or 'the hook gave up waiting'}"
+        notes.setdefault(injection.message_id, []).append(
+            {"title": title, "text": injection.text, "delivered": injection.delivered})
     return notes
 
 
 def injected_keys(session_id: str) -> set[str]:
     """The items already injected into a session since its last reset."""
     keys: set[str] = set()
-    for row in Injection.objects.filter(session_id=session_id, reset_at__isnull=True).values_list("item_keys",
-                                                                                                   flat=True):
+    given = Injection.objects.filter(session_id=session_id, reset_at__isnull=True, delivered=True)
+    for row in given.values_list("item_keys", flat=True):
         keys.update(row)
     return keys
 
@@ -582,12 +586,39 @@ def session_key(session_id: str | None) -> str | None:
 def injection_record(result: ContextDict, *, session_id: str | None, project: Project | None, trigger: str,
                      message_id: Any = None, file_path: str = "") -> None:
     """Record a block given to a session (nothing for an empty one, or without a session): its items
-    are not given to that session again until a reset (injected_keys, injections_reset)."""
+    are not given to that session again until a reset (injected_keys, injections_reset). A block
+    whose hook already said it gave up waiting (the report can overtake a slow answer) is recorded
+    as not delivered."""
     if result["text"] and session_id:
+        undelivered = ""
+        if message_id is not None:
+            undelivered = (Message.objects.filter(pk=message_id).values_list(
+                f"metadata__{UNDELIVERED_KEY}", flat=True).first() or "")
         Injection.objects.create(
             session_id=session_id, trigger=trigger, project=project, message_id=message_id,
             file_path=file_path, text=result["text"], items=result["items"],
-            item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"])
+            item_keys=[f"{item['kind']}:{item['id']}" for item in result["items"]], gate=result["gate"],
+            delivered=not undelivered, undelivered_reason=str(undelivered)[:300])
+
+
+# The captured message's metadata key that says its recall block never reached the agent.
+UNDELIVERED_KEY = "recall_undelivered"
+
+
+def injections_undelivered(*, message_id: Any, reason: str) -> int:
+    """The hook gave up waiting for the answer to the event captured as `message_id`: the blocks
+    prepared for it never reached the agent. Marks them (and the message, for a block recorded
+    after this report) not delivered; returns how many blocks were marked."""
+    reason = reason.strip()[:300] or "the hook gave up waiting"
+    with storage_op("autorecall.undelivered", message_id=str(message_id)) as log, transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=message_id).first()
+        if message is None:
+            log["marked"] = 0
+            return 0
+        Message.objects.filter(pk=message.pk).update(metadata={**(message.metadata or {}), UNDELIVERED_KEY: reason})
+        marked = Injection.objects.filter(message_id=message.pk).update(delivered=False, undelivered_reason=reason)
+        log["marked"] = marked
+    return marked
 
 
 @dataclass
@@ -825,3 +856,30 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
 def _item_score(candidate: Candidate) -> float:
     """A medallion item's score: its word overlap and closeness in meaning, averaged."""
     return (candidate.overlap + (candidate.similarity or 0.0)) / 2
+
+
+# A prompt of the kind the hooks send: the warm-up runs what answering it runs.
+WARM_UP_PROMPT = "What did we decide last week about how the report-merge job retries?"
+# What the warm-up took, for /healthz (None before it ran in this process).
+warm_up_report: dict[str, Any] | None = None
+
+
+def recall_warm_up() -> dict[str, Any]:
+    """Load and run, once, everything the first prompt of a session would otherwise pay for: the
+    embedding model (ONNX Runtime), the generic prompts' vectors, the time-word parser, the
+    database connection and the recall statements. The web process calls it before it accepts
+    requests (winni_site.asgi), so no hook request waits for a load: the first prompts after a start
+    took 24 s and 3.5 s and missed the hook's timeout. Nothing is recorded; a failure is logged and
+    reported, never raised (a web process without recall still serves everything else)."""
+    global warm_up_report
+    with storage_op("autorecall.warm_up") as log:
+        try:
+            embeddings.warm_up(1)
+            context_for_prompt(prompt=WARM_UP_PROMPT, record=False)
+            log["status"] = "ok"
+        except Exception as exc:  # noqa: BLE001 - reported in /healthz and the log
+            log.update(status="error", error=f"{type(exc).__name__}: {exc}"[:300])
+        finally:
+            connection.close()  # made on the lifespan's thread, which serves no request
+    warm_up_report = {key: log[key] for key in ("status", "duration_ms", "error") if key in log}
+    return warm_up_report

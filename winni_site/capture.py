@@ -396,6 +396,24 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
     return result, found["text"]
 
 
+def recall_undelivered(*, payload: Any, event_id: str | None, reason: str,
+                       agent: str = agent_dialects.CLAUDE) -> int:
+    """The hook gave up waiting for Winni's answer to the event `event_id` (it sends the event
+    again with `recall_undelivered`): the recall block prepared for it never reached the agent.
+    Marks that block not delivered (autorecall.injections_undelivered); returns how many blocks
+    were marked (0 when the event stored no message)."""
+    source = agent_dialects.SOURCES.get(agent)
+    session_id = payload.get("session_id") if isinstance(payload, dict) else None
+    if not event_id or source is None or not isinstance(session_id, str):
+        return 0
+    conversation = session_conversation_find(source=source, session_id=session_id)
+    message_id = (Message.objects.filter(conversation=conversation, metadata__capture_key=f"hook:{event_id}")
+                  .values_list("pk", flat=True).first() if conversation is not None else None)
+    if message_id is None:
+        return 0
+    return autorecall.injections_undelivered(message_id=message_id, reason=reason)
+
+
 def _prompt_project(payload: Any, event: dict[str, Any]) -> Project | None:
     """The project a prompt event's capture will store it in, when that is known beforehand: its
     session's conversation's, else the one its folder or `project` names (none made here)."""

@@ -84,6 +84,10 @@ class HookEventSerializer(StrictSerializer):
         help_text="also answer `additional_context`: what automatic recall adds to this event (docs/autorecall.md)")
     agent = serializers.ChoiceField(choices=agent_dialects.AGENTS, required=False, default=agent_dialects.CLAUDE,
                                     help_text="the coding agent whose hook sent the event (metadata.source)")
+    recall_undelivered = serializers.CharField(
+        required=False, max_length=300,
+        help_text="sent with an event again when the hook gave up waiting for Winni's answer to it: why the "
+                  "recall block prepared for it never reached the agent (the admin shows it as not delivered)")
 
 
 class ResultDict(TypedDict):
@@ -104,6 +108,7 @@ class BatchItemDict(TypedDict, total=False):
     reason: str | None
     checkpoint_job_id: str | None
     error: str
+    additional_context: str  # the last event's, when it asked for recall
 
 
 class SessionStartDict(TypedDict):
@@ -134,6 +139,20 @@ STORED = {"stored": True, "conversation_id": CID, "message_id": "0f8e3a52-5a1c-4
           "turn_number": 1, "reason": None, "checkpoint_job_id": None}
 
 
+def _capture(values: dict[str, Any], *, actor: str, recall: bool) -> tuple[capture.CaptureResult, str | None]:
+    """One hook event stored (and what automatic recall adds to it when `recall`); an event the hook
+    sends again after giving up waiting marks its undelivered block."""
+    undelivered = values.pop("recall_undelivered", None)
+    if recall:
+        result, context = capture.capture_with_recall(**values, actor=actor)
+    else:
+        result, context = capture.capture_hook_event(**values, actor=actor), None
+    if undelivered:
+        capture.recall_undelivered(payload=values["payload"], event_id=values.get("event_id"), reason=undelivered,
+                                   agent=values.get("agent", agent_dialects.CLAUDE))
+    return result, context
+
+
 class CaptureEventApi(APIView):
     @extend_schema(
         operation_id="capture_event", tags=CAPTURE, summary="Capture one Claude Code hook event",
@@ -152,12 +171,7 @@ class CaptureEventApi(APIView):
         data = HookEventSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        recall = values.pop("recall")
-        actor = actor_name_from_rest(request)
-        if recall:
-            result, context = capture.capture_with_recall(**values, actor=actor)
-        else:
-            result, context = capture.capture_hook_event(**values, actor=actor), None
+        result, context = _capture(values, actor=actor_name_from_rest(request), recall=values.pop("recall"))
         answer = _result_dict(result)
         if context is not None:
             answer["additional_context"] = context
@@ -176,7 +190,9 @@ class CaptureEventBatchApi(APIView):
     @extend_schema(
         operation_id="capture_event_batch", tags=CAPTURE, summary="Capture spooled hook events",
         description="Events the hook spooled while Winni was away, in order. Each is stored in its own "
-                    "transaction; a refused event is reported in its result (`error`) and does not stop the rest.",
+                    "transaction; a refused event is reported in its result (`error`) and does not stop the rest. "
+                    "The last event may ask for `recall` (the hook's event of the moment, sent after its backlog): "
+                    "its result carries `additional_context`.",
         request=InputSerializer,
         examples=[OpenApiExample("two spooled events", request_only=True, value={"events": [
             PROMPT_EVENT, {**PROMPT_EVENT, "event_id": "evt-0002",
@@ -194,9 +210,12 @@ class CaptureEventBatchApi(APIView):
                 results.append({"stored": False, "error": f"events[{index}]: {event.errors}"})
                 continue
             values = dict(event.validated_data)
-            values.pop("recall")  # a spooled prompt was answered long ago: nothing to add now
+            # A spooled prompt's moment has passed: only the batch's last event, the one the hook
+            # sends now, may ask what Winni knows about it.
+            recall = values.pop("recall") and index == len(data.validated_data["events"]) - 1
             try:
-                results.append(_result_dict(capture.capture_hook_event(**values, actor=actor_name_from_rest(request))))
+                result, context = _capture(values, actor=actor_name_from_rest(request), recall=recall)
+                results.append({**_result_dict(result), **({"additional_context": context} if context is not None else {})})
             except ApplicationError as exc:
                 results.append({"stored": False, "error": f"events[{index}]: {exc.message}"})
         return Response({"results": results})

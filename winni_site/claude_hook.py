@@ -16,9 +16,12 @@ When Winni cannot be reached the event goes to a local spool file, and the next 
 spooled events first (in order) before its own.
 
 Failures show: a status file beside the spool keeps the last error; while events wait in the
-spool or the last send failed, the SessionStart text begins with one warning line ("Winni: 37
-events waiting since 10:42, server unreachable"), and a prompt (UserPromptSubmit) prints the same
-line at most once an hour.
+spool or the last send failed, the SessionStart text begins with one warning line ("Winni: not
+running (connection refused); 37 events waiting since 10:42 …"), and a prompt (UserPromptSubmit)
+prints the same line at most once an hour. Winni being slow is not Winni being down: a request it
+took but did not answer within the timeout keeps the event (sent again, stored once) and tells
+Winni that its recall block never reached the agent; the model hears of it only when it repeats
+("Winni was slow (2.0 s); no recall for this prompt").
 
 Configuration (environment variables win over the config file that `manage.py
 install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
@@ -50,12 +53,21 @@ WARN_EVERY_SECONDS = 3600
 
 
 class Unreachable(Exception):
-    """Winni did not answer (down, timeout, 5xx): keep the event for later. `reason` is what the
-    warning line says."""
+    """Winni did not answer (down, 5xx): keep the event for later. `reason` is what the warning
+    line says."""
 
-    def __init__(self, message: str, reason: str = "server unreachable") -> None:
+    def __init__(self, message: str, reason: str = "not running or not reachable") -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class Slow(Unreachable):
+    """Winni took the request but did not answer within the timeout: it runs (and most likely
+    stored the event), it was slow. Nothing is said to the model about a single slow answer."""
+
+    def __init__(self, message: str, waited: float) -> None:
+        super().__init__(message, f"slow ({waited:.1f} s)")
+        self.waited = waited
 
 
 def argument(name: str) -> object:
@@ -158,24 +170,32 @@ def _dechunk(body: bytes) -> bytes:
 def _exchange(config: dict, method: str, target: str, data: bytes, headers: dict) -> tuple:
     """(status, body) of one HTTP/1.1 request with Connection: close."""
     scheme, host, port, _ = split_url(config["url"])
+    started = time.monotonic()
     if scheme == "https":
         import http.client
 
         conn = http.client.HTTPSConnection(host, port, timeout=config["timeout"])
         conn.request(method, target, body=data or None, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
+        try:
+            response = conn.getresponse()
+            raw = response.read()
+        except TimeoutError:
+            raise Slow("no answer in time", time.monotonic() - started) from None
         conn.close()
         return response.status, raw
-    deadline = time.monotonic() + config["timeout"]
+    deadline = started + config["timeout"]
     lines = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
              f"Content-Length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
     with socket.create_connection((host, port), timeout=config["timeout"]) as sock:
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data)
         chunks = []
         while True:
+            # Sent: from here on, a timeout means Winni has the request and is slow to answer.
             sock.settimeout(max(0.01, deadline - time.monotonic()))
-            chunk = sock.recv(65536)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                raise Slow("no answer in time", time.monotonic() - started) from None
             if not chunk:
                 break
             chunks.append(chunk)
@@ -202,8 +222,11 @@ def request(config: dict, method: str, path: str, body: object = None, timeout: 
     try:
         status, raw = _exchange({**config, "timeout": timeout or config["timeout"]}, method,
                                 split_url(config["url"])[3] + path, data, headers)
+    except Slow:
+        raise
     except Exception as exc:  # noqa: BLE001 - OSError, http.client's errors (HTTPS), a garbled answer
-        raise Unreachable(f"{type(exc).__name__}: {exc}") from None
+        reason = "not running (connection refused)" if isinstance(exc, ConnectionRefusedError) else None
+        raise Unreachable(f"{type(exc).__name__}: {exc}", *([reason] if reason else [])) from None
     if status >= 500 or status in (401, 403, 408, 429):
         # 401/403: a token problem the user will fix; keep the events until then.
         reason = ("token refused (HTTP %d)" % status if status in (401, 403)
@@ -440,22 +463,27 @@ def _clock(timestamp: object) -> str:
 
 
 def warning(status: dict, waiting: int, oldest: object) -> str:
-    """The one warning line, or "" when capture is fine."""
+    """The one warning line, or "" when capture is fine: why the last send failed, then what waits."""
     reason = status.get("last_error") or ""
     if waiting:
         since = _clock(oldest)
-        line = f"Winni: {waiting} event{'s' if waiting != 1 else ''} waiting" + (f" since {since}" if since else "")
-        return line + (f", {reason}" if reason else "") + " (they are sent when Winni answers again)"
+        line = f"{waiting} event{'s' if waiting != 1 else ''} waiting" + (f" since {since}" if since else "")
+        return f"Winni: {reason + '; ' if reason else ''}{line} (they are sent when Winni answers again)"
     if reason:
-        return f"Winni: the last send failed at {_clock(status.get('failed_at'))}, {reason}"
+        return f"Winni: {reason}, the last send failed at {_clock(status.get('failed_at'))}"
     return ""
 
 
 def deliver(config: dict, body: dict) -> tuple:
-    """Send the spooled events and then this one (one batch request when there is a backlog);
-    whatever cannot be sent stays spooled, in order. Returns (Winni's answer to this event when it
-    went alone, else {}; events still waiting; the oldest one's captured_at) and records the outcome
-    in the status file."""
+    """Send the spooled events and then this one (one batch request when there is a backlog: Winni
+    answers the recall of its last event, this one); whatever cannot be sent stays spooled, in
+    order. Returns (Winni's answer to this event, else {}; events still waiting; the oldest one's
+    captured_at; the seconds waited when Winni was too slow to answer, else None) and records the
+    outcome in the status file.
+
+    When Winni is slow the events stay spooled (a retry with the same event_id stores nothing), and
+    an event whose recall was asked for goes again with `recall_undelivered`: Winni then knows the
+    block it prepared never reached the agent (the admin shows it so; its items may be given later)."""
     with Spool(config["spool"]) as spool:
         status = read_status(config)
         pending = spool.read()
@@ -463,6 +491,7 @@ def deliver(config: dict, body: dict) -> tuple:
         batch = take_batch(queue)
         sent = 0
         answer: dict = {}
+        slow = None
         try:
             if len(batch) == 1:
                 try:
@@ -474,21 +503,33 @@ def deliver(config: dict, body: dict) -> tuple:
                 # A backlog may take longer than one event; Claude Code's own hook timeout is 10 s.
                 batch_answer = request(config, "POST", "/api/v1/capture/events/batch", {"events": batch},
                                        timeout=min(8.0, config["timeout"] * 4))
-                for result in batch_answer.get("results") or []:
+                results = batch_answer.get("results") or []
+                for result in results:
                     if result.get("error"):
                         log(config, f"Winni refused a spooled event: {result['error']}")
+                if body and batch[-1] is body and len(results) == len(batch):
+                    answer = results[-1]
                 sent = len(batch)
             if batch:
                 status.pop("last_error", None)
                 status["last_ok_at"] = time.time()
+                status["slow_in_a_row"] = 0
         except ValueError as exc:
             log(config, f"Winni refused the spooled batch ({exc}); kept for later")
             status.update(last_error="the server refused the spooled events (see the hook log)", failed_at=time.time())
+        except Slow as exc:
+            log(config, f"Winni slow ({exc}, {exc.waited:.1f} s); {len(queue) - sent} event(s) kept to send again")
+            slow = exc.waited
+            status["slow_in_a_row"] = int(status.get("slow_in_a_row") or 0) + 1
+            if body and body.get("recall") and any(event is body for event in batch):
+                body["recall_undelivered"] = f"the hook gave up waiting after {exc.waited:.1f} s"
         except Unreachable as exc:
             log(config, f"Winni unreachable ({exc}); {len(queue) - sent} event(s) spooled")
             status.update(last_error=exc.reason, failed_at=time.time())
         write_status(config, status)
-        remaining = queue[sent:]
+        # Only the event of the moment asks for recall: a spooled prompt's moment has passed.
+        remaining = [{key: value for key, value in event.items() if key != "recall"} if isinstance(event, dict)
+                     else event for event in queue[sent:]]
         if remaining or pending:
             sizes = [len(json.dumps(e)) for e in remaining]
             drop = 0
@@ -499,7 +540,7 @@ def deliver(config: dict, body: dict) -> tuple:
             spool.write(remaining[drop:])
             remaining = remaining[drop:]
         oldest = remaining[0].get("captured_at") if remaining and isinstance(remaining[0], dict) else None
-        return (answer if not pending else {}), len(remaining), oldest
+        return answer, len(remaining), oldest, slow
 
 
 def warn_once_an_hour(config: dict, line: str) -> str:
@@ -558,7 +599,7 @@ def main() -> None:
         # Send what is spooled, then print the startup text (stdout goes into the agent's context, in
         # the form that agent reads: agent_dialects.context_output), after a warning line when
         # capture is failing.
-        _, waiting, oldest = deliver(config, {})
+        _, waiting, oldest, _ = deliver(config, {})
         text = session_start(config, payload, repo)
         line = warning(read_status(config), waiting, oldest)
         output = agents.context_output(agent, event, "\n\n".join(part for part in (line, text) if part))
@@ -568,11 +609,17 @@ def main() -> None:
     recall = event == "UserPromptSubmit" or (event == "PostToolUse" and payload.get("tool_name") in FILE_TOOLS)
     if recall:
         body["recall"] = True  # Winni answers what it knows about the prompt in the same request
-    answer, waiting, oldest = deliver(config, body)
+    answer, waiting, oldest, slow = deliver(config, body)
     context = answer.get("additional_context") if recall else None
     if event == "UserPromptSubmit":
-        # What a UserPromptSubmit hook prints is added to the prompt's context.
-        line = warn_once_an_hour(config, warning(read_status(config), waiting, oldest))
+        # What a UserPromptSubmit hook prints is added to the prompt's context: a warning when
+        # capture fails, and when Winni was slow again (a single slow answer says nothing).
+        status = read_status(config)
+        if slow is not None:
+            repeated = int(status.get("slow_in_a_row") or 0) >= 2
+            line = warn_once_an_hour(config, f"Winni was slow ({slow:.1f} s); no recall for this prompt") if repeated else ""
+        else:
+            line = warn_once_an_hour(config, warning(status, waiting, oldest))
         if line:
             context = f"{line}\n\n{context}" if isinstance(context, str) and context else line
     if isinstance(context, str) and context:

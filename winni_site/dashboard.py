@@ -114,7 +114,7 @@ def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date,
 
 
 def recall_per_day(days: int = 30) -> list[tuple[dt.date, int, float | None]]:
-    """(day, injections, share of the day's captured prompts that received a block) for each of the
+    """(day, blocks delivered, share of the day's captured prompts that received one) for each of the
     last `days` days (UTC), oldest first; the share is None on a day without prompts."""
     from conversations.models import Message
     from winni_site.models import Injection
@@ -128,9 +128,9 @@ def recall_per_day(days: int = 30) -> list[tuple[dt.date, int, float | None]]:
                    .values("day").annotate(n=Count("*")).order_by())
         return {row["day"]: row["n"] for row in counted}
 
-    injections = per_day(Injection.objects.all())
+    injections = per_day(Injection.objects.filter(delivered=True))
     prompts = per_day(Message.objects.filter(role="user", metadata__hook_event="UserPromptSubmit"))
-    given = per_day(Injection.objects.filter(trigger=Injection.Trigger.PROMPT, message__isnull=False))
+    given = per_day(Injection.objects.filter(trigger=Injection.Trigger.PROMPT, message__isnull=False, delivered=True))
     out = []
     for i in range(days):
         day = first + dt.timedelta(days=i)

@@ -83,6 +83,10 @@ class Injection(models.Model):
     gate = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
     reset_at = models.DateTimeField(null=True, blank=True)
+    # False when the hook gave up waiting for the answer that carried the block: the agent never
+    # read it (its items may be given again; the admin and the dashboard do not count it).
+    delivered = models.BooleanField(default=True)
+    undelivered_reason = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -89,7 +89,7 @@ def query_vector_tag() -> str:
 def embed_queries(queries: list[str]) -> list[list[float]]:
     """The L2 vectors of queries: their canonical forms, embedded. Slow (a model call): outside
     transactions."""
-    return embeddings.embed_texts([canonical_query(query) for query in queries])
+    return embeddings.embed_in_request([canonical_query(query) for query in queries])
 
 
 # A question and its negation, or the same question about another number, often sit within
