@@ -584,3 +584,15 @@ def test_a_conversation_is_led_by_its_row_that_passes_the_gate():
     ordered = autorecall.passing_first(rows, autorecall.GATE)
     assert [c.id for c in ordered] == ["a2", "b1", "a1", "c1"]  # each conversation keeps its places
     assert [c.id for c in autorecall.spread(ordered, 1)] == ["a2", "b1", "c1", "a1"]
+
+
+@pytest.mark.live
+def test_the_web_process_warms_the_recall_path_before_it_listens(winni_server, live_token):
+    """uvicorn listens only after the lifespan's startup, which waits for the warm-up: its first
+    /healthz answer already says the recall path is warm."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{winni_server.url}/healthz", timeout=5) as answer:
+        recall = json.loads(answer.read())["recall"]
+    assert recall["status"] == "ok" and recall["warmed_in_ms"] > 0, recall
