@@ -531,3 +531,23 @@ def medallion_delete(*, medallion_id: Any, actor: str = "") -> None:
         pk = medallion.pk
         medallion.delete()
         announce_changed("medallion", [pk])
+
+
+def medallion_jobs_failed(*, tags: list[str] | None = None, since: Any = None, untold: bool = False,
+                          limit: int = 20) -> list[MedallionJob]:
+    """Failed checkpoint jobs, newest first: those whose scope holds all of `tags`, finished since
+    `since`, and only those not yet told to the user with `untold` (medallion_jobs_failure_told)."""
+    jobs = MedallionJob.objects.filter(status=JobStatus.FAILED)
+    if tags:
+        jobs = jobs.filter(tags__contains=list(tags))
+    if since is not None:
+        jobs = jobs.filter(finished_at__gte=since)
+    if untold:
+        jobs = jobs.filter(failure_told_at__isnull=True)
+    return list(jobs.order_by("-finished_at", "-created_at")[:limit])
+
+
+def medallion_jobs_failure_told(*, job_ids: list[Any]) -> int:
+    """Record that these jobs' failures were told to the user (they are not told again)."""
+    return MedallionJob.objects.filter(pk__in=job_ids, failure_told_at__isnull=True).update(failure_told_at=timezone.now())
+

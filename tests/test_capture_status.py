@@ -88,3 +88,31 @@ class TestServer:
         assert 'id="winni-capture"' in page and 'data-project="alpha"' in page
         row = page.split('data-project="alpha"')[1].split("</tr>")[0]
         assert 'data-today="1"' in row and timezone.now().strftime("%Y-%m-%d") in row
+
+
+@pytest.mark.django_db
+def test_a_failed_checkpoint_shows_on_healthz_the_dashboard_and_once_at_the_next_start(
+        api, admin_client, settings, django_capture_on_commit_callbacks):
+    from tests.test_capture_hooks import post
+
+    # A model that cannot be reached: the session's checkpoint fails in the worker.
+    settings.WINNI_MEDALLION_LLM_PROVIDER = "openai"
+    settings.WINNI_MEDALLION_LLM_BASE_URL = f"http://127.0.0.1:{free_port()}"
+    settings.WINNI_MEDALLION_LLM_MODEL = "absent-model"
+    projects.project_create(name="alpha")
+    assert api.get("/healthz").json()["capture"]["status"] == "ok"
+    with django_capture_on_commit_callbacks(execute=True):
+        post(api, event("UserPromptSubmit", prompt="Decision: money is integer cents."), project="alpha")
+        ended = post(api, event("SessionEnd", reason="prompt_input_exit"), project="alpha").json()
+    assert ended["checkpoint_job_id"]
+    health = api.get("/healthz").json()["capture"]
+    assert (health["status"], health["failed_checkpoints"]) == ("failing", 1)
+    failure = health["last_failure"]
+    assert (failure["job_id"], failure["project"]) == (ended["checkpoint_job_id"], "alpha") and failure["error"]
+    html = admin_client.get("/admin/").content.decode()
+    assert 'id="winni-capture-failures"' in html and "1 checkpoint failed in the last 7 days" in html
+    assert failure["error"][:40] in html
+    first = capture.session_start_text(project="alpha")
+    assert first.startswith("Winni: the checkpoint of alpha at ") and f"failed: {failure['error'][:40]}" in first
+    assert "Winni: the checkpoint" not in capture.session_start_text(project="alpha")  # told once
+    assert api.get("/healthz").json()["capture"]["failed_checkpoints"] == 1  # still shown for a day

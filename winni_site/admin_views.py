@@ -54,6 +54,10 @@ def capture_by_project() -> list[dict[str, Any]]:
                                          -(row["last_event_at"].timestamp() if row["last_event_at"] else 0)))
 
 
+# The dashboard's capture panel lists the checkpoints that failed in the last days.
+FAILURES_DAYS = 7
+
+
 def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     from conversations.models import Conversation, Message, source_title
 
@@ -92,8 +96,13 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         panels["database_size"] = charts.human_bytes(dashboard.database_size())
 
     capture_rows: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
     if can_view(request, Conversation) and can_view(request, Message):
+        from winni_site.capture import checkpoint_failures
+
         capture_rows = capture_by_project()
+        failures = [{**failure, "url": reverse("admin:medallions_medallionjob_change", args=[failure["job_id"]])}
+                    for failure in checkpoint_failures(hours=FAILURES_DAYS * 24)]
 
     cache_model = dashboard.find_model("librarian.QueryMemory")
     if cache_model is not None and can_view(request, cache_model):
@@ -106,6 +115,8 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         "stores": stores,
         "panels": panels,
         "capture": capture_rows,
+        "capture_failures": failures,
+        "failures_days": FAILURES_DAYS,
         "cache_installed": cache_model is not None,
         "status": dashboard.system_status(),
         "search_url": reverse("admin:winni_search"),

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable
 
 from django.conf import settings
@@ -476,6 +477,8 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
     if capture_excluded(cwd=cwd, project=project, repository=repository):
         return ""
     found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    if found is not None:
+        parts += _failures_told(found)
     context = contexts.context_get()
     if context is not None:
         parts.append(f"# Startup context: {context.name} (from Winni)\n\n{context.content.strip()}")
@@ -490,6 +493,15 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
                          + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in checkpoints).strip())
     text = "\n\n".join(parts)
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
+
+
+def _failures_told(project: Project) -> list[str]:
+    """One line per checkpoint of the project that failed since a session last started, told once
+    (the next start does not repeat it)."""
+    failures = checkpoint_failures(project=project, hours=7 * 24, untold=True)
+    medallions.medallion_jobs_failure_told(job_ids=[failure["job_id"] for failure in failures])
+    return [f"Winni: the checkpoint of {project.slug} at {failure['at'][:16].replace('T', ' ')} UTC failed: "
+            f"{failure['error']} (job {failure['job_id']})" for failure in failures]
 
 
 def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE_CODE) -> CaptureResult:
@@ -739,17 +751,40 @@ def capture_activity() -> dict[int | None, dict[str, Any]]:
     return activity
 
 
+# A failed checkpoint shows on /healthz and the dashboard for this long.
+FAILURES_SHOWN_HOURS = 24
+
+
+def checkpoint_failures(*, project: Project | None = None, hours: int = FAILURES_SHOWN_HOURS,
+                        untold: bool = False) -> list[dict[str, Any]]:
+    """The checkpoints that failed in the last `hours` (of `project`, else of every project; with
+    `untold` only those not told to the user yet), newest first, as the dashboard and /healthz show
+    them: when, which project, the error."""
+    from django.utils import timezone
+
+    tags = list(project_scope(project)["tags"]) if project is not None else None
+    since = timezone.now() - timedelta(hours=hours)
+    return [{"job_id": str(job.id), "at": (job.finished_at or job.created_at).isoformat(),
+             "project": next((tag.removeprefix("repo:") for tag in job.tags if tag.startswith("repo:")), None),
+             "error": job.error[:300]}
+            for job in medallions.medallion_jobs_failed(tags=tags, since=since, untold=untold)]
+
+
 def capture_health() -> dict[str, Any]:
-    """The /healthz line: events captured today and the last one (never a failure: a quiet day is
-    not an outage; the hook itself warns when it cannot send)."""
+    """The /healthz line: events captured today and the last one (a quiet day is not an outage; the
+    hook itself warns when it cannot send), and the checkpoints that failed in the last
+    FAILURES_SHOWN_HOURS (status `failing` while there are any)."""
     from django.utils import timezone
 
     activity = capture_activity()
     last = max((row["last_event_at"] for row in activity.values() if row["last_event_at"]), default=None)
+    failures = checkpoint_failures()
     return {
-        "status": "ok",
+        "status": "failing" if failures else "ok",
         "events_today": sum(row["events_today"] for row in activity.values()),
         "projects_today": sum(1 for key, row in activity.items() if key is not None and row["events_today"]),
         "last_event_at": last.isoformat() if last else None,
         "last_event_seconds_ago": round((timezone.now() - last).total_seconds(), 1) if last else None,
+        "failed_checkpoints": len(failures),
+        "last_failure": failures[0] if failures else None,
     }
