@@ -31,6 +31,8 @@ from winni_site.supervisor import ChildProcess, EmbeddedServer, GaveUp, Supervis
 EXIT_GAVE_UP = 1
 EXIT_CONFIG = 78  # as manage.py: the user service does not restart on it
 HEALTHY_WITHIN = 60
+# How long "up" waits for the worker's first heartbeat once the web answers.
+WORKER_WITHIN = 30
 CONSOLE_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 # Tests only: replace one child's command by one that fails at once (the crash-loop test).
 BROKEN_CHILD = "WINNI_TEST_BROKEN_CHILD"
@@ -78,8 +80,9 @@ class Command(BaseCommand):
             first_token = self._first_run_credentials(console)
             for child in children:
                 sup.start(child)
-            if self._wait_healthy(sup, console):
-                console.announce(first_token, time.monotonic() - started, [u.name for u in sup.units])
+            ready, starting = self._wait_ready(sup, console, started=started, worker=not options["no_worker"])
+            if ready:
+                console.announce(first_token, time.monotonic() - started, [u.name for u in sup.units], starting)
             while not sup.stop_requests:
                 sup.step()
             return 0
@@ -105,23 +108,36 @@ class Command(BaseCommand):
                            "more with ./winni manage winni_token create NAME)")
         return token_secret
 
-    def _wait_healthy(self, sup: Supervisor, console: Console) -> bool:
-        """Supervise until /healthz answers 200 (True), or a stop is asked (False)."""
+    def _wait_ready(self, sup: Supervisor, console: Console, *, started: float, worker: bool) -> tuple[bool, list[str]]:
+        """Supervise until Winni is ready (True), or a stop is asked (False): /healthz answers 200
+        (the web process listens only once its recall path is warm: winni_site.asgi) and, when a
+        worker runs, the worker has reported since this start. A worker that has not reported
+        WORKER_WITHIN seconds after the web is up is named in what is still starting."""
         deadline = time.monotonic() + HEALTHY_WITHIN
         report: Any = "no answer"
+        web_up_at = None
         while not sup.stop_requests:
             sup.step(0.1)
+            health: dict[str, Any] | None = None
             try:
-                with urllib.request.urlopen(f"{console.url}/healthz", timeout=1):
-                    return True
+                with urllib.request.urlopen(f"{console.url}/healthz", timeout=1) as answer:
+                    health = json.loads(answer.read())
             except urllib.error.HTTPError as exc:
                 report = exc.read().decode(errors="replace")[:500]
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 report = str(exc)
+            if health is not None:
+                web_up_at = web_up_at or time.monotonic()
+                age = (health.get("worker") or {}).get("last_heartbeat_seconds_ago")
+                reported = age is not None and age <= time.monotonic() - started
+                if not worker or reported:
+                    return True, []
+                if time.monotonic() - web_up_at > WORKER_WITHIN:
+                    return True, ["worker"]
             if deadline and time.monotonic() > deadline:
                 console.warn(f"not healthy after {HEALTHY_WITHIN} s ({report}); still trying")
                 deadline = 0
-        return False
+        return False, []
 
 
 def _alive(pid: int) -> bool:
@@ -244,11 +260,14 @@ class Console:
         if CONSOLE_LEVELS.get(str(record.get("level")), 30) >= self.level:
             self._write(_human(unit.name, record), error=record.get("level") in ("error", "critical"))
 
-    def announce(self, token: str | None, seconds: float, running: list[str]) -> None:
+    def announce(self, token: str | None, seconds: float, running: list[str], starting: list[str]) -> None:
         url = self.url
         self.command.stdout.write(self.command.style.SUCCESS(
             f"Winni is up in {seconds:.1f} s at {url} (admin: {url}/admin/, API docs: {url}/api/docs/, "
             f"health: {url}/healthz)"))
+        if starting:
+            self.command.stdout.write(f"  still starting: {', '.join(starting)} (background jobs wait for it; "
+                                      "prompts, searches and capture are answered now)")
         parts = [", ".join(running)]
         if settings.WINNI_SETTINGS_FILE and str(settings.WINNI_SETTINGS_FILE) != os.devnull:
             parts.append(f"settings: {settings.WINNI_SETTINGS_FILE}")
