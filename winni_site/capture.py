@@ -286,13 +286,14 @@ def capture_hook_event(
             f"payload.hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event[:40]!r}",
             field="payload.hook_event_name",
         )
+    # A malformed repository is refused now; its git root is what captured paths are named relative to (core.paths).
+    identity = session_identity(cwd=payload.get("cwd"), repository=repository) if repository is not None else None
     session_metadata = {
         "cwd": payload.get("cwd"),
         "git_branch": git_branch,
         "transcript_path": payload.get("transcript_path"),
+        **({"git_root": identity.git_root} if identity is not None and identity.git_root else {}),
     }
-    if repository is not None:
-        session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
 
     def project_of() -> Project | None:
         return session_project(cwd=payload.get("cwd"), repository=repository, project=project)
@@ -317,6 +318,17 @@ def capture_hook_event(
 RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
+def session_roots(conversation: Conversation | None) -> list[str]:
+    """The folders a session's project lives in, for naming its paths (core.paths.project_path):
+    the git root its hook reported, then its project's known git roots (or folders)."""
+    if conversation is None:
+        return []
+    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
+    reported = metadata.get("git_root")
+    return [*([reported] if isinstance(reported, str) and reported else []),
+            *projects.project_roots([conversation.project_id])]
+
+
 def recall_enabled(project: Project | None) -> bool:
     """Automatic recall is on (WINNI_RECALL_INJECT) and the project has not opted out."""
     return settings.WINNI_RECALL_INJECT and autorecall.project_recall_enabled(project)
@@ -339,8 +351,11 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     message_id = result.message_id if result.stored else None
     try:
         if payload["hook_event_name"] == "PostToolUse":
-            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"))
-            if payload.get("tool_name") not in autorecall.FILE_TOOLS or not file_path:
+            if payload.get("tool_name") not in autorecall.FILE_TOOLS:
+                return ""
+            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"),
+                                              roots=session_roots(conversation))
+            if not file_path:
                 return ""
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
