@@ -215,3 +215,48 @@ def test_file_recall_reads_the_file_as_the_project_knows_it(api):
     odd = hook("PostToolUse", session_id="odd", tool_name="Read", tool_input={"file_path": "/"})
     assert api.post("/api/v1/capture/events", {"payload": odd, "repository": repository, "recall": True},
                     format="json").json()["additional_context"] == ""
+
+
+@pytest.mark.django_db
+def test_a_windows_session_checkpoints_relative_to_its_git_root(api, django_capture_on_commit_callbacks):
+    # Projects keep POSIX paths only: the Windows git root the hook read is kept on the session.
+    repository = {"git_root": "C:\\Users\\me\\shop", "root_commit": "a" * 40}
+    windows = [{**hook("UserPromptSubmit", prompt="fix the totals"), "cwd": "C:\\Users\\me\\shop"}] + [
+        {**hook("PostToolUse", tool_name=name, tool_input={"file_path": path}, tool_response={}),
+         "cwd": "C:\\Users\\me\\shop"}
+        for name, path in (("Read", "C:\\Users\\me\\shop\\src\\invoice.py"),
+                           ("Write", "c:/users/me/shop/tests/test_invoice.py"))]
+    for payload in windows:
+        assert api.post("/api/v1/capture/events", {"payload": payload, "repository": repository},
+                        format="json").status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        ended = api.post("/api/v1/capture/events", {"payload": hook("SessionEnd", reason="exit"),
+                                                    "repository": repository}, format="json").json()
+    job = MedallionJob.objects.get(pk=ended["checkpoint_job_id"])
+    assert job.status == "done", job.error
+    assert set(subsystems(job.medallion)) == {"src", "tests"}
+
+
+def test_a_model_writer_is_told_the_projects_root():
+    from medallions import llm
+    from tests.llm_servers import FakeLLMServer
+
+    reply = json.dumps({"summary": {"high_level": "ok", "subsystems": [{"name": "src"}]}})
+    server = FakeLLMServer("openai", [reply])
+    try:
+        llm.OpenAICompatibleLLM(base_url=server.url, api_key="k", model="m", timeout=5).generate(
+            SCOPE, llm.Evidence("Fixed it.", [tool("Read", {"file_path": f"{ROOT}/src/invoice.py"})], roots=[ROOT]))
+    finally:
+        server.stop()
+    assert f"The project lives in {ROOT}: name its files relative to that" in (
+        server.requests[0]["body"]["messages"][1]["content"])
+
+
+@pytest.mark.live
+def test_the_mcp_checkpoint_names_absolute_paths_in_the_project(mcp_legacy):
+    projects.project_create(name="shop", path=ROOT)
+    evidence = {"transcripts": [tool("Edit", {"file_path": f"{ROOT}/src/invoice.py"}),
+                                tool("Read", {"file_path": "/"})]}
+    job = mcp_legacy.call("medallion_checkpoint_session", {"scope": SCOPE, "evidence": evidence, "wait_seconds": 30})
+    assert job["status"] == "done", job
+    assert [s["name"] for s in job["medallion"]["summary"]["subsystems"]] == ["src"]

@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
-from core import projects
+from core import paths, projects
 from core.connections import in_background, run_unchecked
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
@@ -286,13 +286,16 @@ def capture_hook_event(
             f"payload.hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event[:40]!r}",
             field="payload.hook_event_name",
         )
-    # A malformed repository is refused now; its git root is what captured paths are named relative to (core.paths).
-    identity = session_identity(cwd=payload.get("cwd"), repository=repository) if repository is not None else None
+    if repository is not None:
+        session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
+    # The git root the hook read is what the session's paths are named relative to (core.paths), a
+    # Windows one too (projects know POSIX paths only).
+    git_root = paths.clean_path(repository.get("git_root")) if isinstance(repository, dict) else ""
     session_metadata = {
         "cwd": payload.get("cwd"),
         "git_branch": git_branch,
         "transcript_path": payload.get("transcript_path"),
-        **({"git_root": identity.git_root} if identity is not None and identity.git_root else {}),
+        **({"git_root": git_root} if git_root else {}),
     }
 
     def project_of() -> Project | None:
