@@ -113,6 +113,12 @@ def project_path(path: Any, *, roots: Iterable[Any] = (), cwd: Any = None) -> st
     return cleaned
 
 
+def outside_project(path: str) -> bool:
+    """True for what project_path gives back as it was because it is not in the project: an
+    absolute path, a home-relative one (`~/x`) or one leading out of it (`../x`)."""
+    return _absolute(path) or path.startswith("~") or path == ".." or path.startswith("../")
+
+
 def path_parts(path: Any) -> list[str]:
     """The path's folders and file, without what only says where it is anchored: a leading `/`, a
     drive (`C:`), a UNC share (`//server/share`), `~`, `.` and `..` steps."""

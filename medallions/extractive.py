@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from core.paths import path_area, project_path
+from core.paths import outside_project, path_area, project_path
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
@@ -271,7 +271,7 @@ class ExtractiveLLM:
         library in a traceback, /tmp) are not the project's subsystems."""
         groups: dict[str, list[str]] = {}
         for path in paths:
-            if inside_only and _outside(path):
+            if inside_only and outside_project(path):
                 continue
             name = _clip(path_area(path), schema.MAX_SCOPE_ITEM_CHARS)
             if name:
@@ -280,11 +280,6 @@ class ExtractiveLLM:
             {"name": name, "status": "in_progress", "notes": _clip("touched: " + ", ".join(files[:8]))}
             for name, files in list(groups.items())[:10]
         ]
-
-
-def _outside(path: str) -> bool:
-    """A path project_path left as given because it is not under the project's root."""
-    return path.startswith(("/", "~")) or bool(re.match(r"[A-Za-z]:/", path))
 
 
 def _path_text(text: str) -> str:
@@ -298,8 +293,8 @@ def _path_text(text: str) -> str:
             lines.append(line)
             continue
         try:
-            lines.extend(_strings(json.loads(body)))
-        except ValueError:
+            lines.extend(list(_strings(json.loads(body))))
+        except (ValueError, RecursionError):  # cut short, or nested deeper than Python reads
             lines.append(JSON_ESCAPE.sub(_unescape, body))
     return "\n".join(lines)
 

@@ -121,8 +121,10 @@ def test_the_writer_never_emits_what_the_schema_rejects():
     strange = Evidence(
         session_summary="We decided to use \x00 cents because \udcff. TODO: \x00",
         transcripts=["user: " + "/" * 3000, "user: see /" + "a/" * 2500 + "b.py and ///\x00/x and \\\\\\"],
-        artefacts=["C:\\ D:/ \\\\s\\t ~/ ./ ../ " + "é" * 5000], roots=["/", "", "C:\\"])
-    ExtractiveLLM().generate(SCOPE, strange)
+        artefacts=["C:\\ D:/ \\\\s\\t ~/ ./ ../ " + "é" * 5000, "tool: " + "[" * 100_000 + "]" * 100_000,
+                   'tool: {"cut": "C:\\\\x\\\\y.py'], roots=["/", "", "C:\\"])
+    generated = ExtractiveLLM().generate(SCOPE, strange)
+    assert "C:/x/y.py" in generated.affordances.recommended_entry_points  # cut-short JSON read too
     ExtractiveLLM().update(existing, strange)
 
 
@@ -186,6 +188,7 @@ def test_a_checkpoint_posted_with_absolute_paths_names_them_in_the_project(api, 
         tool("Read", {"file_path": f"{ROOT}/src/invoice.py"}),
         tool("NotebookEdit", {"notebook_path": f"{ROOT}/notebooks/totals.ipynb", "new_source": "x"}),
         "assistant: also touched /home/me/shop/tests/test_invoice.py and C:\\Users\\me\\elsewhere\\a.py",
+        "assistant: and ../vendor/lib.py, ~/notes/todo.md, /usr/lib/python3.12/json/decoder.py",
     ]}
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post("/api/v1/medallions/checkpoint", {"scope": SCOPE, "evidence": evidence}, format="json")
