@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from core.paths import outside_project, path_area, project_path
+from core.paths import LONE_SURROGATE, outside_project, path_area, project_path
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
@@ -51,7 +51,7 @@ MAX_AFFORDANCES = 15
 def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
     """One line of at most `limit` characters, storable: no NUL, no lone surrogate (PostgreSQL
     refuses both)."""
-    text = " ".join(text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").split())
+    text = " ".join(LONE_SURROGATE.sub("\ufffd", text.replace("\x00", " ")).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -329,7 +329,7 @@ def _mentioned_paths(text: str, roots: list[str]) -> Iterable[str]:
 def _storable(text: Any, limit: int) -> str:
     """`text` as a field of at most `limit` characters that PostgreSQL stores (no NUL, no lone
     surrogate), trimmed; unchanged when it already is one."""
-    text = str(text).replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
+    text = LONE_SURROGATE.sub("\ufffd", str(text).replace("\x00", " ")).strip()
     return text if len(text) <= limit else _clip(text, limit)
 
 

@@ -60,6 +60,12 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
     return value
 
 
+def storable(value: Any) -> Any:
+    """A string with its lone surrogates as U+FFFD (anything else as it is): capture keeps a
+    prompt or a folder whose name holds bytes that are not UTF-8 rather than fail on it."""
+    return paths.LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
 def cap_text(text: str, limit: int) -> str:
     """Cut text to `limit` characters, saying how much was dropped. A cut of redacted text stays
     marked as redacted (a prefix of text without secrets holds none), so the store does not scan
@@ -112,6 +118,7 @@ def _valid_identity_parts(values: dict[str, Any]) -> dict[str, Any]:
     it cannot use (a relative cwd, an unreadable remote) rather than lose the prompt."""
     kept = {}
     for name, value in values.items():
+        value = storable(value)
         try:
             projects.Identity.of(**{name: value})
         except InvalidInput:
@@ -169,6 +176,7 @@ def store_in_session(
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
     if isinstance(content, str) and "\x00" in content:
         content = content.replace("\x00", "\ufffd")
+    content = storable(content)
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -218,7 +226,9 @@ def capped_tool_text(body: Any) -> str:
     while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
     WINNI_CAPTURE_TOOL_MAX_CHARS."""
     clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
-    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    # A lone surrogate (core.paths.LONE_SURROGATE) stays what the client sent: a JSON escape.
+    text = paths.LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(clean, ensure_ascii=False))
+    return cap_text(Redacted(text), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
 
 
 def _tool_content(payload: dict[str, Any]) -> str:
@@ -292,9 +302,9 @@ def capture_hook_event(
     # Windows one too (projects know POSIX paths only).
     git_root = paths.clean_path(repository.get("git_root")) if isinstance(repository, dict) else ""
     session_metadata = {
-        "cwd": payload.get("cwd"),
-        "git_branch": git_branch,
-        "transcript_path": payload.get("transcript_path"),
+        "cwd": storable(payload.get("cwd")),
+        "git_branch": storable(git_branch),
+        "transcript_path": storable(payload.get("transcript_path")),
         **({"git_root": git_root} if git_root else {}),
     }
 
