@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from conversations.models import Message
 from core import paths, projects
 from medallions import services as medallions
 from medallions.models import MedallionJob
@@ -284,6 +285,7 @@ def test_undecodable_bytes_in_a_sessions_paths_are_captured_and_checkpointed(api
         raw = json.dumps(body).replace("\\\\udcff", "\\udcff")
         response = api.post("/api/v1/capture/events", raw, content_type="application/json")
         assert response.status_code == 201, response.content
+        assert "additional_context" in response.json()
     with django_capture_on_commit_callbacks(execute=True):
         raw = json.dumps({"payload": {"session_id": SESSION, "cwd": root, "hook_event_name": "SessionEnd"},
                           "repository": {"git_root": root}}).replace("\\\\udcff", "\\udcff")
@@ -292,3 +294,5 @@ def test_undecodable_bytes_in_a_sessions_paths_are_captured_and_checkpointed(api
     assert job.status == "done", job.error
     assert set(subsystems(job.medallion)) == {"src", "tests"}
     assert job.medallion.graph_nodes == [] and job.medallion.tags == [f"repo:{projects.project_list()[0][0].slug}"]
+    prompt = Message.objects.get(conversation__session_id=SESSION, role="user").content
+    assert prompt == "fix the totals of caf\ufffd in src/invoice.py"

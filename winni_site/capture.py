@@ -362,7 +362,7 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
         else:
-            found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=project,
+            found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=project,
                                                   session_id=payload.get("session_id"), trigger="prompt",
                                                   message_id=message_id)
     except ApplicationError as exc:
@@ -394,7 +394,7 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
         return result, hook_recall(payload=payload, result=result)
     found = None
     try:
-        found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=early, record=False,
+        found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=early, record=False,
                                               session_id=payload.get("session_id"), trigger="prompt")
     except ApplicationError as exc:  # refused (too large): nothing is injected
         _recall_refused(payload, exc)
