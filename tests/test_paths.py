@@ -296,3 +296,25 @@ def test_undecodable_bytes_in_a_sessions_paths_are_captured_and_checkpointed(api
     assert job.medallion.graph_nodes == [] and job.medallion.tags == [f"repo:{projects.project_list()[0][0].slug}"]
     prompt = Message.objects.get(conversation__session_id=SESSION, role="user").content
     assert prompt == "fix the totals of caf\ufffd in src/invoice.py"
+
+
+@pytest.mark.django_db
+def test_an_imported_transcript_with_undecodable_bytes_checkpoints(django_capture_on_commit_callbacks):
+    from winni_site import capture
+
+    root = "/home/me/caf\\udcff"
+    lines = [json.dumps({"type": kind, "uuid": f"u-{n}", "sessionId": "imported", "cwd": root,
+                         "timestamp": f"2026-11-28T09:0{n}:00Z", "message": {"content": content}})
+             .replace("\\\\udcff", "\\udcff")
+             for n, (kind, content) in enumerate([
+                 ("user", "the totals of caf\\udcff are wrong"),
+                 ("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit",
+                                 "input": {"file_path": f"{root}/src/invoice.py"}}]),
+             ])]
+    stats = capture.transcript_import_lines(lines)
+    assert (stats.added, stats.rejected, stats.malformed) == (2, 0, 0)
+    conversation = Message.objects.filter(conversation__session_id="imported").first().conversation
+    assert conversation.metadata["cwd"] == "/home/me/caf\ufffd"
+    medallion = medallions.checkpoint_session(scope={"graph_nodes": ["imported"], "tags": []},
+                                              evidence={"conversation_id": str(conversation.id)})
+    assert set(subsystems(medallion)) == {"src"}

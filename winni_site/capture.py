@@ -586,9 +586,9 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
         "is_sidechain": bool(line.get("isSidechain")),
     }
     session_metadata = {
-        "cwd": line.get("cwd"),
-        "git_branch": line.get("gitBranch"),
-        "transcript_path": transcript_path,
+        "cwd": storable(line.get("cwd")),
+        "git_branch": storable(line.get("gitBranch")),
+        "transcript_path": storable(transcript_path),
         "claude_code_version": line.get("version"),
     }
     return [
@@ -666,7 +666,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
+                    content=storable(item.content.replace("\x00", "\ufffd")),
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
