@@ -318,3 +318,19 @@ def test_an_imported_transcript_with_undecodable_bytes_checkpoints(django_captur
     medallion = medallions.checkpoint_session(scope={"graph_nodes": ["imported"], "tags": []},
                                               evidence={"conversation_id": str(conversation.id)})
     assert set(subsystems(medallion)) == {"src"}
+
+
+@pytest.mark.django_db
+def test_a_path_with_spaces_stays_one_path():
+    projects.project_create(name="my shop", path="/Users/me/My Shop")
+    transcript = "\n".join([
+        tool("Read", {"file_path": "/Users/me/My Shop/src/app core.py"}),
+        "assistant: the fix is in /Users/me/My Shop/tests/test_app.py now",
+        tool("Read", {"file_path": "/Users/me/Application Support/tool/config.json"}),
+    ])
+    medallion = medallions.checkpoint_session(scope={"graph_nodes": [], "tags": ["repo:my-shop"]},
+                                              evidence={"transcripts": [transcript]})
+    assert set(subsystems(medallion)) == {"src", "tests"}
+    points = medallion.document()["affordances"]["recommended_entry_points"]
+    assert {"src/app core.py", "tests/test_app.py", "/Users/me/Application Support/tool/config.json"} <= set(points)
+    assert not [p for p in points if "My" in p]
