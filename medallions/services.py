@@ -365,25 +365,35 @@ def validate_evidence(value: Any) -> dict[str, Any]:
     conversation_id = value.get("conversation_id")
     if conversation_id is not None:
         # Read now so an unknown id is refused at once; the worker reads it again, fresh.
-        _conversation_transcript(conversation_id)
+        _conversation_evidence(conversation_id)
         clean["conversation_id"] = str(conversation_id)
     # The evidence is stored on the job: secrets and `<private>` spans go first (core.redaction).
     return {**clean, **redact_json({key: clean[key] for key in ("session_summary", "transcripts", "artefacts")},
                                    field="evidence")}
 
 
-def _conversation_transcript(conversation_id: Any) -> str:
-    from conversations.services import conversation_get
+def _conversation_evidence(conversation_id: Any) -> tuple[str, list[str]]:
+    """The conversation's transcript and the roots its paths are named relative to."""
+    from conversations.services import conversation_get, conversation_roots
 
-    _, messages = conversation_get(conversation_id=conversation_id)
-    return "\n".join(f"{message.role}: {message.content}" for message in messages)
+    conversation, messages = conversation_get(conversation_id=conversation_id)
+    transcript = "\n".join(f"{message.role}: {message.content}" for message in messages)
+    return transcript, conversation_roots(conversation)
 
 
-def evidence_for_llm(evidence: dict[str, Any]) -> Evidence:
+def evidence_for_llm(evidence: dict[str, Any], *, scope: dict[str, Any] | None = None) -> Evidence:
+    """The writer's evidence, with the project's roots: the conversation's (conversation_roots)
+    and the scope's project's. A writer names paths under them relative to them
+    (core.paths.project_path)."""
     transcripts = list(evidence.get("transcripts", []))
+    roots: list[str] = []
     if evidence.get("conversation_id"):
-        transcripts.append(_conversation_transcript(evidence["conversation_id"]))
-    return Evidence(evidence.get("session_summary", ""), transcripts, list(evidence.get("artefacts", [])))
+        transcript, roots = _conversation_evidence(evidence["conversation_id"])
+        transcripts.append(transcript)
+    if scope is not None:
+        roots += projects.project_roots([scope_project(scope)])
+    return Evidence(evidence.get("session_summary", ""), transcripts, list(evidence.get("artefacts", [])),
+                    roots=list(dict.fromkeys(roots)))
 
 
 # --- checkpoint_session and its jobs -----------------------------------------------------------
@@ -414,7 +424,7 @@ def checkpoint_session(*, scope: dict[str, Any], evidence: dict[str, Any], llm: 
     if job is not None:
         MedallionJob.objects.filter(pk=job.pk).update(operation=operation, provider=llm.provider)
     try:
-        material = evidence_for_llm(evidence)
+        material = evidence_for_llm(evidence, scope=scope)
         if existing:
             content = llm.update(existing.document(), material)
         else:

@@ -22,7 +22,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
-from core import projects
+from core import paths, projects
 from core.connections import in_background, run_unchecked
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
@@ -59,6 +59,12 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{prefix}.{key} must be a non-empty string", field=f"{prefix}.{key}")
     return value
+
+
+def storable(value: Any) -> Any:
+    """A string with its lone surrogates as U+FFFD (anything else as it is): capture keeps a
+    prompt or a folder whose name holds bytes that are not UTF-8 rather than fail on it."""
+    return paths.LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -113,6 +119,7 @@ def _valid_identity_parts(values: dict[str, Any]) -> dict[str, Any]:
     it cannot use (a relative cwd, an unreadable remote) rather than lose the prompt."""
     kept = {}
     for name, value in values.items():
+        value = storable(value)
         try:
             projects.Identity.of(**{name: value})
         except InvalidInput:
@@ -170,6 +177,7 @@ def store_in_session(
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
     if isinstance(content, str) and "\x00" in content:
         content = content.replace("\x00", "\ufffd")
+    content = storable(content)
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -219,7 +227,9 @@ def capped_tool_text(body: Any) -> str:
     while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
     WINNI_CAPTURE_TOOL_MAX_CHARS."""
     clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
-    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    # A lone surrogate (core.paths.LONE_SURROGATE) stays what the client sent: a JSON escape.
+    text = paths.LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(clean, ensure_ascii=False))
+    return cap_text(Redacted(text), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
 
 
 def _tool_content(payload: dict[str, Any]) -> str:
@@ -287,13 +297,17 @@ def capture_hook_event(
             f"payload.hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event[:40]!r}",
             field="payload.hook_event_name",
         )
-    session_metadata = {
-        "cwd": payload.get("cwd"),
-        "git_branch": git_branch,
-        "transcript_path": payload.get("transcript_path"),
-    }
     if repository is not None:
         session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
+    # The git root the hook read is what the session's paths are named relative to (core.paths), a
+    # Windows one too (projects know POSIX paths only).
+    git_root = paths.clean_path(repository.get("git_root")) if isinstance(repository, dict) else ""
+    session_metadata = {
+        "cwd": storable(payload.get("cwd")),
+        "git_branch": storable(git_branch),
+        "transcript_path": storable(payload.get("transcript_path")),
+        **({"git_root": git_root} if git_root else {}),
+    }
 
     def project_of() -> Project | None:
         return session_project(cwd=payload.get("cwd"), repository=repository, project=project)
@@ -340,13 +354,16 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     message_id = result.message_id if result.stored else None
     try:
         if payload["hook_event_name"] == "PostToolUse":
-            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"))
-            if payload.get("tool_name") not in autorecall.FILE_TOOLS or not file_path:
+            if payload.get("tool_name") not in autorecall.FILE_TOOLS:
+                return ""
+            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"),
+                                              roots=conversations.conversation_roots(conversation) if conversation else [])
+            if not file_path:
                 return ""
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
         else:
-            found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=project,
+            found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=project,
                                                   session_id=payload.get("session_id"), trigger="prompt",
                                                   message_id=message_id)
     except ApplicationError as exc:
@@ -378,7 +395,7 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
         return result, hook_recall(payload=payload, result=result)
     found = None
     try:
-        found = autorecall.context_for_prompt(prompt=payload.get("prompt"), project=early, record=False,
+        found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=early, record=False,
                                               session_id=payload.get("session_id"), trigger="prompt")
     except ApplicationError as exc:  # refused (too large): nothing is injected
         _recall_refused(payload, exc)
@@ -599,9 +616,9 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
         "is_sidechain": bool(line.get("isSidechain")),
     }
     session_metadata = {
-        "cwd": line.get("cwd"),
-        "git_branch": line.get("gitBranch"),
-        "transcript_path": transcript_path,
+        "cwd": storable(line.get("cwd")),
+        "git_branch": storable(line.get("gitBranch")),
+        "transcript_path": storable(transcript_path),
         "claude_code_version": line.get("version"),
     }
     return [
@@ -679,7 +696,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
+                    content=storable(item.content.replace("\x00", "\ufffd")),
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
