@@ -13,10 +13,11 @@ from medallions import schema
 from medallions.llm import Evidence, content_sections
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# "decision:" ends in a colon: a \b after it would need a word character next, so it stands apart.
 DECISION = re.compile(
-    r"\b(decided|decide to|decision:|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
-    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b", re.I)
-STRONG_DECISION = re.compile(r"\b(decided|decision:|agreed|settled on)\b", re.I)
+    r"\b(?:(?:decided|decide to|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
+    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b|decision:)", re.I)
+STRONG_DECISION = re.compile(r"\b(?:(?:decided|agreed|settled on)\b|decision:)", re.I)
 BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
 TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
 BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)

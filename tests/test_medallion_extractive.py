@@ -80,3 +80,13 @@ def test_update_merges_keeps_ids_and_resolves_questions():
     unchanged = provider.update(_document(second), llm.Evidence())
     assert unchanged.summary.high_level == second.summary.high_level
     assert unchanged.decisions == second.decisions
+
+
+def test_an_explicit_decision_line_is_a_decision():
+    material = services.evidence_for_llm(services.validate_evidence({
+        "session_summary": "",
+        "transcripts": ["user: Decision: store every money amount as integer cents, never floats.\n"
+                        "assistant: Done: src/money.py converts with to_cents."]}))
+    decisions = extractive.ExtractiveLLM().generate(SCOPE, material).model_dump(mode="json")["decisions"]
+    assert [(d["statement"], d["confidence"]) for d in decisions] == [
+        ("Decision: store every money amount as integer cents, never floats.", 0.8)]
