@@ -18,6 +18,8 @@ DECISION = re.compile(
     r"\b(?:(?:decided|decide to|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
     r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b|decision:)", re.I)
 STRONG_DECISION = re.compile(r"\b(?:(?:decided|agreed|settled on)\b|decision:)", re.I)
+# An explicit label ("Decision: …", "Decided: …"): the statement is what follows it.
+DECISION_LABEL = re.compile(r"(?:^|\b)(?:\*\*)?(?:decision|decided)(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
 BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
 TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
 BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)
@@ -47,6 +49,16 @@ SCAN_CHARS = 400_000
 MAX_DECISIONS = 30
 MAX_QUESTIONS = 30
 MAX_AFFORDANCES = 15
+
+
+def decision_statement(text: str) -> str:
+    """A decision without its label ("Decision: use X" → "Use X"), so that whoever shows it under
+    its own label ("Decision: …") does not say it twice; text before the label is left out too."""
+    label = DECISION_LABEL.search(text)
+    if label is None:
+        return text.strip()
+    rest = text[label.end():].strip()
+    return rest[:1].upper() + rest[1:] if rest else text.strip()
 
 
 def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
@@ -187,11 +199,15 @@ class ExtractiveLLM:
         sentences = [s for part in prose for s in _sentences(part)]
 
         decisions = []
-        for sentence in _unique((s for s in sentences if DECISION.search(s) and not s.endswith("?")), MAX_DECISIONS):
+        stated = [s for s in sentences if DECISION.search(s) and not s.endswith("?")]
+        # Where the session labels its decisions, the labelled lines are the decisions, not every
+        # sentence that says "use" or "going with".
+        labelled = [s for s in stated if DECISION_LABEL.search(s)]
+        for sentence in _unique(labelled or stated, MAX_DECISIONS):
             because = BECAUSE.search(sentence)
             decisions.append({
                 "id": f"D-{first_decision + len(decisions):03d}",
-                "statement": _clip(sentence),
+                "statement": _clip(decision_statement(sentence)),
                 "rationale": _clip(because.group(1)) if because else "stated in the session",
                 "confidence": 0.8 if STRONG_DECISION.search(sentence) else 0.6,
                 "status": "active",

@@ -89,4 +89,16 @@ def test_an_explicit_decision_line_is_a_decision():
                         "assistant: Done: src/money.py converts with to_cents."]}))
     decisions = extractive.ExtractiveLLM().generate(SCOPE, material).model_dump(mode="json")["decisions"]
     assert [(d["statement"], d["confidence"]) for d in decisions] == [
-        ("Decision: store every money amount as integer cents, never floats.", 0.8)]
+        ("Store every money amount as integer cents, never floats.", 0.8)]
+
+
+def test_labelled_decisions_win_over_passing_remarks_and_are_not_labelled_twice():
+    material = services.evidence_for_llm(services.validate_evidence({
+        "session_summary": "",
+        "transcripts": ["user: We will use the old exporter for now, I guess.\n"
+                        "assistant: Decided: the exporter writes CSV with a header row.\n"
+                        "user: USE_TOOL **Decision:** amounts are integer cents."]}))
+    decisions = extractive.ExtractiveLLM().generate(SCOPE, material).model_dump(mode="json")["decisions"]
+    assert [d["statement"] for d in decisions] == ["The exporter writes CSV with a header row.",
+                                                   "Amounts are integer cents."]
+    assert extractive.decision_statement("Decision: Decided: x") == "Decided: x"  # one label taken off

@@ -50,6 +50,7 @@ from core.models import Project
 from core.recall import rank
 from core.searchable import EmbeddingUnavailable
 from core.validation import validate_int_range, validate_storable
+from medallions.extractive import decision_statement
 from medallions.models import Medallion, Status
 from memory import embeddings
 from memory.librarian.models import QueryMemory
@@ -365,7 +366,7 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
         for decision in medallion.decisions or []:
             if decision.get("status", "active") not in ("active", "proposed"):
                 continue
-            text = f"Decision: {decision.get('statement', '')}"
+            text = f"Decision: {decision_statement(str(decision.get('statement', '')))}"
             if decision.get("rationale"):
                 text += f" (why: {decision['rationale']})"
             item_id = f"{medallion.id}:{decision.get('id', '')}"
