@@ -79,6 +79,36 @@ class Pattern:
     # lead_max of these characters before it.
     lead: str = ""
     lead_max: int = 0
+    # Skip the pattern unless the text holds one of these (a substring search is many times faster
+    # than the regex engine's scan, and most texts hold none of a hundred prefixes). By default the
+    # regex's literal start, when it has one of two or more characters.
+    needles: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.needles is None:
+            prefix = _literal_prefix(self.regex)
+            object.__setattr__(self, "needles", (prefix,) if len(prefix) >= 2 else ())
+
+
+def _literal_prefix(regex: re.Pattern) -> str:
+    """The characters every match of a case-sensitive regex starts with ("" when unsure)."""
+    if regex.flags & re.IGNORECASE:
+        return ""
+    pattern, prefix, i = regex.pattern, [], 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern) and pattern[i + 1] in ".-$/~":
+            prefix.append(pattern[i + 1])
+            i += 2
+        elif char.isalnum() or char in "_:~\"=! -/@%,":
+            prefix.append(char)
+            i += 1
+        else:
+            break
+    # A quantifier or optional group after the last character may repeat or drop it.
+    if i < len(pattern) and pattern[i] in "{*?+" and prefix:
+        prefix.pop()
+    return "".join(prefix)
 
 
 def token(prefix: str, body: str, kind: str, **options) -> Pattern:
@@ -107,17 +137,18 @@ def _random_looking(value: str) -> bool:
 # over the line and its Telegram one starts with a digit class: those formats are matched with
 # bounded, anchored equivalents below; JWTs are still validated by the plugin.
 LIBRARY_PATTERNS: list[Pattern] = [
-    Pattern("aws-access-key", AWSKeyDetector.denylist[0]),
+    Pattern("aws-access-key", AWSKeyDetector.denylist[0], needles=("A3T", "ABIA", "ACCA", "AKIA", "ASIA")),
     Pattern("aws-secret-key", AWSKeyDetector.denylist[1], tail=None, gate=re.compile(rb"aws")),  # aws…key…'<40>' (group 1)
     Pattern("azure-storage-key", AzureStorageKeyDetector.denylist[0], tail=None),
-    Pattern("github-token", GitHubTokenDetector.denylist[0]),
-    *[Pattern("gitlab-token", regex) for regex in GitLabTokenDetector.denylist],
+    Pattern("github-token", GitHubTokenDetector.denylist[0], needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    Pattern("gitlab-token", GitLabTokenDetector.denylist[0], needles=("glpat-", "gldt-", "glft-", "glsoat-", "glrt-")),
+    *[Pattern("gitlab-token", regex) for regex in GitLabTokenDetector.denylist[1:]],
     Pattern("pypi-token", PypiTokenDetector.denylist[0]),
     Pattern("pypi-token", PypiTokenDetector.denylist[1]),
     Pattern("slack-token", SlackDetector.denylist[0], gate=re.compile(rb"xox[abposr]-")),
     Pattern("slack-webhook", SlackDetector.denylist[1], gate=re.compile(rb"hooks\.slack\.com")),
     Pattern("discord-token", DiscordBotTokenDetector.denylist[0], gate=re.compile(rb"\.[a-z0-9_-]{6}\.")),
-    Pattern("stripe-key", StripeDetector.denylist[0], gate=re.compile(rb"k_live_")),
+    Pattern("stripe-key", StripeDetector.denylist[0], needles=("k_live_",)),
     Pattern("sendgrid-key", SendGridDetector.denylist[0]),
     *[Pattern("twilio-key", regex) for regex in TwilioKeyDetector.denylist],
     Pattern("mailchimp-key", MailchimpDetector.denylist[0], gate=re.compile(rb"-us[0-9]")),
@@ -173,7 +204,7 @@ ALNUM = string.ascii_letters + string.digits
 HOSTED_SERVICE_PATTERNS: list[Pattern] = [
     # cloud
     Pattern("aws-session-token", re.compile(r"(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdzE)[A-Za-z0-9+/]{100,4000}={0,2}"),
-            tail=None),
+            tail=None, needles=("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdzE")),
     token("LTAI", r"[A-Za-z0-9]{12,20}(?![A-Za-z0-9])", "alibaba-access-key", valid=_random_looking),
     token("GOCSPX-", r"[A-Za-z0-9_-]{28}", "google-oauth-secret"),
     token("ya29.", r"[A-Za-z0-9_-]{50,2000}", "google-oauth-token", tail=None),
@@ -184,7 +215,7 @@ HOSTED_SERVICE_PATTERNS: list[Pattern] = [
     Pattern("azure-storage-key", re.compile(r"SharedAccess(?:Key)=(?P<key>[A-Za-z0-9+/]{30,100}={0,2})"), tail=None),
     # the signature of an Azure SAS token or an S3 / GCS pre-signed URL, and the session token it carries
     Pattern("signed-url", re.compile(r"(?:[?&;]sig|X-(?:Amz|Goog)-(?:Signature|Security-Token))="
-                                     r"([A-Za-z0-9%+/=_-]{20,4000})"), tail=None),
+                                     r"([A-Za-z0-9%+/=_-]{20,4000})"), tail=None, needles=("sig=", "X-Amz-", "X-Goog-")),
     # source hosting, CI, package registries, infrastructure
     token("dckr_", r"(?:pat|oat)_[A-Za-z0-9_-]{27,40}", "docker-hub-token"),
     token("ATATT3", r"[A-Za-z0-9_=-]{100,300}", "atlassian-token"),
@@ -212,13 +243,13 @@ HOSTED_SERVICE_PATTERNS: list[Pattern] = [
     Pattern("dynatrace-token", re.compile(r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}")),
     Pattern("newrelic-key", re.compile(r"NR(?:AK|JS|II|AA)-[A-Za-z0-9]{19,32}")),
     Pattern("sentry-dsn", re.compile(r"https?://([0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.-]{0,100}sentry"),
-            tail=None),
+            tail=None, needles=("sentry",)),
     token("sntryu_", r"[a-f0-9]{64}", "sentry-token"),
     token("sntrys_", r"eyJ[A-Za-z0-9+/=_-]{40,600}", "sentry-token", tail=None),
     # chat, work tools
     token("xapp-", r"[0-9]{1,2}-[A-Z0-9]{8,12}-[0-9]{8,16}-[A-Za-z0-9]{32,64}", "slack-token"),
     Pattern("slack-token", re.compile(r"xoxe(?:\.xox[bp])?-[0-9]-[A-Za-z0-9]{100,300}")),
-    Pattern("teams-webhook", re.compile(
+    Pattern("teams-webhook", needles=(".webhook.office.com/",), regex=re.compile(
         r"https://[A-Za-z0-9-]{1,60}\.webhook\.office\.com/webhookb2/[A-Za-z0-9@-]{40,100}/IncomingWebhook/"
         r"[a-f0-9]{32}/[A-Za-z0-9-]{36}")),
     token("lin_", r"(?:api|oauth)_[A-Za-z0-9]{40}", "linear-key"),
@@ -244,7 +275,7 @@ HOSTED_SERVICE_PATTERNS: list[Pattern] = [
     token("tvly-", r"(?:dev-|prod-)?[A-Za-z0-9]{32}", "tavily-key"),
     # signed and encrypted token standards besides JOSE; encoded credentials
     Pattern("paseto", re.compile(r"v[1-4]\.(?:local|public)\.[A-Za-z0-9_-]{30,20000}(?:\.[A-Za-z0-9_-]{1,2000})?"),
-            tail=None),
+            tail=None, needles=(".local.", ".public.")),
     token("gAAAAA", r"[A-Za-z0-9_-]{80,20000}={0,2}", "fernet-token", tail=None),
     Pattern("docker-auth", re.compile(r"\"auth\"[ \t]{0,4}:[ \t]{0,4}\"([A-Za-z0-9+/]{8,2000}={0,2})\""), tail=None,
             valid=_basic_auth),
@@ -273,7 +304,7 @@ OWN_PATTERNS: list[Pattern] = [
             lead="0123456789abcdef", lead_max=32),
     Pattern("telegram-token", re.compile(r":(?<=[0-9]{8}:)[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), tail=None,
             lead="0123456789", lead_max=10),
-    Pattern("discord-webhook", re.compile(
+    Pattern("discord-webhook", needles=("/api/webhooks/",), regex=re.compile(
         r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,25}/[A-Za-z0-9_-]{20}")),
     token("winni_", r"[A-Za-z0-9_-]{40}", "winni-token", valid=_random_looking),
     token("AGE-SECRET-KEY-1", r"[0-9A-Z]{58}", "age-secret-key"),
@@ -288,6 +319,8 @@ PATTERNS = LIBRARY_PATTERNS + OWN_PATTERNS
 
 def _token_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
     for pattern in PATTERNS:
+        if pattern.needles and not any(needle in text for needle in pattern.needles):
+            continue
         if pattern.gate is not None and not pattern.gate.search(lowered):
             continue
         for match in pattern.regex.finditer(text):
@@ -366,8 +399,9 @@ COMMAND_PASSWORDS = (  # (gate on the lowercased text, pattern)
 
 
 # Cookies: every value of a Cookie / Set-Cookie header (or curl's --cookie) that looks random.
-COOKIE_HEADER = re.compile(r"(?i:set-cookie|cookie)[\"']?(?:[ \t]{0,4}[:=]|[ \t]{1,4}[\"'])[ \t]{0,4}[\"']?"
-                           r"(?P<cookies>[^\r\n\"']{1,8000})")
+# (matched right after the word "cookie", which a literal search on the lowercased text finds)
+COOKIE_WORD = re.compile(rb"cookie")
+COOKIE_HEADER = re.compile(r"[\"']?(?:[ \t]{0,4}[:=]|[ \t]{1,4}[\"'])[ \t]{0,4}[\"']?(?P<cookies>[^\r\n\"']{1,8000})")
 COOKIE_PAIR = re.compile(r"[ \t]{0,4}(?P<name>[A-Za-z0-9_.!#$%&*+^|~-]{1,100})=(?P<value>[^;\s,\"'\\]{16,4000})")
 COOKIE_ATTRIBUTES = {"expires", "path", "domain", "max-age", "samesite", "priority", "partitioned"}
 # A Kubernetes Secret's `data:` block: every value is a base64-encoded secret.
@@ -381,8 +415,10 @@ JWT_PIECE = re.compile(r"[\"' \t+,\\]{0,6}(?:\\r\\n|\\n|\r?\n)[ \t>|\"'+]{0,12}(
                        r"(?=[\"' \t,;)\]}+\\]{0,6}(?:\\n|\r?\n|$))")
 
 
-def _cookie_spans(text: str) -> Iterable[tuple[int, int, str]]:
-    for header in COOKIE_HEADER.finditer(text):
+def _cookie_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
+    for word in COOKIE_WORD.finditer(lowered):
+        if not (header := COOKIE_HEADER.match(text, word.end())):
+            continue
         position, stop = header.start("cookies"), header.end("cookies")
         while position < stop:
             pair, semicolon = COOKIE_PAIR.match(text, position, stop), text.find(";", position, stop)
@@ -444,7 +480,7 @@ def _split_jwt_spans(text: str) -> Iterable[tuple[int, int, str]]:
 
 def _credential_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
     if b"cookie" in lowered:
-        yield from _cookie_spans(text)
+        yield from _cookie_spans(text, lowered)
     if b"kind: secret" in lowered:
         yield from _secret_data_spans(text)
     if b"eyj" in lowered:
