@@ -1,11 +1,28 @@
-"""Planted secrets for the scrubbing benchmark: fake credentials of 43 formats with realistic
+"""Planted secrets for the scrubbing benchmark: fake credentials of 108 formats with realistic
 bodies (right prefixes, lengths and alphabets; random, so never a real secret) embedded in the
-tool outputs an agent really sees (`cat .env`, `printenv`, shell history, config files,
-docker-compose, Kubernetes secrets, stack traces, JSON API responses, logs, pasted prompts).
+tool outputs an agent really sees: 29 carriers (`cat .env`, `printenv`, shell history,
+docker-compose, Django settings, YAML / TOML / INI / JSON config, `docker inspect`, application
+logs, Python and Node stack traces, `kubectl get secret -o yaml` (base64 `data:` and the
+last-applied annotation), kubeconfig, ~/.docker/config.json, ~/.aws/credentials, .npmrc, .pypirc,
+`git remote -v`, `curl -v` headers and Set-Cookie, PEM files, keys in code, a GCP service-account
+file, terminals that fold long lines, tokens concatenated over lines, pasted prompts).
+
+The first 43 formats (cloud keys, VCS/CI and registry tokens, chat webhooks, payment and LLM
+keys, PEM keys, JWTs, URL passwords, .env values) date from issue 21; issue #43 added 65 more:
+hosted services' prefixed credentials (Azure AD secrets and SAS URLs, S3 pre-signed URLs, Google
+OAuth, Alibaba, GitLab deploy/runner, Docker Hub, Atlassian, Bitbucket, Terraform Cloud, Vault,
+Pulumi, Doppler, Databricks, NuGet, RubyGems, Grafana, Buildkite, Postman, Dynatrace, New Relic,
+Sentry, Supabase, PlanetScale, Render, Netlify, Fly, Prefect, Slack app/user, Teams, Discord
+bot, Stripe webhook, Square, Braintree, Mailchimp, Groq, Replicate, Perplexity, xAI, LangSmith,
+Tavily, OpenRouter, Linear, Notion, Figma, Contentful, Airtable, X/Twitter, Mapbox, age), signed
+and encrypted token standards (JWE, PASETO, Fernet, a JWT cut over lines), PGP private keys,
+kubeconfig client keys, Docker config auths, session cookies and SQL Server connection strings.
 
 `planted_documents(seed, per_format)` gives documents with the planted secrets and the part of
-each that must not survive scrubbing (its "material"); `tool_output(rng, size)` gives ordinary
-tool output (no secrets) for the cost measurement. Pure standard library, deterministic per seed.
+each that must not survive scrubbing (its "material": a URL keeps its user and host; a Secret's
+`data:` holds the value base64-encoded, which must go too); `held_out_documents` plants them in 15
+other syntaxes; `tool_output(rng, size)` gives ordinary tool output (no secrets) for the cost
+measurement. Pure standard library, deterministic per seed.
 """
 from __future__ import annotations
 

@@ -11,7 +11,11 @@ cut off before their END line), passwords in connection URLs (user and host are 
 command lines (`curl -u`, `mysql -p`, `docker login -p`) and in ~/.pgpass, Authorization headers,
 Anthropic / OpenAI / OpenRouter / Google / Hugging Face / Stripe test and restricted / GitHub
 fine-grained / npm / DigitalOcean / Heroku / Shopify / Mailgun / Telegram / age / Winni tokens,
-JWTs, and values of secret-named keys (`DB_PASSWORD=…`, `"client_secret": "…"`, `api_key='…'`,
+hosted services' prefixed credentials (issue #43: Azure AD, SAS and pre-signed URL signatures,
+Google OAuth, Vault, Terraform Cloud, Doppler, Databricks, Sentry DSNs, Slack app tokens, Square,
+Braintree, Groq, xAI and ~50 more, in HOSTED_SERVICE_PATTERNS), JWS and JWE (also cut over lines),
+PASETO, Fernet, Docker config auths, kubeconfig client keys, a Kubernetes Secret's base64 `data:`,
+cookies, and values of secret-named keys (`DB_PASSWORD=…`, `"client_secret": "…"`, `api_key='…'`,
 `<password>…</password>`, `--token …`, Kubernetes `name:`/`value:` pairs) when the value looks
 like a secret rather than code, a reference or a placeholder. No entropy-only detection:
 measured, it redacts hashes and ids in ordinary tool output (docs/privacy.md).
