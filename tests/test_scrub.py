@@ -122,6 +122,7 @@ KUBE_KEY = base64.b64encode((pem("RSA PRIVATE KEY", 10) + "\n").encode()).decode
 DOCKER_AUTH = base64.b64encode(f"ci-bot:{rand(B62, 20)}".encode()).decode()
 SECRET_DATA = base64.b64encode(PASSWORD.encode()).decode()
 SERVICE_BUS_KEY = base64.b64encode(RNG.randbytes(32)).decode()
+SERVICE_BUS = f"Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={SERVICE_BUS_KEY}"
 SESSION_ID = rand(LOWER_DIGITS, 32)
 SENTRY_KEY = rand(HEX, 32)
 FERNET = base64.urlsafe_b64encode(bytes([0x80]) + (1_760_000_000).to_bytes(8, "big") + RNG.randbytes(96)).decode()
@@ -133,8 +134,7 @@ HOSTED = [
     ("signed-url", f"curl -O 'https://acme.blob.core.windows.net/exports/a.csv?sv=2022-11-02&sp=r&sig={SAS}'", SAS),
     ("signed-url", f"GET /a.pdf?X-Amz-Date=20260301T100000Z&X-Amz-Signature={rand(HEX, 64)}", None),
     ("azure-client-secret", f"client secret is {rand(B62, 3)}8Q~{rand(B62 + '_~.-', 34)}", None),
-    ("azure-storage-key", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;"
-                          f"SharedAccessKey={SERVICE_BUS_KEY}", SERVICE_BUS_KEY),
+    ("azure-storage-key", SERVICE_BUS, SERVICE_BUS_KEY),
     ("google-oauth-secret", f'"client_id": "1234.apps.googleusercontent.com", "x": "GOCSPX-{rand(B64URL, 28)}"', None),
     ("google-oauth-token", f"> Authorization: Bearer ya29.a0A{rand(B64URL, 150)}", None),
     ("alibaba-access-key", f"aliyun configure --access-key-id LTAI5t{rand(B62, 18)}", None),
