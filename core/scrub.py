@@ -87,11 +87,13 @@ class Pattern:
     # than the regex engine's scan, and most texts hold none of a hundred prefixes). By default the
     # regex's literal start, when it has one of two or more characters.
     needles: tuple[str, ...] | None = None
+    in_runs: bool = True  # every match lies in one run of RUN's characters (16 or more), so do the needles
 
     def __post_init__(self) -> None:
         if self.needles is None:
             prefix = _literal_prefix(self.regex)
             object.__setattr__(self, "needles", (prefix,) if len(prefix) >= 2 else ())
+
 
 
 def _literal_prefix(regex: re.Pattern) -> str:
@@ -237,7 +239,7 @@ HOSTED_SERVICE_PATTERNS: list[Pattern] = [
     token("rnd_", r"[A-Za-z0-9]{32}", "render-key", valid=_random_looking),
     token("nfp_", r"[A-Za-z0-9]{36}", "netlify-token"),
     token("fo1_", r"[A-Za-z0-9_-]{43}", "fly-token"),
-    token("FlyV1 ", r"fm[12][a-z]?_[A-Za-z0-9+/=_,-]{40,3000}", "fly-token", tail=None),
+    token("FlyV1 ", r"fm[12][a-z]?_[A-Za-z0-9+/=_,-]{40,3000}", "fly-token", tail=None, in_runs=False),
     token("bkua_", r"[a-f0-9]{40}", "buildkite-token"),
     Pattern("grafana-token", re.compile(r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}")),
     token("glc_", r"eyJ[A-Za-z0-9+/=_-]{60,400}", "grafana-token", tail=None),
@@ -298,7 +300,7 @@ OWN_PATTERNS: list[Pattern] = [
     token("AIza", r"[0-9A-Za-z_-]{35}", "google-api-key"),
     token("hf_", r"[A-Za-z]{30}", "huggingface-token", valid=_mixed_case),
     token("npm_", r"[A-Za-z0-9]{36}", "npm-token"),
-    Pattern("npm-token", re.compile(r":_authToken=[ \t]{0,4}([^\s\"']{8,400})"), tail=None,  # .npmrc
+    Pattern("npm-token", re.compile(r":_authToken=[ \t]{0,4}([^\s\"']{8,400})"), tail=None, in_runs=False,  # .npmrc
             valid=lambda value: not (_placeholder(value) or TEMPLATE.search(value))),
     Pattern("digitalocean-token", re.compile(r"_v1_(?<=do[opr]_v1_)[0-9a-f]{64}"), lead="dopr", lead_max=3),
     token("HRKU-", r"[A-Za-z0-9_-]{40}", "heroku-key"),
@@ -321,9 +323,15 @@ OWN_PATTERNS: list[Pattern] = [
 PATTERNS = LIBRARY_PATTERNS + OWN_PATTERNS
 
 
+# Every token lies in a run of these characters, and so does its needle: the needles are looked
+# for in the text's long runs only, a fraction of ordinary text (prose, code) at a fraction of the cost.
+RUN = re.compile(r"[A-Za-z0-9_.~$+/=%:;@?&#!*,-]{16,}")
+
+
 def _token_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
+    runs = " ".join(RUN.findall(text))
     for pattern in PATTERNS:
-        if pattern.needles and not any(needle in text for needle in pattern.needles):
+        if pattern.needles and not any(needle in (runs if pattern.in_runs else text) for needle in pattern.needles):
             continue
         if pattern.gate is not None and not pattern.gate.search(lowered):
             continue
@@ -420,10 +428,12 @@ JWT_PIECE = re.compile(r"[\"' \t+,\\]{0,6}(?:\\r\\n|\\n|\r?\n)[ \t>|\"'+]{0,12}(
 
 
 def _cookie_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
+    resume = 0
     for word in COOKIE_WORD.finditer(lowered):
-        if not (header := COOKIE_HEADER.match(text, word.end())):
-            continue
+        if word.start() < resume or not (header := COOKIE_HEADER.match(text, word.end())):
+            continue  # (a "cookie" inside a header already read is one of its values)
         position, stop = header.start("cookies"), header.end("cookies")
+        resume = stop
         while position < stop:
             pair, semicolon = COOKIE_PAIR.match(text, position, stop), text.find(";", position, stop)
             position = stop if semicolon < 0 else semicolon + 1
@@ -465,7 +475,8 @@ def _signature_lengths(joined: str) -> set[int] | None:
 
 
 def _split_jwt_spans(text: str) -> Iterable[tuple[int, int, str]]:
-    for head in JWT_HEAD.finditer(text):
+    position = 0
+    while head := JWT_HEAD.search(text, position):
         pieces, end = [head.group()], head.end()
         while len(pieces) < 40:
             joined = "".join(pieces)
@@ -480,6 +491,7 @@ def _split_jwt_spans(text: str) -> Iterable[tuple[int, int, str]]:
         joined = "".join(pieces)
         if len(pieces) > 1 and joined.count(".") in (2, 4) and _jose(joined):
             yield head.start(), end, "jwt"
+        position = end  # the pieces read belong to this run, whatever it turned out to be
 
 
 def _credential_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
