@@ -584,8 +584,10 @@ TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]
 
 
 PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+){2,40}/?")
-# A base64 secret may start with "/" and read as a path; a path's segments are not 16+ random characters.
-RANDOM_SEGMENT = re.compile(r"(?=[^/]{0,40}[0-9])(?=[^/]{0,40}[a-z])(?=[^/]{0,40}[A-Z])[A-Za-z0-9+=]{16,}")
+# A base64 secret may start with "/" and read as a path, a Vault token (`s.Wq8dKfZ3…`) as a dotted
+# name; a path's or a name's parts are not 16+ random characters (two digits, both cases).
+RANDOM_SEGMENT = re.compile(r"(?<![A-Za-z0-9+=])(?=[^/.]{0,40}[0-9][^/.]{0,40}[0-9])(?=[^/.]{0,40}[a-z])"
+                            r"(?=[^/.]{0,40}[A-Z])[A-Za-z0-9+=]{16,}")
 NUMBER = re.compile(r"[+-]?(?:0x[0-9a-fA-F_]+|0b[01_]+|0o[0-7_]+|[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?)")
 
 
@@ -605,8 +607,8 @@ def _secret_value(value: str) -> bool:
         return False
     if _placeholder(value) or CODE.fullmatch(value) or TEMPLATE.search(value):
         return False
-    return not (DOTTED_NAME.fullmatch(value) or NUMBER.fullmatch(value) or value.startswith(("http://", "https://"))
-                or (PATH.fullmatch(value) and not RANDOM_SEGMENT.search(value)))  # settings.KEY, 0x57_494E, /run/secrets/db, a URL
+    return not (NUMBER.fullmatch(value) or value.startswith(("http://", "https://"))
+                or ((DOTTED_NAME.fullmatch(value) or PATH.fullmatch(value)) and not RANDOM_SEGMENT.search(value)))  # settings.KEY, 0x57_494E, /run/secrets/db, a URL
 
 
 def secret_named_value(name: str, value: str) -> bool:

@@ -142,6 +142,7 @@ HOSTED = [
     ("atlassian-token", f"JIRA_API_TOKEN=ATATT3xFfGF0{rand(B64URL, 170)}", None),
     ("terraform-token", f'token = "{rand(B62, 14)}.atlasv1.{rand(B64URL, 67)}"', None),
     ("vault-token", f"> X-Vault-Token: hvs.CAESI{rand(B64URL, 86)}", None),
+    ("named-secret", f"> X-Vault-Token: s.{rand(B62, 20)}7Qx4", None),  # a legacy token reads like a dotted name
     ("pulumi-token", f"pulumi login --token pul-{rand(HEX, 40)}", None),
     ("doppler-token", f"use dp.st.prd.{rand(B62, 43)}", None),
     ("databricks-token", f"DATABRICKS_TOKEN=dapi{rand(HEX, 32)}", None),
