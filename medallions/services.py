@@ -91,7 +91,9 @@ def validate_scope(value: Any, *, field: str = "scope", required: bool = False) 
                 raise InvalidInput(
                     f"{path} must be a non-empty string of at most {schema.MAX_SCOPE_ITEM_CHARS} characters, "
                     f"got {json.dumps(item)[:60]}", field=path)
-        scope[axis] = list(dict.fromkeys(str(redact(item.strip(), field=f"{field}.{axis}")) for item in items))
+        # Redacted like any text (a `[REDACTED:<type>]` longer than a short secret is cut to the limit).
+        scope[axis] = list(dict.fromkeys(str(redact(item.strip(), field=f"{field}.{axis}"))[:schema.MAX_SCOPE_ITEM_CHARS]
+                                         for item in items))
     if required and not (scope["graph_nodes"] or scope["tags"]):
         raise InvalidInput(f"{field}: {SCOPE_EMPTY}", field=field)
     return scope

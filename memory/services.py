@@ -97,7 +97,8 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
     for tag in value:
         if not isinstance(tag, str) or not (1 <= len(tag.strip()) <= MAX_TAG_LENGTH):
             raise InvalidInput(f"{field}: {TAG_INVALID}, got {str(tag)[:60]!r}", field=field)
-        normalised = str(redact(tag.strip(), field=field)).lower().replace("[redacted:", "[REDACTED:")
+        # (a short secret's `[REDACTED:<type>]` may be longer than it: the column holds 50)
+        normalised = str(redact(tag.strip(), field=field)).lower().replace("[redacted:", "[REDACTED:")[:MAX_TAG_LENGTH]
         if normalised not in tags:
             tags.append(normalised)
     return tags

@@ -450,6 +450,11 @@ class TestNewFormatsThroughEveryInterface:
             assert_no_new_secret(read.json())
         no_new_secret_stored()
 
+    def test_a_tag_whose_redaction_is_longer_than_its_secret_still_fits(self):
+        short = "LTAI5t" + _rand(B62, 10)  # 16 characters become `[REDACTED:alibaba-access-key]` (29)
+        memory, _ = memories.memory_store(content="billing keys", tags=["x" * 33 + " " + short])
+        assert Memory.objects.get(pk=memory.pk).tags == [("x" * 33 + " [REDACTED:alibaba-access-key]")[:50]]
+
     def test_medallion_scope_model_info_and_a_failed_jobs_error(self):
         doc = document(summary={"high_level": f"Deploy with {VAULT}", "subsystems": []})
         doc["scope"] = {**doc["scope"], "tags": [*doc["scope"].get("tags", []), f"key {AZURE_AD}"]}
