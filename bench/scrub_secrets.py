@@ -3,7 +3,7 @@ and the time it adds per captured event.
 
     .venv/bin/python bench/scrub_secrets.py [--per-format 20] [--events-2k 1000] [--events-20k 300] [--entropy]
 
-1. Detection: bench/secret_corpus.py plants `--per-format` fake secrets of each of its 42 formats
+1. Detection: bench/secret_corpus.py plants `--per-format` fake secrets of each of its 108 formats
    into realistic tool outputs; a secret counts as redacted when no 12-character stretch of it
    survives scrubbing. Per format, per family and overall, and whether the type is the expected one.
 2. False positives: every turn of LoCoMo's chat and every tracked *.py, *.md, *.html, *.txt, *.yml

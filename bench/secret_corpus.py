@@ -1,11 +1,28 @@
-"""Planted secrets for the scrubbing benchmark: fake credentials of 43 formats with realistic
+"""Planted secrets for the scrubbing benchmark: fake credentials of 108 formats with realistic
 bodies (right prefixes, lengths and alphabets; random, so never a real secret) embedded in the
-tool outputs an agent really sees (`cat .env`, `printenv`, shell history, config files,
-docker-compose, Kubernetes secrets, stack traces, JSON API responses, logs, pasted prompts).
+tool outputs an agent really sees: 29 carriers (`cat .env`, `printenv`, shell history,
+docker-compose, Django settings, YAML / TOML / INI / JSON config, `docker inspect`, application
+logs, Python and Node stack traces, `kubectl get secret -o yaml` (base64 `data:` and the
+last-applied annotation), kubeconfig, ~/.docker/config.json, ~/.aws/credentials, .npmrc, .pypirc,
+`git remote -v`, `curl -v` headers and Set-Cookie, PEM files, keys in code, a GCP service-account
+file, terminals that fold long lines, tokens concatenated over lines, pasted prompts).
+
+The first 43 formats (cloud keys, VCS/CI and registry tokens, chat webhooks, payment and LLM
+keys, PEM keys, JWTs, URL passwords, .env values) date from issue 21; issue #43 added 65 more:
+hosted services' prefixed credentials (Azure AD secrets and SAS URLs, S3 pre-signed URLs, Google
+OAuth, Alibaba, GitLab deploy/runner, Docker Hub, Atlassian, Bitbucket, Terraform Cloud, Vault,
+Pulumi, Doppler, Databricks, NuGet, RubyGems, Grafana, Buildkite, Postman, Dynatrace, New Relic,
+Sentry, Supabase, PlanetScale, Render, Netlify, Fly, Prefect, Slack app/user, Teams, Discord
+bot, Stripe webhook, Square, Braintree, Mailchimp, Groq, Replicate, Perplexity, xAI, LangSmith,
+Tavily, OpenRouter, Linear, Notion, Figma, Contentful, Airtable, X/Twitter, Mapbox, age), signed
+and encrypted token standards (JWE, PASETO, Fernet, a JWT cut over lines), PGP private keys,
+kubeconfig client keys, Docker config auths, session cookies and SQL Server connection strings.
 
 `planted_documents(seed, per_format)` gives documents with the planted secrets and the part of
-each that must not survive scrubbing (its "material"); `tool_output(rng, size)` gives ordinary
-tool output (no secrets) for the cost measurement. Pure standard library, deterministic per seed.
+each that must not survive scrubbing (its "material": a URL keeps its user and host; a Secret's
+`data:` holds the value base64-encoded, which must go too); `held_out_documents` plants them in 15
+other syntaxes; `tool_output(rng, size)` gives ordinary tool output (no secrets) for the cost
+measurement. Pure standard library, deterministic per seed.
 """
 from __future__ import annotations
 
@@ -293,21 +310,184 @@ def bearer_opaque(rng):
     return token(pick(rng, B64URL, rng.choice([32, 40, 64])))
 
 
-ENVISH = ("dotenv", "printenv", "shell_history", "compose", "settings_py", "yaml_config", "json_response",
-          "log_lines", "stack_trace", "k8s_secret")
+# Added with issue #43: hosted services' credentials and signed-token standards.
+
+LOWER_DIGITS = string.ascii_lowercase + string.digits
+
+
+def prefixed(prefix: str | tuple[str, ...], alphabet: str, n: int, suffix: Callable[[random.Random], str] | None = None):
+    """A token of `prefix` + `n` characters of `alphabet` (+ `suffix(rng)`)."""
+    def make(rng):
+        head = prefix if isinstance(prefix, str) else rng.choice(prefix)
+        return token(head + pick(rng, alphabet, n) + (suffix(rng) if suffix else ""))
+    return make
+
+
+def azure_sas_url(rng):
+    sig = base64.b64encode(rng.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+    account = rng.choice(["prodassets", "stdatalake01", "webbackups"])
+    return Secret(f"https://{account}.blob.core.windows.net/exports/2026-03.csv?sv=2022-11-02&ss=b&srt=co&sp=rl"
+                  f"&se=2026-12-31T23:59:59Z&st=2026-03-01T00:00:00Z&spr=https&sig={sig}", (sig,))
+
+
+def azure_client_secret(rng):
+    return token(pick(rng, B62, 3) + rng.choice(string.digits) + "Q~" + pick(rng, B62 + "_~.-", 34))
+
+
+def azure_service_bus(rng):
+    key = base64.b64encode(rng.randbytes(32)).decode()
+    return Secret(f"Endpoint=sb://acme-{rng.choice(['prod', 'events'])}.servicebus.windows.net/;"
+                  f"SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={key}", (key,))
+
+
+def aws_presigned_url(rng):
+    signature = pick(rng, HEX, 64)
+    return Secret(f"https://acme-prod-uploads.s3.eu-west-1.amazonaws.com/invoices/2026/03.pdf?X-Amz-Algorithm="
+                  f"AWS4-HMAC-SHA256&X-Amz-Credential=AKIA{pick(rng, BASE32, 16)}%2F20260301%2Feu-west-1%2Fs3%2F"
+                  f"aws4_request&X-Amz-Date=20260301T100000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host"
+                  f"&X-Amz-Signature={signature}", (signature,))
+
+
+def gitlab_other(rng):
+    prefix = rng.choice(["gldt-", "glrt-", "glptt-", "glcbt-64_"])
+    return token(prefix + (pick(rng, HEX, 40) if prefix == "glptt-" else pick(rng, B64URL, rng.choice([20, 26]))))
+
+
+def terraform_token(rng):
+    return token(pick(rng, B62, 14) + ".atlasv1." + pick(rng, B64URL, 67))
+
+
+def vault_token(rng):
+    return token(rng.choice(["hvs.CAESI", "hvs.CAESI", "hvb.AAAAAQ"]) + pick(rng, B64URL, rng.choice([86, 130])))
+
+
+def sentry_dsn(rng):
+    key = pick(rng, HEX, 32)
+    return Secret(f"https://{key}@o{rng.randint(10**5, 10**7)}.ingest.{rng.choice(['', 'us.', 'de.'])}sentry.io/"
+                  f"{rng.randint(10**15, 10**16)}", (key,))
+
+
+def slack_app_token(rng):
+    return token(f"xapp-1-A{pick(rng, UPPER_DIGITS, 10)}-{pick(rng, string.digits, 13)}-{pick(rng, HEX, 64)}")
+
+
+def slack_user_token(rng):
+    return token(f"xoxp-{pick(rng, string.digits, 12)}-{pick(rng, string.digits, 12)}-{pick(rng, string.digits, 13)}-"
+                 f"{pick(rng, HEX, 32)}")
+
+
+def teams_webhook(rng):
+    secret = pick(rng, HEX, 32)
+    ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(3)]
+    return Secret(f"https://acme.webhook.office.com/webhookb2/{ids[0]}@{ids[1]}/IncomingWebhook/{secret}/{ids[2]}",
+                  (secret,))
+
+
+def discord_bot_token(rng):
+    user_id = str(rng.randint(10**17, 10**18))
+    return token(b64url(user_id.encode()) + "." + pick(rng, B64URL, 6) + "." + pick(rng, B64URL, 27))
+
+
+def braintree_token(rng):
+    secret = f"{pick(rng, LOWER_DIGITS, 16)}${pick(rng, HEX, 32)}"
+    return Secret(f"access_token$production${secret}", (secret,))
+
+
+def mailchimp_key(rng):
+    return token(f"{pick(rng, HEX, 32)}-us{rng.randint(1, 21)}")
+
+
+def langsmith_key(rng):
+    return token(f"lsv2_{rng.choice(['pt', 'sk'])}_{pick(rng, HEX, 32)}_{pick(rng, HEX, 10)}")
+
+
+def mapbox_token(rng):
+    return token("sk.eyJ1IjoiYWNtZSIsImEiOiJ" + pick(rng, B64URL, 30) + "." + pick(rng, B64URL, 22))
+
+
+def twitter_bearer(rng):
+    return token("AAAAAAAAAAAAAAAAAAAAA" + pick(rng, B62, 20) + "%3D" + pick(rng, B62, 50))
+
+
+def jwe(rng):
+    header = {"alg": rng.choice(["RSA-OAEP-256", "dir", "ECDH-ES+A256KW"]), "enc": rng.choice(["A256GCM", "A128CBC-HS256"])}
+    key = b"" if header["alg"] == "dir" else rng.randbytes(256 if header["alg"].startswith("RSA") else 40)
+    parts = [b64url(json.dumps(header, separators=(",", ":")).encode()), b64url(key), b64url(rng.randbytes(12)),
+             b64url(rng.randbytes(rng.randint(120, 400))), b64url(rng.randbytes(16))]
+    return Secret(".".join(parts), (parts[3],))
+
+
+def paseto(rng):
+    version, purpose = rng.choice([("v4", "public"), ("v4", "local"), ("v2", "local"), ("v3", "public")])
+    body = b64url(rng.randbytes(rng.randint(90, 180)))
+    footer = "." + b64url(json.dumps({"kid": pick(rng, B62, 12)}).encode()) if rng.random() < 0.3 else ""
+    return token(f"{version}.{purpose}.{body}{footer}")
+
+
+def fernet(rng):
+    raw = b"\x80" + rng.randint(1_700_000_000, 1_800_000_000).to_bytes(8, "big") + rng.randbytes(16 + 16 * rng.randint(1, 6) + 32)
+    return token(base64.urlsafe_b64encode(raw).decode())
+
+
+def jwt_wrapped(rng):
+    value = jwt(rng).value
+    return Secret(value, (value.split(".", 1)[1],))
+
+
+def pgp_private_key(rng):
+    body = base64.b64encode(rng.randbytes(rng.choice([900, 1800]))).decode()
+    lines = textwrap.wrap(body, 64)
+    checksum = "=" + base64.b64encode(rng.randbytes(3)).decode()
+    text = ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n" + "\n".join(lines) + f"\n{checksum}\n"
+            "-----END PGP PRIVATE KEY BLOCK-----")
+    return Secret(text, tuple(lines[1:]))
+
+
+def kube_client_key(rng):
+    text, _ = _pem(rng, "RSA PRIVATE KEY", "MIIEowIBAAKCAQEA", 1180)
+    value = base64.b64encode((text + "\n").encode()).decode()
+    return Secret(value, (value[64:],))  # its first 48 bytes are the well-known BEGIN line
+
+
+def docker_auth(rng):
+    user = rng.choice(["ci-bot", "deploy", "acme"])
+    return token(base64.b64encode(f"{user}:{rng.choice([pick(rng, PASSWORD_ALPHABET, 20), 'dckr_pat_' + pick(rng, B64URL, 27)])}".encode()).decode())
+
+
+def session_cookie(rng):
+    return token(rng.choice([
+        pick(rng, LOWER_DIGITS, 32),  # Django sessionid
+        pick(rng, LOWER_DIGITS, 26),  # PHPSESSID
+        "s%3A" + pick(rng, B64URL, 32) + "." + pick(rng, B62 + "%", 43),  # Express connect.sid
+        pick(rng, B62 + "%", 120) + "--" + pick(rng, HEX, 40),  # Rails cookie store
+        pick(rng, string.ascii_uppercase + string.digits, 32),  # JSESSIONID
+    ]))
+
+
+def sqlserver_connection(rng):
+    password = url_password(rng).replace("%40", "@")
+    return Secret(f"Server=tcp:acme-sql.database.windows.net,1433;Initial Catalog=billing;User ID=app;"
+                  f"Password={password};Encrypt=True;Connection Timeout=30;", (password,))
+
+
+
+# The carriers a format can be planted in: a self-identifying token (SHAPED) anywhere, also in a
+# pasted prompt; a value only its variable's name gives away (UNSHAPED) where it has one; a URL
+# anywhere but in a Kubernetes Secret's base64 `data:`.
+CONFIGS = ("dotenv", "printenv", "shell_history", "compose", "settings_py", "yaml_config", "json_response",
+           "toml_file", "ini_config", "docker_inspect")
+ENVISH = CONFIGS + ("log_lines", "stack_trace", "js_stack_trace", "k8s_secret", "kubectl_secret")
 SHAPED = ENVISH + ("prompt",)
-URLISH = ("dotenv", "printenv", "shell_history", "compose", "settings_py", "yaml_config", "stack_trace",
-          "log_lines", "prompt", "json_response")
-UNSHAPED = ("dotenv", "printenv", "shell_history", "compose", "settings_py", "yaml_config", "json_response",
-            "k8s_secret")
+URLISH = CONFIGS + ("stack_trace", "js_stack_trace", "log_lines", "prompt")
+UNSHAPED = CONFIGS + ("k8s_secret", "kubectl_secret", "js_stack_trace")
 
 FORMATS: tuple[Format, ...] = (
     Format("aws-access-key-id", "cloud", "aws-access-key", aws_access_key,
            ("AWS_ACCESS_KEY_ID", "aws_access_key_id"), SHAPED + ("aws_credentials",)),
     Format("aws-secret-access-key", "cloud", "aws-secret-key", aws_secret_key,
            ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key", "SecretAccessKey"), UNSHAPED + ("aws_credentials",)),
-    Format("aws-session-token", "cloud", "dotenv-secret", aws_session_token,
-           ("AWS_SESSION_TOKEN", "aws_session_token", "SessionToken"), UNSHAPED + ("aws_credentials",)),
+    Format("aws-session-token", "cloud", "aws-session-token", aws_session_token,
+           ("AWS_SESSION_TOKEN", "aws_session_token", "SessionToken"), SHAPED + ("aws_credentials",)),
     Format("gcp-service-account-json", "cloud", "private-key", gcp_service_account, ("",), ("gcp_json",)),
     Format("azure-storage-key", "cloud", "azure-storage-key", azure_storage_key,
            ("AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY"), UNSHAPED),
@@ -369,6 +549,104 @@ FORMATS: tuple[Format, ...] = (
     Format("shopify-token", "saas", "shopify-token", shopify_token, ("SHOPIFY_ACCESS_TOKEN",), SHAPED),
     Format("winni-token", "saas", "winni-token", winni_token, ("WINNI_TOKEN",), SHAPED),
     Format("bearer-header", "http", "bearer-token", bearer_opaque, ("",), ("http_headers",)),
+    # Added with issue #43.
+    Format("azure-sas-url", "cloud", "signed-url", azure_sas_url, ("AZURE_EXPORT_URL", "SAS_URL"), URLISH),
+    Format("azure-ad-client-secret", "cloud", "azure-client-secret", azure_client_secret,
+           ("AZURE_CLIENT_SECRET", "ARM_CLIENT_SECRET"), SHAPED),
+    Format("azure-service-bus-connection-string", "cloud", "azure-storage-key", azure_service_bus,
+           ("SERVICEBUS_CONNECTION_STRING", "AzureWebJobsServiceBus"), SHAPED),
+    Format("aws-presigned-url", "cloud", "signed-url", aws_presigned_url, ("DOWNLOAD_URL", "INVOICE_URL"), URLISH),
+    Format("google-oauth-client-secret", "cloud", "google-oauth-secret", prefixed("GOCSPX-", B64URL, 28),
+           ("GOOGLE_CLIENT_SECRET",), SHAPED),
+    Format("google-oauth-access-token", "cloud", "google-oauth-token", prefixed("ya29.a0A", B64URL, 150),
+           ("GOOGLE_ACCESS_TOKEN", "GCLOUD_TOKEN"), SHAPED + ("http_headers",)),
+    Format("alibaba-access-key-id", "cloud", "alibaba-access-key", prefixed("LTAI5t", B62, 18),
+           ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALICLOUD_ACCESS_KEY"), SHAPED),
+    Format("gitlab-other-token", "vcs-ci", "gitlab-token", gitlab_other, ("GITLAB_DEPLOY_TOKEN", "RUNNER_TOKEN"),
+           SHAPED + ("git_remote",)),
+    Format("docker-hub-pat", "vcs-ci", "docker-hub-token", prefixed("dckr_pat_", B64URL, 27),
+           ("DOCKERHUB_TOKEN", "DOCKER_PASSWORD"), SHAPED),
+    Format("atlassian-api-token", "vcs-ci", "atlassian-token", prefixed("ATATT3xFfGF0", B64URL, 170,
+           lambda rng: "=" + pick(rng, HEX, 8).upper()), ("JIRA_API_TOKEN", "CONFLUENCE_TOKEN"), SHAPED),
+    Format("bitbucket-app-password", "vcs-ci", "atlassian-token", prefixed("ATBB", B62, 32),
+           ("BITBUCKET_APP_PASSWORD",), SHAPED + ("git_remote",)),
+    Format("terraform-cloud-token", "vcs-ci", "terraform-token", terraform_token, ("TF_TOKEN_app_terraform_io",
+           "TFE_TOKEN"), SHAPED),
+    Format("vault-token", "vcs-ci", "vault-token", vault_token, ("VAULT_TOKEN",), SHAPED + ("http_headers",)),
+    Format("pulumi-token", "vcs-ci", "pulumi-token", prefixed("pul-", HEX, 40), ("PULUMI_ACCESS_TOKEN",), SHAPED),
+    Format("doppler-token", "vcs-ci", "doppler-token", prefixed(("dp.pt.", "dp.st.prd.", "dp.sa."), B62, 43),
+           ("DOPPLER_TOKEN",), SHAPED),
+    Format("databricks-token", "vcs-ci", "databricks-token", prefixed("dapi", HEX, 32), ("DATABRICKS_TOKEN",),
+           SHAPED + ("http_headers",)),
+    Format("nuget-key", "vcs-ci", "nuget-key", prefixed("oy2", LOWER_DIGITS, 43), ("NUGET_API_KEY",), SHAPED),
+    Format("rubygems-key", "vcs-ci", "rubygems-key", prefixed("rubygems_", HEX, 48), ("GEM_HOST_API_KEY",), SHAPED),
+    Format("grafana-service-account-token", "vcs-ci", "grafana-token",
+           prefixed("glsa_", B62, 32, lambda rng: "_" + pick(rng, HEX, 8)), ("GRAFANA_TOKEN",), SHAPED),
+    Format("buildkite-token", "vcs-ci", "buildkite-token", prefixed("bkua_", HEX, 40), ("BUILDKITE_API_TOKEN",),
+           SHAPED),
+    Format("postman-key", "saas", "postman-key", prefixed("PMAK-", HEX, 24, lambda rng: "-" + pick(rng, HEX, 34)),
+           ("POSTMAN_API_KEY",), SHAPED),
+    Format("dynatrace-token", "saas", "dynatrace-token", prefixed("dt0c01.", UPPER_DIGITS, 24,
+           lambda rng: "." + pick(rng, UPPER_DIGITS, 64)), ("DT_API_TOKEN",), SHAPED),
+    Format("newrelic-key", "saas", "newrelic-key", prefixed("NRAK-", UPPER_DIGITS, 27), ("NEW_RELIC_API_KEY",),
+           SHAPED),
+    Format("sentry-dsn", "saas", "sentry-dsn", sentry_dsn, ("SENTRY_DSN",), URLISH),
+    Format("sentry-user-token", "saas", "sentry-token", prefixed("sntryu_", HEX, 64), ("SENTRY_AUTH_TOKEN",), SHAPED),
+    Format("supabase-access-token", "saas", "supabase-key", prefixed("sbp_", HEX, 40), ("SUPABASE_ACCESS_TOKEN",),
+           SHAPED),
+    Format("planetscale-token", "saas", "planetscale-token", prefixed(("pscale_tkn_", "pscale_pw_"), B64URL, 43),
+           ("PLANETSCALE_SERVICE_TOKEN", "DATABASE_PASSWORD"), SHAPED),
+    Format("render-key", "saas", "render-key", prefixed("rnd_", B62, 32), ("RENDER_API_KEY",), SHAPED),
+    Format("netlify-token", "saas", "netlify-token", prefixed("nfp_", B62, 36), ("NETLIFY_AUTH_TOKEN",), SHAPED),
+    Format("fly-token", "saas", "fly-token", prefixed("fo1_", B64URL, 43), ("FLY_API_TOKEN",), SHAPED),
+    Format("prefect-key", "saas", "prefect-key", prefixed("pnu_", B62, 36), ("PREFECT_API_KEY",), SHAPED),
+    Format("slack-app-token", "chat", "slack-token", slack_app_token, ("SLACK_APP_TOKEN",), SHAPED),
+    Format("slack-user-token", "chat", "slack-token", slack_user_token, ("SLACK_USER_TOKEN",), SHAPED),
+    Format("teams-webhook", "chat", "teams-webhook", teams_webhook, ("TEAMS_WEBHOOK_URL",), URLISH),
+    Format("discord-bot-token", "chat", "discord-token", discord_bot_token, ("DISCORD_BOT_TOKEN", "DISCORD_TOKEN"),
+           SHAPED),
+    Format("stripe-webhook-secret", "payment", "stripe-key", prefixed("whsec_", B62, 32),
+           ("STRIPE_WEBHOOK_SECRET",), SHAPED),
+    Format("square-access-token", "payment", "square-token", prefixed("EAAA", B64URL, 60), ("SQUARE_ACCESS_TOKEN",),
+           SHAPED),
+    Format("square-oauth-secret", "payment", "square-token", prefixed("sq0csp-", B64URL, 43),
+           ("SQUARE_APPLICATION_SECRET",), SHAPED),
+    Format("braintree-access-token", "payment", "braintree-token", braintree_token, ("BRAINTREE_ACCESS_TOKEN",),
+           SHAPED),
+    Format("mailchimp-key", "saas", "mailchimp-key", mailchimp_key, ("MAILCHIMP_API_KEY",), SHAPED),
+    Format("groq-key", "llm", "groq-key", prefixed("gsk_", B62, 52), ("GROQ_API_KEY",), SHAPED),
+    Format("replicate-token", "llm", "replicate-token", prefixed("r8_", B62, 37), ("REPLICATE_API_TOKEN",), SHAPED),
+    Format("perplexity-key", "llm", "perplexity-key", prefixed("pplx-", B62, 48), ("PERPLEXITY_API_KEY",), SHAPED),
+    Format("xai-key", "llm", "xai-key", prefixed("xai-", B62, 80), ("XAI_API_KEY",), SHAPED),
+    Format("langsmith-key", "llm", "langsmith-key", langsmith_key, ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"), SHAPED),
+    Format("tavily-key", "llm", "tavily-key", prefixed("tvly-dev-", B62, 32), ("TAVILY_API_KEY",), SHAPED),
+    Format("openrouter-key", "llm", "openrouter-key", prefixed("sk-or-v1-", HEX, 64), ("OPENROUTER_API_KEY",), SHAPED),
+    Format("linear-key", "saas", "linear-key", prefixed("lin_api_", B62, 40), ("LINEAR_API_KEY",), SHAPED),
+    Format("notion-token", "saas", "notion-token", prefixed("ntn_", string.digits, 11,
+           lambda rng: pick(rng, B62, 35)), ("NOTION_TOKEN",), SHAPED),
+    Format("notion-legacy-token", "saas", "notion-token", prefixed("secret_", B62, 43), ("NOTION_API_KEY",), SHAPED),
+    Format("figma-token", "saas", "figma-token", prefixed("figd_", B64URL, 40), ("FIGMA_TOKEN",), SHAPED),
+    Format("contentful-token", "saas", "contentful-token", prefixed("CFPAT-", B64URL, 43),
+           ("CONTENTFUL_MANAGEMENT_TOKEN",), SHAPED),
+    Format("airtable-token", "saas", "airtable-token", prefixed("pat", B62, 14, lambda rng: "." + pick(rng, HEX, 64)),
+           ("AIRTABLE_TOKEN",), SHAPED),
+    Format("twitter-bearer-token", "saas", "twitter-bearer", twitter_bearer, ("TWITTER_BEARER_TOKEN",),
+           SHAPED + ("http_headers",)),
+    Format("mapbox-secret-token", "saas", "mapbox-token", mapbox_token, ("MAPBOX_SECRET_TOKEN",), SHAPED),
+    Format("age-secret-key", "private-key", "age-secret-key", prefixed("AGE-SECRET-KEY-1", UPPER_DIGITS, 58),
+           ("SOPS_AGE_KEY",), SHAPED),
+    Format("pgp-private-key", "private-key", "private-key", pgp_private_key, ("",),
+           ("pem_file", "k8s_secret", "pem_in_code")),
+    Format("kubeconfig-client-key-data", "private-key", "private-key", kube_client_key, ("",), ("kubeconfig",)),
+    Format("jwe", "jwt", "jwt", jwe, ("ID_TOKEN", "ENCRYPTED_TOKEN"), SHAPED + ("http_headers",)),
+    Format("jwt-split-across-lines", "jwt", "jwt", jwt_wrapped, ("",), ("folded_output", "js_concat")),
+    Format("paseto", "jwt", "paseto", paseto, ("PASETO_TOKEN", "ACCESS_TOKEN"), SHAPED + ("http_headers",)),
+    Format("fernet-token", "jwt", "fernet-token", fernet, ("ENCRYPTED_PAYLOAD", "RESET_TOKEN"), SHAPED),
+    Format("docker-config-auth", "http", "docker-auth", docker_auth, ("",), ("docker_config",)),
+    Format("session-cookie", "http", "cookie", session_cookie,
+           ("sessionid", "PHPSESSID", "connect.sid", "_billing_session", "JSESSIONID"), ("curl_cookie",)),
+    Format("sqlserver-connection-string", "url-password", "named-secret", sqlserver_connection,
+           ("ConnectionStrings__Default", "SQLSERVER_CONNECTION"), URLISH),
 )
 
 
@@ -613,16 +891,158 @@ def gcp_json(rng, items):
 def http_headers(rng, items):
     out = ["$ curl -v https://api.acme.io/v1/me", "*   Trying 203.0.113.7:443...", "* Connected to api.acme.io",
            "> GET /v1/me HTTP/2", "> Host: api.acme.io", "> User-Agent: curl/8.5.0", "> Accept: */*"]
-    for _, s in items:
-        out.append(f"> Authorization: Bearer {s.value}")
+    for f, s in items:
+        out.append(f"> X-Vault-Token: {s.value}" if f.kind == "vault-token" and rng.random() < 0.5
+                   else f"> Authorization: Bearer {s.value}")
     out += [">", "< HTTP/2 401", "< content-type: application/json", f"< x-request-id: {pick(rng, HEX, 32)}",
             "<", '{"error":"invalid_token"}']
     return "\n".join(out) + "\n"
 
 
+def toml_file(rng, items):
+    out = ["$ cat config/app.toml", "[server]", 'host = "0.0.0.0"', "port = 8080", 'log_level = "info"', "",
+           "[credentials]"]
+    for f, s in items:
+        value = s.value.replace("\\", "\\\\").replace('"', '\\"')
+        out.append(f'{_name(rng, f).lower()} = "{value}"' if rng.random() < 0.8 else f"{_name(rng, f).lower()} = '{s.value}'")
+    out += ["", "[cache]", "ttl_seconds = 300", f'build = "{pick(rng, HEX, 40)}"']
+    return "\n".join(out) + "\n"
+
+
+def ini_config(rng, items):
+    out = ["$ cat /etc/billing/app.ini", "[DEFAULT]", "environment = production", "workers = 4", "", "[secrets]"]
+    for f, s in items:
+        out.append(f"{_name(rng, f).lower()} = {s.value}" if rng.random() < 0.7 else f"{_name(rng, f)}={s.value}")
+    out += ["", "[logging]", "level = INFO", "format = %(asctime)s %(levelname)s %(message)s"]
+    return "\n".join(out) + "\n"
+
+
+def js_stack_trace(rng, items):
+    out = ["$ node scripts/sync-invoices.js", "/app/node_modules/axios/lib/core/settle.js:19",
+           "    reject(new AxiosError(", "           ^", "", "AxiosError: Request failed with status code 401",
+           "    at settle (/app/node_modules/axios/lib/core/settle.js:19:12)",
+           "    at IncomingMessage.handleStreamEnd (/app/node_modules/axios/lib/adapters/http.js:589:11)",
+           "    at IncomingMessage.emit (node:events:531:35) {", "  code: 'ERR_BAD_REQUEST',", "  config: {",
+           "    headers: Object [AxiosHeaders] {", "      Accept: 'application/json, text/plain, */*',",
+           "      'Content-Type': 'application/json',"]
+    body, env = [], []
+    for f, s in items:
+        name = _name(rng, f)
+        if f.kind in ("password-in-url", "signed-url", "sentry-dsn", "teams-webhook", "slack-webhook", "discord-webhook"):
+            body.append(f"    url: '{s.value}',")
+        elif "prompt" in f.contexts and rng.random() < 0.5:
+            out.append(f"      Authorization: 'Bearer {s.value}',")
+        else:
+            env.append(f"      {name}: '{s.value}',")
+    out += ["    },", "    method: 'post',", *body, "    data: '{\"since\":\"2026-03-01\"}'", "  },"]
+    if env:
+        out += ["  env: {", *env, "    NODE_ENV: 'production'", "  },"]
+    out += [f"  request_id: '{uuid.UUID(int=rng.getrandbits(128))}'", "}", "", "Node.js v20.11.1"]
+    return "\n".join(out) + "\n"
+
+
+def docker_inspect(rng, items):
+    env = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8",
+           "PYTHON_VERSION=3.12.2", f"GPG_KEY={pick(rng, HEX, 40).upper()}"]
+    env += [f"{_name(rng, f)}={s.value}" for f, s in items]
+    config = [{"Id": pick(rng, HEX, 64), "Created": "2026-03-01T10:00:00.123456789Z", "Path": "gunicorn",
+               "Args": ["billing.wsgi", "--bind", "0.0.0.0:8000"], "State": {"Status": "running", "Pid": rng.randint(100, 9999)},
+               "Image": "sha256:" + pick(rng, HEX, 64), "Name": "/billing-api-1",
+               "Config": {"Hostname": pick(rng, HEX, 12), "Env": env, "Cmd": ["gunicorn", "billing.wsgi"],
+                          "Image": "ghcr.io/acme/billing-api:1.14.2", "WorkingDir": "/app",
+                          "Labels": {"com.docker.compose.project": "billing", "org.opencontainers.image.revision":
+                                     pick(rng, HEX, 40)}}}]
+    return "$ docker inspect billing-api-1\n" + json.dumps(config, indent=4) + "\n"
+
+
+def kubectl_secret(rng, items):
+    """What `kubectl get secret -o yaml` really prints: base64 values under `data:`, and the
+    manifest as applied (values in clear) in the last-applied-configuration annotation."""
+    names = [(_name(rng, f), s) for f, s in items]
+    data = {name: base64.b64encode(s.value.encode()).decode() for name, s in names}
+    data["username"] = base64.b64encode(b"billing").decode()
+    applied = {"apiVersion": "v1", "kind": "Secret", "metadata": {"annotations": {}, "name": "billing-api",
+                                                                   "namespace": "prod"},
+               "stringData": {name: s.value for name, s in names} | {"username": "billing"}, "type": "Opaque"}
+    out = ["$ kubectl get secret billing-api -n prod -o yaml", "apiVersion: v1", "data:"]
+    out += [f"  {name}: {value}" for name, value in sorted(data.items())]
+    out += ["kind: Secret", "metadata:", "  annotations:", "    kubectl.kubernetes.io/last-applied-configuration: |",
+            "      " + json.dumps(applied, separators=(",", ":")), '  creationTimestamp: "2026-03-01T10:00:00Z"',
+            "  name: billing-api", "  namespace: prod", f'  resourceVersion: "{rng.randint(1000, 99999)}"',
+            f"  uid: {uuid.UUID(int=rng.getrandbits(128))}", "type: Opaque"]
+    return "\n".join(out) + "\n"
+
+
+def kubeconfig(rng, items):
+    cert = base64.b64encode(("-----BEGIN CERTIFICATE-----\n" + base64.b64encode(rng.randbytes(600)).decode()
+                             + "\n-----END CERTIFICATE-----\n").encode()).decode()
+    out = ["$ kubectl config view --raw", "apiVersion: v1", "clusters:", "- cluster:",
+           f"    certificate-authority-data: {cert}", "    server: https://10.0.0.1:6443", "  name: prod",
+           "contexts:", "- context:", "    cluster: prod", "    user: admin", "  name: prod", "current-context: prod",
+           "kind: Config", "preferences: {}", "users:"]
+    for i, (_, s) in enumerate(items):
+        out += [f"- name: admin{i or ''}", "  user:", f"    client-certificate-data: {cert}", f"    client-key-data: {s.value}"]
+    return "\n".join(out) + "\n"
+
+
+def docker_config(rng, items):
+    registries = ["https://index.docker.io/v1/", "ghcr.io", "registry.gitlab.com", "123456789012.dkr.ecr.eu-west-1.amazonaws.com"]
+    config = {"auths": {registry: {"auth": s.value} for registry, (_, s) in zip(rng.sample(registries, len(items)), items)},
+              "credsStore": "", "currentContext": "default"}
+    return "$ cat ~/.docker/config.json\n" + json.dumps(config, indent="\t") + "\n"
+
+
+def curl_cookie(rng, items):
+    out = ["$ curl -v -c cookies.txt -X POST https://app.acme.io/accounts/login/ -d @login.json",
+           "*   Trying 203.0.113.7:443...", "> POST /accounts/login/ HTTP/2", "> Host: app.acme.io",
+           "> content-type: application/json", ">", "< HTTP/2 302", "< location: /dashboard/", "< vary: Cookie"]
+    for f, s in items:
+        name = _name(rng, f)
+        out.append(f"< set-cookie: {name}={s.value}; expires=Sat, 12 Dec 2026 10:00:00 GMT; HttpOnly; Max-Age=1209600; "
+                   "Path=/; SameSite=Lax; Secure")
+    out += ["<", "$ curl -s -b cookies.txt https://app.acme.io/api/me -v 2>&1 | grep -i cookie",
+            "> cookie: " + "; ".join(f"{_name(rng, f)}={s.value}" for f, s in items)]
+    return "\n".join(out) + "\n"
+
+
+def _fold(text: str, width: int) -> str:
+    return "\n".join(line[i:i + width] or "" for line in text.splitlines() for i in range(0, max(1, len(line)), width))
+
+
+def folded_output(rng, items):
+    """Long lines hard-wrapped by a narrow terminal or `fold`, a token cut mid-way."""
+    width = rng.choice([64, 76, 80, 100])
+    parts = []
+    for _, s in items:
+        parts.append(rng.choice([
+            f"$ kubectl create token deployer -n prod --duration=1h | fold -w {width}\n{s.value}",
+            f"$ curl -sv https://api.acme.io/v1/me 2>&1 | head\n> GET /v1/me HTTP/2\n> Host: api.acme.io\n"
+            f"> Authorization: Bearer {s.value}\n< HTTP/2 200",
+            f"2026-03-01T10:00:00Z DEBUG auth: issued token={s.value} ttl=3600",
+        ]))
+    return _fold("\n".join(parts), width) + "\n"
+
+
+def js_concat(rng, items):
+    out = ["$ cat test/fixtures/auth.js"]
+    for i, (_, s) in enumerate(items):
+        pieces = [s.value[j:j + 60] for j in range(0, len(s.value), 60)]
+        if rng.random() < 0.5:
+            out += [f"export const TOKEN_{i} =", *[f"  '{p}'" + (" +" if k < len(pieces) - 1 else ";") for k, p in enumerate(pieces)]]
+        else:
+            out += [f"ACCESS_TOKEN_{i} = (", *[f'    "{p}"' for p in pieces], ")"]
+    return "\n".join(out) + "\n"
+
+
 CONTEXTS: dict[str, Callable] = {fn.__name__: fn for fn in (
     dotenv, printenv, shell_history, compose, settings_py, yaml_config, json_response, log_lines, stack_trace,
-    k8s_secret, prompt, aws_credentials, git_remote, npmrc, pypirc, pem_file, pem_in_code, gcp_json, http_headers)}
+    k8s_secret, prompt, aws_credentials, git_remote, npmrc, pypirc, pem_file, pem_in_code, gcp_json, http_headers,
+    toml_file, ini_config, js_stack_trace, docker_inspect, kubectl_secret, kubeconfig, docker_config, curl_cookie,
+    folded_output, js_concat)}
+# What else must not survive, per carrier: a Kubernetes Secret's `data:` holds each value base64-encoded.
+EXTRA_MATERIAL: dict[str, Callable[[Secret], tuple[str, ...]]] = {
+    "kubectl_secret": lambda s: (base64.b64encode(s.value.encode()).decode(),),
+}
 
 
 def planted_documents(seed: int = 21, per_format: int = 20) -> list[Document]:
@@ -643,6 +1063,8 @@ def planted_documents(seed: int = 21, per_format: int = 20) -> list[Document]:
                 chosen.append(f)
                 queue.remove(f)
         items = [(f, f.make(rng)) for f in chosen]
+        if context in EXTRA_MATERIAL:
+            items = [(f, Secret(s.value, s.material + EXTRA_MATERIAL[context](s))) for f, s in items]
         text = CONTEXTS[context](rng, items)
         documents.append(Document(context, text, [Planted(f, s) for f, s in items]))
     return documents
@@ -731,7 +1153,7 @@ OTHER_SYNTAXES = {
 def held_out_documents(seed: int = 77, per_context: int = 30) -> list[Document]:
     rng = random.Random(seed)
     single_line = [f for f in FORMATS if f.family not in ("private-key",) and f.kind != "password-in-url"
-                   and "http_headers" not in f.contexts]
+                   and "http_headers" not in f.contexts and "dotenv" in f.contexts]
     documents = []
     for context, template in OTHER_SYNTAXES.items():
         for _ in range(per_context):

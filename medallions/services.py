@@ -27,7 +27,7 @@ from core import projects
 from core.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from core.logs import storage_log, storage_op
 from core.models import Project
-from core.redaction import redact_json
+from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
@@ -91,7 +91,9 @@ def validate_scope(value: Any, *, field: str = "scope", required: bool = False) 
                 raise InvalidInput(
                     f"{path} must be a non-empty string of at most {schema.MAX_SCOPE_ITEM_CHARS} characters, "
                     f"got {json.dumps(item)[:60]}", field=path)
-        scope[axis] = list(dict.fromkeys(item.strip() for item in items))
+        # Redacted like any text (a `[REDACTED:<type>]` longer than a short secret is cut to the limit).
+        scope[axis] = list(dict.fromkeys(str(redact(item.strip(), field=f"{field}.{axis}"))[:schema.MAX_SCOPE_ITEM_CHARS]
+                                         for item in items))
     if required and not (scope["graph_nodes"] or scope["tags"]):
         raise InvalidInput(f"{field}: {SCOPE_EMPTY}", field=field)
     return scope
@@ -136,7 +138,8 @@ def validate_document(document: Any, *, existing: Medallion | None = None) -> sc
             "created_at": existing.created_at if existing else now,
             "updated_at": now,
             "status": meta.get("status", existing.status if existing else Status.ACTIVE),
-            "model_info": meta.get("model_info", existing.model_info if existing and existing.model_info else {}),
+            "model_info": redact_json(meta.get("model_info", existing.model_info if existing and existing.model_info else {}),
+                                      field="meta.model_info"),
         },
     }
     for key in ("id", "schema_version", "created_at", "updated_at"):
@@ -488,12 +491,12 @@ def medallion_job_run(*, job_id: Any, llm: MedallionLLM | None = None) -> Medall
         try:
             medallion = checkpoint_session(scope=job.scope, evidence=job.evidence, llm=llm, actor=job.actor, job=job)
         except CheckpointFailed as exc:
-            job.status, job.operation, job.error = JobStatus.FAILED, exc.operation, exc.cause
+            job.status, job.operation, job.error = JobStatus.FAILED, exc.operation, str(redact(exc.cause, field="error"))
         except Exception as exc:
             # Anything unexpected (a lost database connection...) must not leave the job "running".
             operation = MedallionJob.objects.values_list("operation", flat=True).get(pk=job.pk) or "checkpoint"
             job.status, job.operation = JobStatus.FAILED, operation
-            job.error = f"internal error: {type(exc).__name__}: {exc}"
+            job.error = str(redact(f"internal error: {type(exc).__name__}: {exc}", field="error"))
             storage_log.exception("medallion job %s failed", job.id)
         else:
             job.status, job.medallion = JobStatus.DONE, medallion

@@ -85,7 +85,8 @@ def validate_content(value: Any, *, field: str = "content") -> str:
 
 
 def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
-    """Trimmed, lower-cased, duplicates dropped (first occurrence kept)."""
+    """Trimmed, secrets redacted (a 40-character token fits in a tag), lower-cased, duplicates
+    dropped (first occurrence kept)."""
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -96,7 +97,8 @@ def validate_tags(value: Any, *, field: str = "tags") -> list[str]:
     for tag in value:
         if not isinstance(tag, str) or not (1 <= len(tag.strip()) <= MAX_TAG_LENGTH):
             raise InvalidInput(f"{field}: {TAG_INVALID}, got {str(tag)[:60]!r}", field=field)
-        normalised = tag.strip().lower()
+        # (a short secret's `[REDACTED:<type>]` may be longer than it: the column holds 50)
+        normalised = str(redact(tag.strip(), field=field)).lower().replace("[redacted:", "[REDACTED:")[:MAX_TAG_LENGTH]
         if normalised not in tags:
             tags.append(normalised)
     return tags
@@ -550,7 +552,7 @@ def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reas
     new_tags = validate_tags(tags) if tags is not None else None
     if reason is not None and not isinstance(reason, str):
         raise InvalidInput("reason must be a string", field="reason")
-    reason = (reason or "").strip()
+    reason = str(redact((reason or "").strip(), field="reason"))
     if len(reason) > REASON_MAX_CHARS:
         raise InvalidInput(f"reason must be at most {REASON_MAX_CHARS} characters", field="reason")
     validate_storable(reason, field="reason")

@@ -5,6 +5,7 @@ first, and the answer says how many secrets went. The fake secrets are built at 
 private tags from pieces."""
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -336,3 +337,132 @@ def test_a_tool_input_under_a_secret_named_key_is_redacted_and_lines_stay_apart(
     content = Message.objects.get().content
     assert password not in content and "[REDACTED:named-secret]" in content
     assert "settings.SECRET_KEY" in content
+
+
+# Credentials of the formats issue #43 added (hosted services, signed-token standards, encoded
+# credentials), built at run time, planted through every interface and read back through search
+# and get. What must never come back: each value, in whole or in part (its last 16 characters).
+def _b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _rand(alphabet: str, n: int) -> str:
+    return "".join(RNG.choice(alphabet) for _ in range(n))
+
+
+B64URL = B62 + "-_"
+DOPPLER = "dp.pt." + _rand(B62, 43)  # 49 characters: it fits in a tag
+VAULT = "hvs.CAESI" + _rand(B64URL, 86)
+AZURE_AD = _rand(B62, 3) + "8Q~" + _rand(B62, 34)
+SAS_SIG = base64.b64encode(RNG.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+JWE = ".".join([_b64url(b'{"alg":"RSA-OAEP-256","enc":"A256GCM"}'), _b64url(RNG.randbytes(256)),
+                _b64url(RNG.randbytes(12)), _b64url(RNG.randbytes(200)), _b64url(RNG.randbytes(16))])
+SPLIT_JWT = ".".join([_b64url(b'{"alg":"HS256","typ":"JWT"}'), _b64url(b'{"sub":"deployer","exp":1900000000}'),
+                      _b64url(RNG.randbytes(32))])
+COOKIE = _rand(string.ascii_lowercase + string.digits, 32)
+DOCKER_AUTH = base64.b64encode(f"ci-bot:{_rand(B62, 24)}".encode()).decode()
+JWT_LINES = [SPLIT_JWT[i:i + 60] for i in range(0, len(SPLIT_JWT), 60)]  # `fold -w 60`
+NEW_SECRETS = [DOPPLER, VAULT, AZURE_AD, SAS_SIG, JWE, *[line for line in JWT_LINES[1:] if len(line) >= 16], COOKIE,
+               DOCKER_AUTH]
+NEW_TEXT = "\n".join([
+    "$ printenv | grep -i billing", f"DOPPLER_TOKEN={DOPPLER}", f"client secret {AZURE_AD} rotated",
+    f"$ curl -v 'https://acme.blob.core.windows.net/billing/a.csv?sv=2022-11-02&sp=r&sig={SAS_SIG}'",
+    f"> X-Vault-Token: {VAULT}", f"< set-cookie: sessionid={COOKIE}; Path=/; HttpOnly",
+    f"billing id_token {JWE}", "$ kubectl create token billing | fold -w 60",
+    *JWT_LINES,
+    '$ cat ~/.docker/config.json', '{"auths": {"ghcr.io": {"auth": "' + DOCKER_AUTH + '"}}}',
+])
+
+
+def assert_no_new_secret(*texts: object) -> None:
+    for text in texts:
+        dumped = text if isinstance(text, str) else json.dumps(text, default=str)
+        for secret in NEW_SECRETS:
+            assert secret[-16:] not in dumped, (secret[:12], dumped[:400])
+
+
+def no_new_secret_stored() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+                       "AND table_type = 'BASE TABLE'")
+        for (table,) in cursor.fetchall():
+            for secret in NEW_SECRETS:
+                cursor.execute(f'SELECT count(*) FROM "{table}" AS t WHERE t::text LIKE %s', [f"%{secret[-16:]}%"])
+                assert cursor.fetchone()[0] == 0, f"{table} holds {secret[:12]}…"
+
+
+@pytest.mark.django_db
+class TestNewFormatsThroughEveryInterface:
+    def test_the_text_holds_every_secret_and_scrubbing_removes_them(self):
+        assert all(secret[-16:] in NEW_TEXT for secret in NEW_SECRETS)
+        assert_no_new_secret(str(redact(NEW_TEXT)))
+
+    def test_capture_import_and_proxy_then_search_and_get(self, api):
+        event = {"session_id": "s-43", "cwd": "/work/billing"}
+        capture.capture_hook_event(payload={**event, "hook_event_name": "UserPromptSubmit",
+                                            "prompt": f"billing: use {DOPPLER} for now"})
+        capture.capture_hook_event(payload={**event, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+                                            "tool_input": {"command": f"vault login {VAULT}", "token": COOKIE},
+                                            "tool_response": {"stdout": NEW_TEXT}})
+        capture.transcript_import_lines([json.dumps({
+            "type": "user", "uuid": "u43", "sessionId": "t-43", "cwd": "/work/billing",
+            "message": {"role": "user", "content": f"billing Cookie: sessionid={COOKIE} and {NEW_TEXT}"}})])
+        capture.capture_proxy_message(upstream="vault", client_session="c43", direction="call", request_id=1,
+                                      body={"tool": "billing_login", "arguments": {"token": VAULT, "note": NEW_TEXT}})
+        found = api.get("/api/v1/messages/search/", {"query": "billing"})
+        assert found.status_code == 200 and found.json()["total"] >= 3
+        assert_no_new_secret(found.json())
+        for conversation in api.get("/api/v1/conversations/").json()["conversations"]:
+            got = api.get(f"/api/v1/conversations/{conversation['conversation_id']}/")
+            assert got.status_code == 200
+            assert_no_new_secret(got.json())
+        assert_no_new_secret(api.post("/api/v1/recall", {"query": "billing cookie"}, format="json").json())
+        no_new_secret_stored()
+
+    def test_rest_writes_then_search_and_get(self, api):
+        conversation = api.post("/api/v1/conversations/", {"metadata": {"ci": VAULT}}, format="json").json()
+        stored = api.post(f"/api/v1/conversations/{conversation['conversation_id']}/messages/",
+                          {"role": "tool", "content": NEW_TEXT, "metadata": {"env": [f"X={DOPPLER}"]}}, format="json")
+        assert stored.status_code == 201 and stored.json()["redacted"] >= len(NEW_SECRETS)
+        memory = api.post("/api/v1/memories/", {"content": f"billing deploys read {NEW_TEXT}",
+                                                "tags": ["billing", DOPPLER]}, format="json")
+        assert memory.status_code == 201, memory.content
+        memory_id = memory.json()["memory_id"]
+        assert "[REDACTED:doppler-token]" in memory.json()["tags"]
+        updated = api.patch(f"/api/v1/memories/{memory_id}/", {"content": f"billing now reads {AZURE_AD}",
+                                                               "reason": f"rotated {VAULT}"}, format="json")
+        assert updated.status_code == 200, updated.content
+        fiedler = api.post("/api/v1/fiedler-results/", {"correlation_id": "c43", "model": "m", "prompt": NEW_TEXT,
+                                                        "output": f"billing {JWE}",
+                                                        "metadata": {"headers": f"Cookie: sessionid={COOKIE}"}},
+                           format="json")
+        assert fiedler.status_code == 201, fiedler.content
+        reads = [
+            api.get(f"/api/v1/conversations/{conversation['conversation_id']}/"),
+            api.get("/api/v1/messages/search/", {"query": "billing"}),
+            api.get(f"/api/v1/memories/{memory_id}/"), api.get(f"/api/v1/memories/{memory_id}/history/"),
+            api.post("/api/v1/memories/search/", {"query": "billing deploys"}, format="json"),
+            api.get("/api/v1/fiedler-results/", {"text": "billing"}),
+            api.post("/api/v1/recall", {"query": "billing"}, format="json"),
+        ]
+        for read in reads:
+            assert read.status_code == 200, read.content
+            assert_no_new_secret(read.json())
+        no_new_secret_stored()
+
+    def test_a_tag_whose_redaction_is_longer_than_its_secret_still_fits(self):
+        short = "LTAI5t" + _rand(B62, 10)  # 16 characters become `[REDACTED:alibaba-access-key]` (29)
+        memory, _ = memories.memory_store(content="billing keys", tags=["x" * 33 + " " + short])
+        assert Memory.objects.get(pk=memory.pk).tags == [("x" * 33 + " [REDACTED:alibaba-access-key]")[:50]]
+
+    def test_medallion_scope_model_info_and_a_failed_jobs_error(self):
+        doc = document(summary={"high_level": f"Deploy with {VAULT}", "subsystems": []})
+        doc["scope"] = {**doc["scope"], "tags": [*doc["scope"].get("tags", []), f"key {AZURE_AD}"]}
+        doc["meta"] = {"model_info": {"provider": "x", "model": f"m {DOPPLER}"}}
+        medallion = medallions.medallion_create(document=doc)
+        assert_no_new_secret(medallions.medallion_get(medallion_id=medallion.id).document())
+        job = medallions.medallion_job_create(scope={"graph_nodes": ["repo:billing"], "tags": [DOPPLER]},
+                                              evidence={"session_summary": NEW_TEXT})
+        job.refresh_from_db()
+        assert_no_new_secret(job.tags, job.evidence)
+        no_new_secret_stored()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 
@@ -104,6 +105,92 @@ FAMILIES = [
     ("password", f"mysql -h db -u app -p'{PASSWORD}' shop", PASSWORD),
     ("password", f"db.internal:5432:shop:app:{PASSWORD}", PASSWORD),
 ]
+
+
+
+def b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+UPPER_DIGITS = string.ascii_uppercase + string.digits
+LOWER_DIGITS = string.ascii_lowercase + string.digits
+SAS = base64.b64encode(RNG.randbytes(32)).decode().replace("+", "%2B").replace("/", "%2F").replace("=", "%3D")
+JWE = ".".join([b64url(b'{"alg":"RSA-OAEP-256","enc":"A256GCM"}'), b64url(RNG.randbytes(256)), b64url(RNG.randbytes(12)),
+                b64url(RNG.randbytes(150)), b64url(RNG.randbytes(16))])
+JWT_LINES = textwrap.wrap(jwt(), 50)
+KUBE_KEY = base64.b64encode((pem("RSA PRIVATE KEY", 10) + "\n").encode()).decode()
+DOCKER_AUTH = base64.b64encode(f"ci-bot:{rand(B62, 20)}".encode()).decode()
+SECRET_DATA = base64.b64encode(PASSWORD.encode()).decode()
+SERVICE_BUS_KEY = base64.b64encode(RNG.randbytes(32)).decode()
+SERVICE_BUS = f"Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={SERVICE_BUS_KEY}"
+SESSION_ID = rand(LOWER_DIGITS, 32)
+SENTRY_KEY = rand(HEX, 32)
+FERNET = base64.urlsafe_b64encode(bytes([0x80]) + (1_760_000_000).to_bytes(8, "big") + RNG.randbytes(96)).decode()
+AWS_SESSION = "IQoJb3JpZ2luX2Vj" + base64.b64encode(RNG.randbytes(300)).decode()
+
+# Added with issue #43: hosted services, signed-token standards, encoded credentials. (type, text, secret)
+HOSTED = [
+    ("aws-session-token", f"aws_session_token = {AWS_SESSION}", AWS_SESSION),
+    ("signed-url", f"curl -O 'https://acme.blob.core.windows.net/exports/a.csv?sv=2022-11-02&sp=r&sig={SAS}'", SAS),
+    ("signed-url", f"GET /a.pdf?X-Amz-Date=20260301T100000Z&X-Amz-Signature={rand(HEX, 64)}", None),
+    ("azure-client-secret", f"client secret is {rand(B62, 3)}8Q~{rand(B62 + '_~.-', 34)}", None),
+    ("azure-storage-key", SERVICE_BUS, SERVICE_BUS_KEY),
+    ("google-oauth-secret", f'"client_id": "1234.apps.googleusercontent.com", "x": "GOCSPX-{rand(B64URL, 28)}"', None),
+    ("google-oauth-token", f"> Authorization: Bearer ya29.a0A{rand(B64URL, 150)}", None),
+    ("alibaba-access-key", f"aliyun configure --access-key-id LTAI5t{rand(B62, 18)}", None),
+    ("docker-hub-token", f"docker login -u acme --password-stdin <<< dckr_pat_{rand(B64URL, 27)}", None),
+    ("atlassian-token", f"JIRA_API_TOKEN=ATATT3xFfGF0{rand(B64URL, 170)}", None),
+    ("terraform-token", f'token = "{rand(B62, 14)}.atlasv1.{rand(B64URL, 67)}"', None),
+    ("vault-token", f"> X-Vault-Token: hvs.CAESI{rand(B64URL, 86)}", None),
+    ("named-secret", f"> X-Vault-Token: s.{rand(B62, 20)}7Qx4", None),  # a legacy token reads like a dotted name
+    ("pulumi-token", f"pulumi login --token pul-{rand(HEX, 40)}", None),
+    ("doppler-token", f"use dp.st.prd.{rand(B62, 43)}", None),
+    ("databricks-token", f"DATABRICKS_TOKEN=dapi{rand(HEX, 32)}", None),
+    ("nuget-key", f"dotnet nuget push pkg.nupkg -k oy2{rand(LOWER_DIGITS, 43)}", None),
+    ("rubygems-key", f":rubygems_api_key: rubygems_{rand(HEX, 48)}", None),
+    ("grafana-token", f"glsa_{rand(B62, 32)}_{rand(HEX, 8)}", None),
+    ("buildkite-token", f"BUILDKITE_API_TOKEN=bkua_{rand(HEX, 40)}", None),
+    ("postman-key", f"x-api-key: PMAK-{rand(HEX, 24)}-{rand(HEX, 34)}", None),
+    ("dynatrace-token", f"Api-Token dt0c01.{rand(UPPER_DIGITS, 24)}.{rand(UPPER_DIGITS, 64)}", None),
+    ("newrelic-key", f"NEW_RELIC_API_KEY=NRAK-{rand(UPPER_DIGITS, 27)}", None),
+    ("sentry-dsn", f"sentry_sdk.init(dsn='https://{SENTRY_KEY}@o4505.ingest.sentry.io/45')", SENTRY_KEY),
+    ("sentry-token", f"SENTRY_AUTH_TOKEN=sntryu_{rand(HEX, 64)}", None),
+    ("supabase-key", f"supabase login --token sbp_{rand(HEX, 40)}", None),
+    ("planetscale-token", f"password: pscale_pw_{rand(B64URL, 43)}", None),
+    ("render-key", f"RENDER_API_KEY=rnd_{rand(B62, 32)}", None),
+    ("netlify-token", f"NETLIFY_AUTH_TOKEN=nfp_{rand(B62, 36)}", None),
+    ("fly-token", f"FLY_API_TOKEN=fo1_{rand(B64URL, 43)}", None),
+    ("prefect-key", f"prefect cloud login -k pnu_{rand(B62, 36)}", None),
+    ("slack-token", f"SLACK_APP_TOKEN=xapp-1-A{rand(UPPER_DIGITS, 10)}-{rand(string.digits, 13)}-{rand(HEX, 64)}", None),
+    ("teams-webhook", f"https://acme.webhook.office.com/webhookb2/{uuid4()}@{uuid4()}/IncomingWebhook/{rand(HEX, 32)}/"
+                      f"{uuid4()}", None),
+    ("linear-key", f"LINEAR_API_KEY=lin_api_{rand(B62, 40)}", None),
+    ("notion-token", f"NOTION_TOKEN=ntn_{rand(string.digits, 11)}{rand(B62, 35)}", None),
+    ("notion-token", f"Authorization: secret_{rand(B62, 43)}", None),
+    ("figma-token", f"X-Figma-Token: figd_{rand(B64URL, 40)}", None),
+    ("contentful-token", f"CONTENTFUL_MANAGEMENT_TOKEN=CFPAT-{rand(B64URL, 43)}", None),
+    ("airtable-token", f"pat{rand(B62, 14)}.{rand(HEX, 64)}", None),
+    ("twitter-bearer", f"AAAAAAAAAAAAAAAAAAAAA{rand(B62, 20)}%3D{rand(B62, 50)}", None),
+    ("mapbox-token", f"mapboxgl.accessToken = 'sk.eyJ1IjoiYWNtZSIsImEiOiJ{rand(B64URL, 30)}.{rand(B64URL, 22)}'", None),
+    ("stripe-key", f"STRIPE_WEBHOOK_SECRET=whsec_{rand(B62, 32)}", None),
+    ("square-token", f"SQUARE_ACCESS_TOKEN=EAAA{rand(B64URL, 60)}", None),
+    ("braintree-token", f"access_token$production${rand(LOWER_DIGITS, 16)}${rand(HEX, 32)}", None),
+    ("groq-key", f"GROQ_API_KEY=gsk_{rand(B62, 52)}", None),
+    ("replicate-token", f"REPLICATE_API_TOKEN=r8_{rand(B62, 37)}", None),
+    ("perplexity-key", f"PERPLEXITY_API_KEY=pplx-{rand(B62, 48)}", None),
+    ("xai-key", f"XAI_API_KEY=xai-{rand(B62, 80)}", None),
+    ("langsmith-key", f"LANGSMITH_API_KEY=lsv2_pt_{rand(HEX, 32)}_{rand(HEX, 10)}", None),
+    ("tavily-key", f"TAVILY_API_KEY=tvly-dev-{rand(B62, 32)}", None),
+    ("paseto", f"> Authorization: Bearer v4.public.{b64url(RNG.randbytes(120))}", None),
+    ("fernet-token", f"token = {FERNET}", FERNET),
+    ("jwt", f"id_token: {JWE}", JWE),
+    ("jwt", "$ kubectl create token deployer | fold -w 50\n" + "\n".join(JWT_LINES) + "\n$ ", JWT_LINES[-1]),
+    ("cookie", f"< set-cookie: sessionid={SESSION_ID}; expires=Sat, 12 Dec 2026 10:00:00 GMT; Path=/", SESSION_ID),
+    ("docker-auth", '{"auths": {"ghcr.io": {"auth": "' + DOCKER_AUTH + '"}}}', DOCKER_AUTH),
+    ("private-key", f"    client-key-data: {KUBE_KEY}", KUBE_KEY),
+    ("k8s-secret-data", f"apiVersion: v1\ndata:\n  db-url: {SECRET_DATA}\nkind: Secret\n", SECRET_DATA),
+]
+FAMILIES += HOSTED
 
 
 def _secret_of(text: str, given: str | None) -> str:
@@ -219,6 +306,16 @@ INNOCENT = [
     "I told Melanie the password to the wifi is on the fridge.",
     "toolskey = 'VS%0.f0COMNTOOLS' % version",
     "SECRET_KEY_FILE=/run/secrets/django_secret_key",
+    # issue #43: what the hosted-service and encoded-credential rules must leave alone
+    "    certificate-authority-data: " + base64.b64encode(pem("CERTIFICATE", 6).encode()).decode(),
+    "< set-cookie: theme=dark; Path=/; SameSite=Lax",
+    "document.cookie = `lang=${lang}; path=/`;",
+    "kind: ConfigMap\ndata:\n  LOG_LEVEL: info\n  WORKERS: '4'",
+    "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=RootManageSharedAccessKey",
+    "see the v4.local. and v4.public. purposes in the PASETO spec",
+    "pattern_matching_helpers.py and hvs.md and dp.pt.md",
+    '"auth": "none", "authType": "oauth2"',
+    "https://example.com/search?q=sig&sig=short",
 ]
 
 
@@ -261,6 +358,11 @@ def test_adversarial_megabyte_inputs_finish() -> None:
     finished = subprocess.run([sys.executable, "-c", program, str(ROOT)], capture_output=True, text=True,
                               timeout=600)
     assert finished.stdout.strip() == "done", finished.stderr[-2000:]
+
+
+def test_a_whole_jwt_at_the_end_of_a_line_leaves_the_next_line_alone() -> None:
+    text = f"token: {JWT}\nReceived 200 OK\n{rand(HEX, 40)}\nfinished"
+    assert scrub(text).text == "token: [REDACTED:jwt]\nReceived 200 OK\n" + text.split("\n")[2] + "\nfinished"
 
 
 def test_a_type_closing_a_call_is_code_not_a_secret():

@@ -90,3 +90,20 @@ class TestWinniScrub:
         assert report.scanned["conversations"] == 0  # done before the interruption
         assert not scrub_stored.state_path().exists()
         nothing_stored_anywhere()
+
+
+@pytest.mark.django_db
+def test_tags_reasons_versions_and_job_errors_stored_before_are_scrubbed():
+    """The columns the write paths did not scrub before issue #43: a memory's tags and update
+    reason, its earlier versions, a medallion's scope and a failed job's error."""
+    from medallions.models import MedallionJob
+    from memory.models import MemoryVersion
+
+    memory = Memory.objects.create(content="deploys", content_hash="y" * 64, tags=[GITHUB.lower(), "ci"],
+                                   update_reason=f"rotated {AWS_ID}")
+    MemoryVersion.objects.create(memory=memory, version=1, content=f"key {GITHUB}", tags=[GITHUB], reason="r",
+                                 written_at=memory.created_at, replaced_at=memory.created_at)
+    MedallionJob.objects.create(graph_nodes=["repo:x"], tags=[GITHUB], evidence={}, error=f"provider said {AWS_ID}")
+    scrub_stored.scrub_stored()
+    nothing_stored_anywhere()
+    assert Memory.objects.get(pk=memory.pk).tags[1] == "ci"

@@ -84,20 +84,23 @@ def _model(label: str) -> Callable[[], type[models.Model]]:
 
 
 STORES = [
-    StoredText("conversations", _model("conversations.Conversation"), documents=("metadata",)),
+    StoredText("conversations", _model("conversations.Conversation"), texts=("title",), documents=("metadata",)),
     StoredText("messages", _model("conversations.Message"), texts=("content",), documents=("metadata",), kind="message"),
     StoredText("orchestration_results", _model("conversations.FiedlerResult"),
                texts=("prompt", "output", "error_message"), documents=("metadata",)),
-    StoredText("memories", _model("memory.Memory"), texts=("content",), documents=("metadata",), kind="memory",
-               after=_memory_after),
+    StoredText("memories", _model("memory.Memory"), texts=("content", "update_reason"), documents=("metadata", "tags"),
+               kind="memory", after=_memory_after),
+    StoredText("memory_versions", _model("memory.MemoryVersion"), texts=("content", "reason"), documents=("tags",)),
     StoredText("contexts", _model("contexts.StartupContext"), texts=("content",), kind="context"),
     StoredText("cache_entries", _model("librarian.QueryMemory"), texts=("query_text", "answer"),
                documents=("sources",), after=_cache_after),
     StoredText("medallions", _model("medallions.Medallion"),
-               documents=("summary", "decisions", "open_questions", "affordances"), kind="medallion",
+               documents=("summary", "decisions", "open_questions", "affordances", "graph_nodes", "tags", "model_info"),
+               kind="medallion",
                after=_medallion_after),
     StoredText("medallion_revisions", _model("medallions.MedallionRevision"), documents=("document",)),
-    StoredText("medallion_jobs", _model("medallions.MedallionJob"), documents=("evidence",)),
+    StoredText("medallion_jobs", _model("medallions.MedallionJob"), texts=("error",),
+               documents=("evidence", "graph_nodes", "tags")),
 ]
 
 
