@@ -596,3 +596,19 @@ def test_the_web_process_warms_the_recall_path_before_it_listens(winni_server, l
     with urllib.request.urlopen(f"{winni_server.url}/healthz", timeout=5) as answer:
         recall = json.loads(answer.read())["recall"]
     assert recall["status"] == "ok" and recall["warmed_in_ms"] > 0, recall
+
+
+@pytest.mark.django_db
+def test_what_the_worker_has_not_embedded_yet_is_recalled_by_the_next_sessions_first_prompt():
+    """The previous session's turns may have no vector yet (a restart, a busy worker): their
+    similarity is computed for the prompt, so the first prompt of the next session still finds them."""
+    from memory.models import Embedding
+
+    projects.project_create(name="till")
+    said = capture.capture_hook_event(payload={
+        "session_id": "s-one", "cwd": "/w/till", "hook_event_name": "UserPromptSubmit",
+        "prompt": "Decision: the till rounds every cash total to the nearest five cents."}, project="till")
+    assert not Embedding.objects.filter(object_id=said.message_id).exists()  # nothing ran the worker's task
+    found = autorecall.context_for_prompt(prompt="Does the till round every cash total to five cents?",
+                                          project="till", session_id="s-two")
+    assert "nearest five cents" in found["text"], found["gate"]

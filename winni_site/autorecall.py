@@ -328,6 +328,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
                                score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
+        _fresh_similarities(query_vector, [c for c in found if c.similarity is None])
     return found
 
 
@@ -352,6 +353,27 @@ def _stored_similarities(query_vector: list[float], candidates: list[Candidate])
         found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
     for candidate in candidates:
         candidate.similarity = found.get((candidate.kind, candidate.id), candidate.similarity)
+
+
+# Candidates with no stored vector yet get one computed for the prompt, at most this many (one
+# pass of the model on ONNX Runtime: embeddings.embed_in_request).
+FRESH_VECTORS = 8
+
+
+def _fresh_similarities(query_vector: list[float], candidates: list[Candidate]) -> None:
+    """The similarity of candidates written moments ago, which the worker has not embedded yet
+    (they have no stored vector), from their text: the first prompt of a session must find what
+    the previous session said even while the worker is behind (a restart, a busy queue). Bounded:
+    the FRESH_VECTORS best of them; the stored vector, once there, is what later prompts read."""
+    missing = sorted(candidates, key=lambda c: -c.score)[:FRESH_VECTORS]
+    if not missing:
+        return
+    try:
+        vectors = embeddings.embed_in_request([c.text for c in missing])
+    except EmbeddingUnavailable:
+        return
+    for candidate, vector in zip(missing, vectors):
+        candidate.similarity = sum(a * b for a, b in zip(query_vector, vector))
 
 
 def _medallion_items(project: Project | None) -> list[Candidate]:
