@@ -229,7 +229,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "id": hit.key,
         "label": spec.label(obj),
         "text": text[:TEXT_CHARS],
-        "snippet": text[:SNIPPET_CHARS],
+        "snippet": shown if (shown := spec.display(obj) if spec.display else None) else text[:SNIPPET_CHARS],
         "created_at": created.isoformat() if created else None,
         "score": round(hit.fused, 6),
         "scores": {

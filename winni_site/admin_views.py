@@ -197,7 +197,7 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
         entry: dict[str, Any] = {
             "kind": hit["kind"], "kind_title": _kind_title(hit["kind"], plural=False), "id": hit["id"],
             "title": hit["label"], "url": _change_url(model, hit["id"]), "score": hit["strength"],
-            "snippet": snippet(hit["text"], words), "meta": [],
+            "snippet": snippet(_readable(hit), words), "meta": [],
             "created_at": hit["created_at"] and dt.datetime.fromisoformat(hit["created_at"]),
         }
         conversation = conversations.get(hit.get("conversation_id") or "")
@@ -211,6 +211,16 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
             entry["meta"] = [("project", project_slugs[(hit["kind"], hit["id"])])]
         hits.append(entry)
     return {"hits": hits, "per_kind": result["per_kind"], "degraded": result["degraded"]}
+
+
+def _readable(hit: Any) -> str:
+    """A hit's text as the page shows it: a tool call as its one readable line (recall's snippet,
+    conversations.toolcalls), never its stored JSON; the row's own page keeps the JSON."""
+    from conversations.toolcalls import tool_line
+
+    if hit["kind"] == "message" and tool_line(hit["text"]) is not None:
+        return str(hit["snippet"])
+    return str(hit["text"])
 
 
 def _conversations_of(results: list[Any]) -> dict[str, Any]:

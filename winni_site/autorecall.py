@@ -43,6 +43,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
+from conversations.services import message_display
 from core import projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -148,6 +149,8 @@ class Candidate:
     similarity: float | None = None
     overlap: float = 0.0
     snippet: str = ""
+    # What the block shows instead of `text` (a tool call: one readable line, never its JSON).
+    shown: str = ""
     lexemes: set[str] = field(default_factory=set)  # the prompt's lexemes it holds (_matched_lexemes)
     created: datetime | None = None
 
@@ -307,7 +310,8 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     if conversation_ids:
         from conversations.models import Conversation
 
-        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only("id", "session_id")}
+        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only(
+            "id", "session_id", "metadata")}
     found = []
     for hit in hits:
         obj = hit.obj
@@ -318,10 +322,14 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
                               "conversation_id": str(obj.conversation_id), "turn": obj.turn_number,
                               "role": obj.role}
             text = obj.content
+            shown = ""
+            if obj.role == "tool" and conversation is not None:
+                obj.conversation = conversation  # its cwd: paths are shown relative to it
+                shown = message_display(obj) or ""
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
-            text = obj.content
-        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source,
+            text, shown = obj.content, ""
+        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, shown=shown, source=source,
                                score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
@@ -813,7 +821,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if room < 60:
             break
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
-        candidate.snippet = _snippet(candidate.text, matched, min(SNIPPET_CHARS, room))
+        candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
         if used + len(line) + 1 > max_chars:
             continue
