@@ -13,4 +13,5 @@ class ContextsConfig(AppConfig):
 
         register(Searchable(kind="context", model=StartupContext, text=lambda c: f"{c.name}\n{c.content}",
                             label=lambda c: c.name, filters={"project": "project"}))
-        register_store(ProjectStore(label="contexts", model=StartupContext, merge=contexts_merge))
+        register_store(ProjectStore(label="contexts", model=StartupContext, merge=contexts_merge,
+                                    global_applies=True))

@@ -59,7 +59,7 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
     rows = list(page.object_list)
     names = tool_call_names(rows)
     for message in rows:
-        message.tool = tool_turn(message, names) if message.role == "tool" else None
+        message.tool = tool_turn(message, names, cwd=metadata.get("cwd")) if message.role == "tool" else None
     for notes_of in TRANSCRIPT_NOTES:
         for message_id, notes in notes_of(rows).items():
             for message in rows:

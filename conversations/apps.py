@@ -9,7 +9,7 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.models import Conversation, Message
-        from conversations.services import message_embed_parts, message_surroundings
+        from conversations.services import message_display, message_embed_parts, message_surroundings
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
 
@@ -19,7 +19,8 @@ class ConversationsConfig(AppConfig):
             batch_order=("conversation_id", "turn_number"),
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},
-            surround=message_surroundings, hit_fields=_message_hit_fields, project_column="project_id",
+            surround=message_surroundings, hit_fields=_message_hit_fields, display=message_display,
+            project_column="project_id",
             project_indexes=True,
         ))
         register_store(ProjectStore(label="conversations", model=Conversation))

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from conversations.toolcalls import tool_line
+
 SUMMARY_CHARS = 160
 
 # The input key that says what a well-known tool was asked to do, in order of preference.
@@ -25,6 +27,7 @@ class ToolTurn:
     input: str  # the whole input, pretty JSON ("" when none)
     output: str  # the output as text ("" when this turn is only the call)
     is_error: bool = False
+    line: str = ""  # the call as one readable line, without its leading tool name (conversations.toolcalls)
 
 
 def _loads(content: str) -> Any:
@@ -88,7 +91,20 @@ def tool_call_names(messages: list[Any]) -> dict[str, str]:
     return names
 
 
-def tool_turn(message: Any, names: dict[str, str] | None = None) -> ToolTurn:
+def tool_turn(message: Any, names: dict[str, str] | None = None, cwd: str | None = None) -> ToolTurn:
+    """The tool turn as the transcript shows it: folded under its name and readable line (paths
+    relative to the session's `cwd`), the input and output inside."""
+    turn = _tool_turn(message, names)
+    line = tool_line(message.content, cwd=cwd) or ""
+    if line.startswith(turn.name):
+        line = line[len(turn.name):].lstrip(" :")
+    elif turn.name.endswith(" result") and line.startswith(("Tool result: ", "Tool error: ")):
+        line = line.split(": ", 1)[1]
+    return ToolTurn(name=turn.name, target=turn.target, input=turn.input, output=turn.output,
+                    is_error=turn.is_error, line=line)
+
+
+def _tool_turn(message: Any, names: dict[str, str] | None = None) -> ToolTurn:
     metadata = message.metadata if isinstance(message.metadata, dict) else {}
     body = _loads(message.content)
     named = metadata.get("tool_name") or metadata.get("tool")

@@ -66,6 +66,10 @@ class ProjectStore:
     # store (messages through conversations) set moved=False.
     merge: Callable[[Project, Project], int] | None = None
     moved: bool = True
+    # Its rows of no project apply inside every project (a global memory, the global startup
+    # context): a search or recall within a project takes them too unless asked for the project
+    # only (search_scope).
+    global_applies: bool = False
 
 
 _stores: dict[str, ProjectStore] = {}
@@ -146,6 +150,9 @@ class ProjectFilter:
     given: bool = False
     project: Project | None = None
     allowed: frozenset[int] | None = field(default_factory=access.allowed_project_ids)
+    # The named project's scope takes the rows of no project too (search_scope). Never for a
+    # token limited to projects: it sees no global row.
+    with_global: bool = False
 
     @property
     def matches_nothing(self) -> bool:
@@ -167,6 +174,8 @@ class ProjectFilter:
             # No row, written as SQL (WHERE false): a none() queryset cannot be compiled into the
             # raw queries search builds from scopes.
             return queryset.filter(Value(False, output_field=BooleanField()))
+        if self.given and self.with_global and self.allowed is None:
+            return queryset.filter(Q(**{lookup: self.project}) | Q(**{f"{lookup}__isnull": True}))
         if self.given:
             return queryset.filter(**{lookup: self.project})
         if self.allowed is not None:
@@ -234,6 +243,27 @@ def project_filter(value: Any, *, field: str = "project") -> ProjectFilter:
     if isinstance(value, Project):
         return ProjectFilter(given=True, project=value)
     return ProjectFilter(given=True, project=project_find(validate_project_name(value, field=field)))
+
+
+PROJECT_ONLY_INVALID = "project_only must be true or false"
+
+
+def search_scope(value: Any, *, model: type[models.Model], project_only: Any = False,
+                 field: str = "project") -> ProjectFilter:
+    """The one rule for which rows a search or recall within `value` (a project's name, a Project
+    or None) reads of `model`'s: the project's rows, and when the model's store says its global rows
+    apply everywhere (ProjectStore.global_applies: memories, startup contexts) the rows of no
+    project too, unless `project_only`. Messages, medallions and the other stores: the project's
+    rows only. No project named: every row. A token limited to projects (core.access) sees only
+    its projects' rows, never a global one, whatever is asked. Every search path (recall, automatic
+    recall, search_memory, the admin's search) asks here."""
+    if not isinstance(project_only, bool):
+        raise InvalidInput(PROJECT_ONLY_INVALID, field="project_only")
+    found = project_filter(value, field=field)
+    store = next((store for store in _stores.values() if store.model is model), None)
+    if found.given and not project_only and store is not None and store.global_applies:
+        return ProjectFilter(given=True, project=found.project, allowed=found.allowed, with_global=True)
+    return found
 
 
 def scope_queryset(queryset: QuerySet, project: Any, *, lookup: str = "project", field: str = "project") -> QuerySet:

@@ -185,18 +185,21 @@ def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[
     return query, list(dict.fromkeys(kinds)), limit, mode
 
 
-def recall_scopes(kinds: list[str], filters: dict[str, Any]) -> tuple[dict[str, QuerySet], dict[str, bool]]:
+def recall_scopes(kinds: list[str], filters: dict[str, Any],
+                  project_only: Any = False) -> tuple[dict[str, QuerySet], dict[str, bool]]:
     """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out.
     `project` (a kind's registered lookup to its project) is a project's name: every kind scopes
-    it the same way (core.projects.ProjectFilter), and a name matching no project matches nothing."""
+    it by core.projects.search_scope (the project's rows, and the global memories and startup
+    contexts unless `project_only`), and a name matching no project matches nothing."""
     start, end = parse_date_range(filters.get("start_date"), filters.get("end_date"))
     given = {name: value for name in searchable.filter_names()
              if (value := filters.get(name)) not in (None, "", [])}
-    project = projects.project_filter(given.pop("project", None))
+    named = given.pop("project", None)
     scopes: dict[str, QuerySet] = {}
     narrowed: dict[str, bool] = {}
     for kind in kinds:
         spec = searchable.get(kind)
+        project = projects.search_scope(named, model=spec.model, project_only=project_only)
         if any(name not in spec.filters for name in given) or (project.narrows and "project" not in spec.filters):
             continue
         if (start or end) and "created_at" not in {f.name for f in spec.model._meta.get_fields()}:
@@ -226,7 +229,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "id": hit.key,
         "label": spec.label(obj),
         "text": text[:TEXT_CHARS],
-        "snippet": text[:SNIPPET_CHARS],
+        "snippet": shown if (shown := spec.display(obj) if spec.display else None) else text[:SNIPPET_CHARS],
         "created_at": created.isoformat() if created else None,
         "score": round(hit.fused, 6),
         "scores": {
@@ -256,9 +259,11 @@ def recall(
     include_superseded: Any = False,
     as_of: Any = None,
     recency: Any = None,
+    project_only: Any = False,
 ) -> RecallDict:
-    """`include_superseded`: also rows that no longer hold (superseded memories, medallions that
-    are not active); each such memory hit names its successor (`superseded_by`). The query's time
+    """`filters["project"]`: that project's rows, with the memories and startup contexts of no
+    project unless `project_only` (core.projects.search_scope). `include_superseded`: also rows
+    that no longer hold (superseded memories, medallions that are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
     list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
     about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST)."""
@@ -266,7 +271,7 @@ def recall(
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     time = timerank.plan(query, as_of=as_of, recency=recency)
-    scopes, narrowed = recall_scopes(kinds, filters or {})
+    scopes, narrowed = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
 
     def ranked(text: str, depth: int) -> list[Hit]:

@@ -79,11 +79,14 @@ def recall_by_kind(
     limit: int = 20,
     mode: str = "hybrid",
     filters: dict[str, Any] | None = None,
+    project_only: Any = False,
 ) -> RankedDict:
     """Up to `limit` hits over `kinds`, each kind ranked on its own and all of them ordered by
-    strength (see above); `per_kind` counts the hits of each kind that passed the floor."""
+    strength (see above); `per_kind` counts the hits of each kind that passed the floor. A
+    `project` filter takes the global memories and startup contexts too unless `project_only`
+    (core.projects.search_scope)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
-    scopes, narrowed = recall_scopes(kinds, filters or {})
+    scopes, narrowed = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
     vector = None
     used = mode

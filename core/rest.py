@@ -114,6 +114,14 @@ def recency_field(**kwargs: Any) -> serializers.FloatField:
                                   help_text="rank newer hits higher: a half-life in days (default: off)", **kwargs)
 
 
+def project_only_field(**kwargs: Any) -> serializers.BooleanField:
+    """A search's `project_only`: within `project`, leave out the memories and startup contexts of no
+    project, which otherwise apply in every project (core.projects.search_scope)."""
+    return serializers.BooleanField(required=False, default=False,
+                                    help_text="with project: that project's rows only, without the global memories "
+                                              "and startup contexts (default false)", **kwargs)
+
+
 class ProjectField(serializers.CharField):
     """A project's slug, name or alias (core.projects): at most NAME_MAX characters."""
 

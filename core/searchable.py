@@ -96,6 +96,9 @@ class Searchable:
     surround: Surround | None = None
     # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
     hit_fields: Callable[[Any], dict[str, Any]] | None = None
+    # What a hit shows of a row instead of its text's start when that is not for reading (a tool
+    # call stored as JSON: one readable line); None from it, or no function: the text.
+    display: Callable[[Any], str | None] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

@@ -20,6 +20,7 @@ from core.rest import (
     UuidTextField,
     answer,
     as_of_field,
+    project_only_field,
     recency_field,
     uuid_path,
 )
@@ -197,7 +198,8 @@ class MemoryHistoryApi(APIView):
 SEARCH_DESCRIPTION = (
     "Memories by meaning (`search_memory`): relevance 0-100 from cosine similarity, under 30 left out, best "
     "first. A memory not embedded yet is still found (its similarity is computed on the spot); with the "
-    "embedding provider down the answer comes from full text (`match: fulltext`). GET takes the same "
+    "embedding provider down the answer comes from full text (`match: fulltext`). `project`: that project's "
+    "memories and the global ones (no project); `project_only`: the project's alone. GET takes the same "
     "parameters in the query string (`tags` repeatable).")
 SEARCH_EXAMPLE = {"query": "money amounts", "results": [
     {"memory_id": MID, "content": FACT, "timestamp": NOW, "relevance_score": 71.3, "project": None,
@@ -213,7 +215,9 @@ class MemorySearchApi(APIView):
                                          help_text="1-20 (default 5)")
         tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
                                      help_text="only memories carrying all of these")
-        project = ProjectField(required=False, allow_null=True, help_text="only this project's")
+        project = ProjectField(required=False, allow_null=True,
+                               help_text="this project's memories and the global ones (no project)")
+        project_only = project_only_field()
         start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time")
         end_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
         include_superseded = serializers.BooleanField(required=False, default=False,

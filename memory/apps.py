@@ -22,7 +22,7 @@ class MemoryConfig(AppConfig):
                             current=lambda rows: rows.filter(superseded_by__isnull=True),
                             successors=memory_successors, hit_fields=_memory_hit_fields, project_column="project_id",
                             global_index=True))
-        register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge))
+        register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge, global_applies=True))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
         recall.install_engine(retrieval.search)

@@ -38,10 +38,11 @@ def store_memory(
 def search_memory(
     query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
     start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
-    as_of: str | None = None, recency: float | None = None,
+    as_of: str | None = None, recency: float | None = None, project_only: bool = False,
 ) -> outputs.SearchMemoryDict:
     """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-    them; project: only that project's; start_date/end_date (ISO 8601; a date alone is the whole
+    them; project: that project's memories and the global ones (no project), which apply in every
+    project (project_only: the project's alone); start_date/end_date (ISO 8601; a date alone is the whole
     day): only memories stored in that range. Each result has a relevance_score 0-100; results
     under 30 are left out. Superseded memories are left out unless include_superseded (each then
     names its successor in superseded_by). Time words in the query ("last week", "in March") are
@@ -49,7 +50,8 @@ def search_memory(
     (a half-life in days) favours newer ones; time_filter in the result says what was done."""
     time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
     hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
-                                  end_date=end_date, include_superseded=include_superseded, time=time)
+                                  end_date=end_date, include_superseded=include_superseded, time=time,
+                                  project_only=project_only)
     return outputs.search_memory_dict(query, hits, time)
 
 

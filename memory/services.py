@@ -135,8 +135,10 @@ def memory_embedding_model(memory: Memory) -> str | None:
 
 def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, project: Any = None,
                   start_date: Any = None, end_date: Any = None, include_superseded: Any = False,
-                  time: timerank.TimePlan | None = None) -> list[MemoryHit]:
+                  time: timerank.TimePlan | None = None, project_only: Any = False) -> list[MemoryHit]:
     """Seed 003's search_memory: relevance = 100 × cosine similarity, under 30 dropped, best first.
+    `project`: that project's memories and the global ones (no project), or only the project's
+    with `project_only` (core.projects.search_scope, the rule every search follows).
     start_date/end_date: created in that range (core.validation.parse_date_range, the one date rule).
     Superseded memories are left out unless include_superseded (then each names its successor).
     A superseded memory that matches hands its relevance to the memory that replaced it (the last
@@ -155,12 +157,16 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     current = not include_superseded
-    scope = memory_list(tags=tags, project=project)
+    tags = validate_tags(tags)
+    within = projects.search_scope(project, model=Memory, project_only=project_only)
+    scope = within.apply(Memory.objects.defer("search_vector").order_by("-created_at", "id"))
+    if tags:
+        scope = scope.filter(tags__contains=tags)
     if start:
         scope = scope.filter(created_at__gte=start)
     if end:
         scope = scope.filter(created_at__lt=end)
-    filtered = bool(tags) or projects.project_filter(project).narrows or bool(start or end)
+    filtered = bool(tags) or within.narrows or bool(start or end)
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector is computed by a helper thread while this one reads which memories
         # still wait for theirs.

@@ -14,6 +14,7 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
+from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 
 from core import searchable
@@ -128,13 +129,22 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
 
 def search(request: HttpRequest) -> HttpResponse:
     """One box over every searchable store: one list ranked across kinds (core.recall_across.recall_by_kind),
-    each hit linking to its row; `kind` narrows the list to one kind."""
+    each hit linking to its row; `kind` narrows the list to one kind, `project` to a project's rows
+    and the global memories and startup contexts (core.projects.search_scope), `project_only` to
+    the project's rows alone."""
+    from core.models import Project
+
     query = request.GET.get("q", "").strip()[:500]
     kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
     only = request.GET.get("kind", "")
+    project = request.GET.get("project", "").strip()[:200]
+    project_only = bool(project) and request.GET.get("project_only", "") in ("1", "on", "true")
     found: dict[str, Any] = {"hits": [], "per_kind": {}, "degraded": False}
     if query and kinds:
-        found = search_hits(query, [only] if only in kinds else kinds, KIND_LIMIT if only in kinds else SEARCH_LIMIT)
+        found = search_hits(query, [only] if only in kinds else kinds, KIND_LIMIT if only in kinds else SEARCH_LIMIT,
+                            project=project or None, project_only=project_only)
+    scope = {name: value for name, value in (("project", project), ("project_only", "1" if project_only else ""))
+             if value}
     context = {
         **admin.site.each_context(request),
         "title": "Search",
@@ -149,6 +159,10 @@ def search(request: HttpRequest) -> HttpResponse:
         "kinds": kinds,
         "kind_titles": [_kind_title(kind) for kind in kinds],
         "examples": search_examples(request) if not found["hits"] else [],
+        "project": project,
+        "project_only": project_only,
+        "projects": list(Project.objects.order_by("slug").values_list("slug", flat=True)[:500]),
+        "scope_query": "&" + urlencode(scope) if scope else "",
     }
     return TemplateResponse(request, "winni_admin/search.html", context)
 
@@ -173,15 +187,18 @@ def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
+def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None = None,
+                project_only: bool = False) -> dict[str, Any]:
     """The page's hits: each with its kind, a title and link (a message: its conversation's first
     prompt, opening the transcript at the turn), what it belongs to (session, project, source,
-    date) and a snippet with the query's words marked (not its stop words)."""
+    date) and a snippet with the query's words marked (not its stop words). `project`: its rows
+    and the global memories and contexts, unless `project_only` (core.projects.search_scope)."""
     from conversations.admin import conversation_title, transcript_url
     from conversations.models import source_title
     from core.recall_across import recall_by_kind
 
-    result = recall_by_kind(query=query, kinds=kinds, limit=limit)
+    result = recall_by_kind(query=query, kinds=kinds, limit=limit, filters={"project": project},
+                            project_only=project_only)
     words = _query_words(query)
     conversations = _conversations_of(result["results"])
     project_slugs = _projects_of(result["results"])
@@ -191,7 +208,7 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "kind": hit["kind"], "kind_title": _kind_title(hit["kind"], plural=False), "id": hit["id"],
             "title": hit["label"], "url": _change_url(model, hit["id"]), "score": hit["strength"],
-            "snippet": snippet(hit["text"], words), "meta": [],
+            "snippet": snippet(_readable(hit), words), "meta": [],
             "created_at": hit["created_at"] and dt.datetime.fromisoformat(hit["created_at"]),
         }
         conversation = conversations.get(hit.get("conversation_id") or "")
@@ -205,6 +222,16 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
             entry["meta"] = [("project", project_slugs[(hit["kind"], hit["id"])])]
         hits.append(entry)
     return {"hits": hits, "per_kind": result["per_kind"], "degraded": result["degraded"]}
+
+
+def _readable(hit: Any) -> str:
+    """A hit's text as the page shows it: a tool call as its one readable line (recall's snippet,
+    conversations.toolcalls), never its stored JSON; the row's own page keeps the JSON."""
+    from conversations.toolcalls import tool_line
+
+    if hit["kind"] == "message" and tool_line(hit["text"]) is not None:
+        return str(hit["snippet"])
+    return str(hit["text"])
 
 
 def _conversations_of(results: list[Any]) -> dict[str, Any]:

@@ -39,10 +39,11 @@ from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
+from conversations.services import message_display
 from core import paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -149,6 +150,8 @@ class Candidate:
     similarity: float | None = None
     overlap: float = 0.0
     snippet: str = ""
+    # What the block shows instead of `text` (a tool call: one readable line, never its JSON).
+    shown: str = ""
     lexemes: set[str] = field(default_factory=set)  # the prompt's lexemes it holds (_matched_lexemes)
     created: datetime | None = None
 
@@ -260,14 +263,12 @@ def _snippet(text: str, matched: set[str], limit: int) -> str:
 # --- candidates ----------------------------------------------------------------------------------
 
 
-def _scopes(project: Project | None, session_id: str | None) -> dict[str, QuerySet]:
-    # A token limited to projects reads only theirs (core.projects' one rule); superseded memories
-    # are not brought back (memory.models: current()).
-    messages = projects.scope_queryset(Message.objects.all(), None)
-    memories = projects.scope_queryset(Memory.objects.current(), None)
-    if project is not None:
-        messages = messages.filter(project=project)
-        memories = memories.filter(Q(project=project) | Q(project__isnull=True))
+def _scopes(project: Project | None, session_id: str | None, project_only: bool = False) -> dict[str, QuerySet]:
+    # Within a project: its past turns, its memories and the global ones unless project_only; a
+    # token limited to projects reads only theirs (core.projects.search_scope, the one rule every
+    # search follows). Superseded memories are not brought back (memory.models: current()).
+    messages = projects.search_scope(project, model=Message).apply(Message.objects.all())
+    memories = projects.search_scope(project, model=Memory, project_only=project_only).apply(Memory.objects.current())
     if session_id:
         # On the message's own column (a join to conversations would keep PostgreSQL from reading
         # the scope as the messages table itself: BM25 hashed the project's rows first).
@@ -281,11 +282,11 @@ def _date(value: Any) -> str | None:
 
 def _recalled(query: str, project: Project | None, session_id: str | None,
               query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False,
-              time: timerank.TimePlan | None = None) -> list[Candidate]:
+              time: timerank.TimePlan | None = None, project_only: bool = False) -> list[Candidate]:
     """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
     tool calls) for `query`; `time` (its time words, core.timerank.plan) reweighs them as
-    winni_recall does."""
-    scopes = _scopes(project, session_id)
+    winni_recall does. `project_only`: no global memory."""
+    scopes = _scopes(project, session_id, project_only)
     if spoken_only:
         scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
     limited = projects.project_filter(None).narrows  # a token limited to projects
@@ -310,7 +311,8 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     if conversation_ids:
         from conversations.models import Conversation
 
-        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only("id", "session_id")}
+        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only(
+            "id", "session_id", "metadata")}
     found = []
     for hit in hits:
         obj = hit.obj
@@ -321,10 +323,14 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
                               "conversation_id": str(obj.conversation_id), "turn": obj.turn_number,
                               "role": obj.role}
             text = obj.content
+            shown = ""
+            if obj.role == "tool" and conversation is not None:
+                obj.conversation = conversation  # its cwd: paths are shown relative to it
+                shown = message_display(obj) or ""
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
-            text = obj.content
-        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, source=source,
+            text, shown = obj.content, ""
+        found.append(Candidate(kind=hit.kind, id=source["id"], text=text, shown=shown, source=source,
                                score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
@@ -408,12 +414,13 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
     return found
 
 
-def _cached_answer(prompt: str, project: Project | None) -> Candidate | None:
+def _cached_answer(prompt: str, project: Project | None, project_only: bool = False) -> Candidate | None:
     """The librarian's cached answer when the prompt repeats a cached question (after
-    normalisation: case, spacing)."""
-    entry = (projects.scope_queryset(QueryMemory.objects.defer("embedding"), None)
+    normalisation: case, spacing): the project's entry first, then a global one (unless
+    `project_only`)."""
+    entry = (projects.search_scope(project, model=QueryMemory, project_only=project_only)
+             .apply(QueryMemory.objects.defer("embedding"))
              .filter(unexpired(timezone.now()), query_hash=query_hash(prompt), answer__isnull=False)
-             .filter(Q(project=project) | Q(project__isnull=True) if project else Q())
              .order_by("project_id").first())
     if entry is None:
         return None
@@ -572,15 +579,19 @@ def context_for_prompt(
     trigger: str = Injection.Trigger.CALL,
     message_id: Any = None,
     file_path: str = "",
+    project_only: Any = False,
 ) -> ContextDict:
     """What Winni knows about `prompt`, within `max_chars` characters (default
     WINNI_RECALL_INJECT_MAX_CHARS), for a session of `project` (a slug, name or alias; unknown or
-    none: the whole store). `session_id`: that session's own turns are left out, and so are items
-    already injected into it; with `record`, what is returned is recorded as an injection of it.
+    none: the whole store); its memories come with the global ones unless `project_only`
+    (core.projects.search_scope). `session_id`: that session's own turns are left out, and so
+    are items already injected into it; with `record`, what is returned is recorded as an injection of it.
     Time words in the prompt are read relative to `as_of` (ISO 8601, default now; see time_plan).
     An empty or blank prompt gets an empty result; one over WINNI_MAX_CONTENT_BYTES is refused (413)."""
     max_chars = validate_max_chars(max_chars)
     time = time_plan(prompt, as_of)
+    if not isinstance(project_only, bool):
+        raise InvalidInput(projects.PROJECT_ONLY_INVALID, field="project_only")
     if session_id is not None and not isinstance(session_id, str):
         raise InvalidInput("session_id must be a string", field="session_id")
     if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
@@ -592,7 +603,7 @@ def context_for_prompt(
     session_id = session_key(session_id)
     with storage_op("autorecall.context", session_id=session_id, project=found_project.slug if found_project else None,
                     trigger=trigger) as log:
-        result = _context(prompt.strip(), found_project, session_id, max_chars, time)
+        result = _context(prompt.strip(), found_project, session_id, max_chars, time, project_only=project_only)
         log.update(injected=bool(result["text"]), items=len(result["items"]), chars=len(result["text"]),
                    reason=result["gate"].get("reason"))
         if record:
@@ -663,13 +674,15 @@ class Candidates:
 
 
 def candidates_for(prompt: str, project: Project | None, session_id: str | None,
-                   time: timerank.TimePlan | None = None, gate: Gate | None = None) -> Candidates:
+                   time: timerank.TimePlan | None = None, gate: Gate | None = None,
+                   project_only: bool = False) -> Candidates:
     """The candidates for a (non-blank) prompt and their signals; none when the prompt has no
     specific word and repeats no cached question. `time`: the prompt's time words
     (time_plan); the phrase naming a range is left out of the words an item must share. `gate`:
     nothing is searched for a prompt it keeps everything from but a cached answer (a generic
     instruction, too few specific words: block_items), which is half of what a session's prompts
-    are; without one (the gate's calibration, bench/autorecall.py) every prompt is searched."""
+    are; without one (the gate's calibration, bench/autorecall.py) every prompt is searched.
+    `project_only`: no global memory or cached answer."""
     query = prompt[:QUERY_CHARS]
     (prompt_lexemes,) = _lexemes_of([timerank.without_time_words(query, time) if time is not None else query])
     weights = _weights(prompt_lexemes)
@@ -677,7 +690,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     # The prompt's vector is computed by a helper thread while this one looks for a cached answer.
     embedding = embeddings.embed_query_beside(query) if searched else None
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
-                       answer=_cached_answer(prompt, project), prompt=prompt)
+                       answer=_cached_answer(prompt, project, project_only), prompt=prompt)
     if embedding is None:
         return found
     query_vector: list[float] | None
@@ -688,7 +701,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     found.generic = _generic_similarity(query_vector)
     if gate is not None and found.generic >= gate.generic_max:
         return found
-    found.recalled = _recalled(query, project, session_id, query_vector, time=time)
+    found.recalled = _recalled(query, project, session_id, query_vector, time=time, project_only=project_only)
     found.medallion_items = _medallion_items(project)
     everything = found.medallion_items + found.recalled
     _matched_lexemes(everything, set(weights))
@@ -810,8 +823,8 @@ def time_plan(prompt: Any, as_of: Any = None) -> timerank.TimePlan:
 
 
 def _context(prompt: str, project: Project | None, session_id: str | None, max_chars: int,
-             time: timerank.TimePlan | None = None) -> ContextDict:
-    found = candidates_for(prompt, project, session_id, time, gate=GATE)
+             time: timerank.TimePlan | None = None, project_only: bool = False) -> ContextDict:
+    found = candidates_for(prompt, project, session_id, time, gate=GATE, project_only=project_only)
     result = _gated(found, session_id, max_chars)
     if time is not None:
         # An order question ("which did we do first") lists the block's items oldest first, as
@@ -858,7 +871,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if room < 60:
             break
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
-        candidate.snippet = _snippet(candidate.text, matched, min(SNIPPET_CHARS, room))
+        candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
         if used + len(line) + 1 > max_chars:
             continue

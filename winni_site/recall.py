@@ -22,6 +22,7 @@ from core.rest import (
     UuidTextField,
     answer,
     as_of_field,
+    project_only_field,
     recency_field,
 )
 from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
@@ -43,13 +44,15 @@ def winni_recall(
     include_superseded: bool = False,
     as_of: str | None = None,
     recency: float | None = None,
+    project_only: bool = False,
 ) -> RecallDict:
     """Search everything Winni keeps (past messages, memories, and any other registered store)
     at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
     some of message, memory, … (default all). limit 1-100 (default 10). session_id,
     conversation_id and role apply to messages, tags to memories (other kinds drop out when
     such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
-    name: only its rows) to every kind. Superseded memories and medallions that are not active are
+    name: its rows, and the global memories and startup contexts, which apply in every project;
+    project_only: its rows alone) to every kind. Superseded memories and medallions that are not active are
     left out unless include_superseded (a superseded memory then names its successor). Time words
     in the query ("last week", "in March", "before the migration's date") are read relative to
     as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
@@ -60,7 +63,7 @@ def winni_recall(
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                  include_superseded=include_superseded, as_of=as_of, recency=recency)
+                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only)
 
 
 @read_tool
@@ -70,18 +73,20 @@ def winni_context(
     session_id: str | None = None,
     max_chars: int | None = None,
     as_of: str | None = None,
+    project_only: bool = False,
 ) -> ContextDict:
     """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
     the project's active decisions, invariants and open questions, past turns of other sessions and
     a cached answer to the same question, each with its source (kind, id, date, session, turn).
     Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
-    (unknown or none: the whole store). session_id: leaves out that session's own turns and what was
+    (unknown or none: the whole store); its memories come with the global ones (no project) unless
+    project_only. session_id: leaves out that session's own turns and what was
     already given to it (then records what it gives). max_chars 200-50000 (default
     WINNI_RECALL_INJECT_MAX_CHARS). Time words in the prompt ("what did we decide last week") are
     read relative to as_of (ISO 8601, default now) and rank items of that time higher, as in
     winni_recall; time_filter in the result says what was understood and done."""
     return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars,
-                              as_of=as_of)
+                              as_of=as_of, project_only=project_only)
 
 
 MCP = McpRegistry(tools=[winni_recall, winni_context])
@@ -91,7 +96,9 @@ RECALL_DESCRIPTION = (
     "Everything Winni keeps at once (`winni_recall`): past messages, memories, medallions, startup contexts "
     "and any other registered kind, in one ranked list fusing full-text (BM25) and semantic similarity. "
     "`session_id`, `conversation_id` and `role` apply to messages and `tags` to memories (the other kinds drop "
-    "out when such a filter is given); `start_date`, `end_date` and `project` apply to every kind. With the "
+    "out when such a filter is given); `start_date`, `end_date` and `project` apply to every kind: a project's "
+    "rows, and the memories and startup contexts of no project, which apply in every project, unless "
+    "`project_only`. With the "
     "embedding provider down, hybrid answers from full text and says `degraded: true`. GET takes the same "
     "parameters in the query string (`kinds` and `tags` repeatable).")
 RECALL_EXAMPLE = {
@@ -125,7 +132,9 @@ class RecallApi(APIView):
         start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
         end_date = DateBoundField(required=False, allow_null=True,
                                   help_text="ISO 8601 date (the whole day) or date-time, inclusive")
-        project = ProjectField(required=False, allow_null=True, help_text="only this project's rows")
+        project = ProjectField(required=False, allow_null=True,
+                               help_text="this project's rows, and the global memories and startup contexts")
+        project_only = project_only_field()
         include_superseded = serializers.BooleanField(required=False, default=False,
                                                       help_text="also memories a newer one superseded")
         as_of = as_of_field(allow_null=True)
@@ -140,7 +149,7 @@ class RecallApi(APIView):
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded")}
+        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded", "project_only")}
         head.update({name: values.pop(name, None) for name in ("as_of", "recency")})
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
@@ -173,6 +182,7 @@ class RecallContextApi(APIView):
                                        help_text="the user's prompt (blank or null: nothing to add)")
         project = ProjectField(required=False, allow_null=True, allow_blank=True,
                                help_text="the session's project (slug or name)")
+        project_only = project_only_field()
         session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
                                            help_text="what was given earlier in this session is not given again")
         max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,

@@ -23,6 +23,7 @@ from conversations.services.messages import (
 from conversations.services.search import (
     SearchHit,
     SearchPage,
+    message_display,
     message_embed_parts,
     message_embedding_text,
     message_fts_ranked,
@@ -47,6 +48,7 @@ __all__ = [
     "fiedler_results_for_correlation",
     "fiedler_results_query",
     "fiedler_results_store_batch",
+    "message_display",
     "message_embed_parts",
     "message_embedding_text",
     "message_fts_ranked",

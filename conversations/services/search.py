@@ -16,6 +16,7 @@ from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message
 from conversations.services.messages import READ_MAX_CHARS, validate_max_chars, validate_role, validate_session_id
+from conversations.toolcalls import tool_line
 from core import projects, recall, timerank
 from core.connections import beside
 from core.counts import planner_rows
@@ -296,7 +297,8 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
             for other in neighbours.get(message.conversation_id, [])
             if other.id != message.id and abs(other.turn_number - message.turn_number) <= context_lines
         ]
-        result.append(SearchHit(message=message, rank=item.rank, snippet=message.snippet, context=context))  # type: ignore[attr-defined]
+        snippet = message_display(message) or message.snippet  # type: ignore[attr-defined]
+        result.append(SearchHit(message=message, rank=item.rank, snippet=snippet, context=context))
     return result
 
 
@@ -528,6 +530,17 @@ def _tool_parts(content: str) -> tuple[str, str, str] | None:
         return "" if at is None else _unescaped(content[at : at + 2 * limit]).strip('{}[]" ,')[:limit]
 
     return name, raw(_TOOL_INPUT_KEYS, EMBED_TOOL_INPUT_CHARS), raw(_TOOL_OUTPUT_KEYS, 4 * EMBED_TOOL_OUTPUT_CHARS)
+
+
+def message_display(message: Message) -> str | None:
+    """What a hit shows of a tool message: the call as one readable line, paths relative to its
+    session's working directory (conversations.toolcalls); None for other messages (their text is
+    shown). The stored content keeps the JSON."""
+    if message.role != "tool":
+        return None
+    metadata = message.conversation.metadata if message.conversation_id else None
+    cwd = metadata.get("cwd") if isinstance(metadata, dict) else None
+    return tool_line(message.content, cwd=cwd if isinstance(cwd, str) else None)
 
 
 def message_embedding_text(role: str, content: str) -> str:

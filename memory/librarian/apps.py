@@ -15,4 +15,5 @@ class LibrarianConfig(AppConfig):
         from memory.librarian.models import QueryMemory
         from memory.librarian.services.entries import entries_merge
 
-        register_store(ProjectStore(label="cache_entries", model=QueryMemory, merge=entries_merge))
+        register_store(ProjectStore(label="cache_entries", model=QueryMemory, merge=entries_merge,
+                                    global_applies=True))
