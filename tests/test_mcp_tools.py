@@ -32,8 +32,48 @@ def test_the_sdk_alone_drops_an_unknown_argument_strict_tool_refuses_it():
 
 def test_a_server_built_with_strict_tools_reports_the_misspelt_argument():
     server = MCPServer("strict", tools=[strict_tool(dewey_store_message)])
-    with pytest.raises(ToolError, match="rolle"):
+    with pytest.raises(ToolError, match="^invalid: rolle: is not a field of this request"):
         asyncio.run(server.call_tool("dewey_store_message", {**ARGUMENTS, "rolle": "user"}))
+
+
+# --- bad arguments in plain words, through the real streamable-HTTP transport ------------------
+
+PLAIN_ERRORS = [
+    ("store_memory", {"content": 42}, "invalid: content: must be a string, got a number"),
+    ("store_memory", {"tags": ["decision"]}, "invalid: content: is required"),
+    ("store_memory", {"content": "x", "tagz": ["decision"]},
+     "invalid: tagz: is not a field of this request (fields: content, tags, metadata, conversation_id, "
+     "message_id, project, supersedes)"),
+    ("store_memory", {"content": "x", "project": "nope"},
+     "not_found: project: no project named 'nope'; projects are created by capture (the hooks) or with "
+     "`manage.py winni_project create NAME`"),
+    ("dewey_store_message", {"conversation_id": ARGUMENTS["conversation_id"], "rolle": "user", "content": "x"},
+     "invalid: rolle: is not a field of this request (fields: conversation_id, role, content, turn_number, "
+     "metadata, created_at)"),
+    ("search_memory", {"query": "x", "limit": 21}, "invalid: limit: must be at most 20, got 21"),
+    ("dewey_search", {"query": "x", "limit": 0}, "invalid: limit: must be at least 1, got 0"),
+    ("dewey_search", {"query": "x", "mode": "exact"},
+     "invalid: mode: must be one of 'fts', 'semantic' or 'hybrid', got 'exact'"),
+    ("store_memory", {"content": "x", "tags": ["ok", 7]}, "invalid: tags[1]: must be a string, got a number"),
+    ("medallion_load_for_scope", {"scope": {"nodes": ["x"]}},
+     "invalid: scope.nodes: is not a field of this request (fields: graph_nodes, tags)"),
+]
+
+
+@pytest.mark.live
+def test_bad_arguments_are_one_sentence_in_rests_words(mcp_legacy):
+    for tool, arguments, expected in PLAIN_ERRORS:
+        message = mcp_legacy.call_error(tool, arguments)
+        assert message == expected, (tool, arguments)
+        for dump in ("pydantic", "https://", "validation error for", "Error executing tool", "type="):
+            assert dump not in message, (tool, message)
+
+
+def test_the_words_are_rests():
+    """MCP and REST name the same rule alike: the words are core.validation's, shared."""
+    from core import rest, validation
+
+    assert rest.NOT_A is validation.NOT_A and rest.UNKNOWN_FIELD is validation.UNKNOWN_FIELD
 
 
 def test_every_tool_is_a_module_level_function_of_its_apps_mcp_module():
