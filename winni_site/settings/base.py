@@ -83,7 +83,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Before CommonMiddleware: /api/ paths answer with or without their slash, never a redirect.
     "winni_site.middleware.ApiPathsMiddleware",
@@ -219,7 +218,7 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# --- Static files (served by WhiteNoise: uvicorn serves none) --------------------------------
+# --- Static files (found by WhiteNoise, sent by the ASGI app before Django: winni_site/static.py)
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
