@@ -117,13 +117,21 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
 
 def search(request: HttpRequest) -> HttpResponse:
     """One box over every searchable store: one list ranked across kinds (core.recall_across.recall_by_kind),
-    each hit linking to its row; `kind` narrows the list to one kind."""
+    each hit linking to its row; `kind` narrows the list to one kind, `project` to one project's
+    rows (as recall's `project` filter does: a project's memories come with the global ones), so
+    "what did we decide about X in project Y" is one search."""
+    from core.models import Project
+
     query = request.GET.get("q", "").strip()[:500]
     kinds = [kind for kind in searchable.kinds() if can_view(request, searchable.get(kind).model)]
     only = request.GET.get("kind", "")
+    project_options = list(Project.objects.order_by("slug").values_list("slug", "name"))
+    project = request.GET.get("project", "").strip()
+    project = project if project in {slug for slug, _ in project_options} else ""
     found: dict[str, Any] = {"hits": [], "per_kind": {}, "degraded": False}
     if query and kinds:
-        found = search_hits(query, [only] if only in kinds else kinds, KIND_LIMIT if only in kinds else SEARCH_LIMIT)
+        found = search_hits(query, [only] if only in kinds else kinds, KIND_LIMIT if only in kinds else SEARCH_LIMIT,
+                            filters={"project": project} if project else None)
     context = {
         **admin.site.each_context(request),
         "title": "Search",
@@ -133,9 +141,12 @@ def search(request: HttpRequest) -> HttpResponse:
         "degraded": found["degraded"],
         "only": only if only in kinds else "",
         "only_title": _kind_title(only) if only in kinds else "",
+        "project": project,
+        "project_options": project_options,
         "kind_counts": [{"kind": kind, "title": _kind_title(kind), "count": found["per_kind"].get(kind, 0)}
                         for kind in kinds if found["per_kind"].get(kind)],
         "kinds": kinds,
+        "kind_options": [{"kind": kind, "title": _kind_title(kind)} for kind in kinds],
         "kind_titles": [_kind_title(kind) for kind in kinds],
         "examples": search_examples(request) if not found["hits"] else [],
     }
@@ -162,7 +173,7 @@ def search_examples(request: HttpRequest, count: int = 6) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
+def search_hits(query: str, kinds: list[str], limit: int, filters: dict[str, Any] | None = None) -> dict[str, Any]:
     """The page's hits: each with its kind, a title and link (a message: its conversation's first
     prompt, opening the transcript at the turn), what it belongs to (session, project, source,
     date) and a snippet with the query's words marked (not its stop words)."""
@@ -170,7 +181,7 @@ def search_hits(query: str, kinds: list[str], limit: int) -> dict[str, Any]:
     from conversations.models import source_title
     from core.recall_across import recall_by_kind
 
-    result = recall_by_kind(query=query, kinds=kinds, limit=limit)
+    result = recall_by_kind(query=query, kinds=kinds, limit=limit, filters=filters)
     words = _query_words(query)
     conversations = _conversations_of(result["results"])
     project_slugs = _projects_of(result["results"])
