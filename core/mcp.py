@@ -229,6 +229,17 @@ class PlainTool(Tool):
             raise
 
 
+def untitled(schema: Any) -> Any:
+    """A JSON schema without pydantic's "title" keywords ("Session Id" beside the property
+    session_id, "store_memoryArguments"): they repeat the names, and every session's tools/list
+    carries them (≈ 3,000 of the default set's 20,800 characters). A property named "title" stays."""
+    if isinstance(schema, list):
+        return [untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: untitled(value) for key, value in schema.items() if not (key == "title" and isinstance(value, str))}
+
+
 def strict_tool(fn: Callable[..., Any]) -> Tool:
     """The SDK's Tool for `fn`, refusing arguments `fn` does not declare and answering in compact
     JSON.
@@ -237,7 +248,8 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     no option to forbid extra arguments: a misspelt one ("rolle") would be dropped silently and
     the call would go on without it. Its FuncMetadata reads `arg_model` live on each call (its
     documented contract), so the model is replaced here by a subclass with extra="forbid"; the
-    published JSON schema stays the SDK's. The tools go to the server through the public
+    published JSON schema stays the SDK's, less its "title" keywords (`untitled`). The tools go
+    to the server through the public
     `MCPServer(tools=...)`, never through its private tool manager.
     tests/test_mcp_tools.py fails if the SDK stops honouring this.
 
@@ -254,6 +266,9 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
         "__module__": loose.__module__, "model_config": ConfigDict(extra="forbid"),
     })
+    tool.parameters = untitled(tool.parameters)
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = untitled(tool.fn_metadata.output_schema)
     structured = tool.output_schema is not None
     wrapped = tool.fn_metadata.wrap_output  # an Optional answer's structuredContent is {"result": ...}
 
