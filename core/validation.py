@@ -13,8 +13,8 @@ from django.utils.dateparse import parse_datetime
 
 from core.errors import InvalidInput, PayloadTooLarge
 
-METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
-QUERY_EMPTY = "query must not be empty or whitespace"
+METADATA_NOT_OBJECT = "must be a JSON object or null"
+QUERY_EMPTY = "must not be empty or whitespace"
 QUERY_MAX_CHARS = 1000
 # Any other query (recall, search_memory, the answer cache): the embedding model reads about 256
 # tokens (≈ 1,000 characters) of it anyway, and echoing a megabyte back helps nobody.
