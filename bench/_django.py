@@ -16,6 +16,7 @@ def setup(name: str, **env: str) -> None:
     os.environ.setdefault("WINNI_DATA_DIR", f"/tmp/winni-bench-{name}")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
     os.environ.setdefault("WINNI_LOG_LEVEL", "WARNING")
+    os.environ.setdefault("WINNI_MCP_TOOLSETS", "all")  # the benchmarks call tools of every set
     for key, value in env.items():
         os.environ.setdefault(key, value)
     import django

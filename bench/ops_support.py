@@ -24,7 +24,9 @@ def winni_server(name: str, workers: int = 1, **settings: str) -> Iterator[tuple
     # Under TMPDIR when set (parallel benchmark runs each get a directory of their own anyway).
     data_dir = Path(tempfile.mkdtemp(prefix=f"winni-{name}-", dir=tempfile.gettempdir()))
     env = {**os.environ, "WINNI_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev",
-           "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1", **settings}
+           "WINNI_LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+           "WINNI_MCP_TOOLSETS": "all",  # the benchmarks call tools of every set (dewey_store_message)
+           **settings}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
     manage = [sys.executable, str(ROOT / "manage.py")]

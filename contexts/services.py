@@ -27,7 +27,7 @@ from core.validation import validate_text
 NAME_MAX = 200
 NAME_EMPTY = "name must not be empty or whitespace"
 NAME_TOO_LONG = f"name must be at most {NAME_MAX} characters"
-CONTENT_EMPTY = "content must not be empty or whitespace"
+CONTENT_EMPTY = "must not be empty or whitespace"
 DELETE_NEEDS_FORCE = "deleting a startup context needs force=true"
 # Any constant: identifies "startup context writes" among PostgreSQL advisory locks.
 WRITE_LOCK_KEY = 0x57_494E_4E49_4358  # "WINNICX"
@@ -42,7 +42,7 @@ def validate_name(value: Any, *, field: str = "name") -> str:
 
 def validate_context_content(value: Any, *, field: str = "content") -> str:
     """Stored content: secrets and `<private>` spans redacted (core.redaction), then checked."""
-    return plain(validate_text(redact(value, field=field), field=field, empty_message=CONTENT_EMPTY))
+    return plain(validate_text(redact(value, field=field), field=field, empty_message=f"{field}: {CONTENT_EMPTY}"))
 
 
 def content_sha256(content: str | None) -> str:

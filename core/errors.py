@@ -22,8 +22,15 @@ class ApplicationError(Exception):
         self.extra = extra or {}
 
     @property
+    def detail(self) -> str:
+        """The message without its leading "field: " label: for a caller that labels it itself
+        (REST's `fields`, a command's "--option: ...")."""
+        label = f"{self.field}: "
+        return self.message[len(label):] if self.field and self.message.startswith(label) else self.message
+
+    @property
     def fields(self) -> dict[str, list[str]]:
-        return {self.field: [self.message]} if self.field else {}
+        return {self.field: [self.detail]} if self.field else {}
 
 
 class InvalidInput(ApplicationError):

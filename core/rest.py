@@ -20,10 +20,23 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
-NOT_A = "must be {expected}, got {got}"
+from core.validation import (
+    AT_LEAST,
+    AT_MOST,
+    CHARS_AT_LEAST,
+    CHARS_AT_MOST,
+    ITEMS_AT_MOST,
+    NOT_A,
+    NOT_ONE_OF,
+    REQUIRED,
+    UNKNOWN_FIELD,
+    choice_list,
+    json_type,
+    shown_value,
+)
+
 NOT_TWICE = "must be given once, got {count} values"
 NOT_EMPTY = "must not be empty"
-UNKNOWN_FIELD = "is not a field of this request (fields: {known})"
 QUERY_INTEGER = re.compile(r"-?[0-9]+")
 QUERY_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 QUERY_BOOLEANS = {"true": True, "false": False}
@@ -136,22 +149,6 @@ def uuid_path(name: str, description: str = "") -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH, description=description)
 
 
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return type(value).__name__
-
-
 def type_problem(field: serializers.Field, value: Any) -> str | None:
     """Why `value` (parsed JSON) is the wrong type for `field`, or None. null is left to the
     field (allow_null), a nested serializer to itself."""
@@ -160,6 +157,8 @@ def type_problem(field: serializers.Field, value: Any) -> str | None:
     if isinstance(field, serializers.ListField):
         if not isinstance(value, list):
             return None  # DRF's own message ("Expected a list of items but got ...")
+        if field.max_length is not None and len(value) > field.max_length:
+            return ITEMS_AT_MOST.format(limit=field.max_length, got=len(value))
         for index, item in enumerate(value):
             problem = type_problem(field.child, item)
             if problem:
@@ -180,7 +179,27 @@ def type_problem(field: serializers.Field, value: Any) -> str | None:
         ok, expected = isinstance(value, str), "a string"
     else:
         return None
-    return None if ok else NOT_A.format(expected=expected, got=json_type(value))
+    return bounds_problem(field, value) if ok else NOT_A.format(expected=expected, got=json_type(value))
+
+
+def bounds_problem(field: serializers.Field, value: Any) -> str | None:
+    """Why a value of the right type is outside what `field` allows (a choice, a range, a
+    length), in the words MCP uses too (core.validation), or None."""
+    if isinstance(field, serializers.ChoiceField) and not isinstance(field, serializers.MultipleChoiceField):
+        if str(value) not in field.choice_strings_to_values:
+            return NOT_ONE_OF.format(choices=choice_list(field.choices), got=shown_value(value))
+        return None
+    if isinstance(field, (serializers.IntegerField, serializers.FloatField)):
+        if field.max_value is not None and value > field.max_value:
+            return AT_MOST.format(limit=field.max_value, got=value)
+        if field.min_value is not None and value < field.min_value:
+            return AT_LEAST.format(limit=field.min_value, got=value)
+    elif isinstance(field, serializers.CharField):
+        if field.max_length is not None and len(value) > field.max_length:
+            return CHARS_AT_MOST.format(limit=field.max_length, got=len(value))
+        if field.min_length is not None and len(value) < field.min_length:
+            return CHARS_AT_LEAST.format(limit=field.min_length, got=len(value))
+    return None
 
 
 def query_problem(field: serializers.Field, values: list[str]) -> str | None:
@@ -204,6 +223,12 @@ def query_problem(field: serializers.Field, values: list[str]) -> str | None:
         return f"must be an integer, got {value[:40]!r}"
     if isinstance(field, serializers.FloatField) and not QUERY_NUMBER.fullmatch(value):
         return f"must be a number, got {value[:40]!r}"
+    if isinstance(field, serializers.IntegerField):
+        return bounds_problem(field, int(value))
+    if isinstance(field, serializers.FloatField):
+        return bounds_problem(field, float(value))
+    if isinstance(field, serializers.CharField | serializers.ChoiceField) and value:
+        return bounds_problem(field, value)
     return None
 
 
@@ -213,6 +238,10 @@ class StrictSerializer(serializers.Serializer):
 
     def to_internal_value(self, data: Any) -> Any:
         errors = {}
+        if isinstance(data, Mapping) and not self.partial:
+            for name, field in self.fields.items():
+                if field.required and not field.read_only and name not in data:
+                    errors[name] = [REQUIRED]
         if isinstance(data, QueryDict):
             for name, field in self.fields.items():
                 if not field.read_only and name in data:

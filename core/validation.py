@@ -13,13 +13,54 @@ from django.utils.dateparse import parse_datetime
 
 from core.errors import InvalidInput, PayloadTooLarge
 
-METADATA_NOT_OBJECT = "metadata must be a JSON object or null"
-QUERY_EMPTY = "query must not be empty or whitespace"
+METADATA_NOT_OBJECT = "must be a JSON object or null"
+QUERY_EMPTY = "must not be empty or whitespace"
 QUERY_MAX_CHARS = 1000
 # Any other query (recall, search_memory, the answer cache): the embedding model reads about 256
 # tokens (≈ 1,000 characters) of it anyway, and echoing a megabyte back helps nobody.
 QUERY_TEXT_MAX_CHARS = 10_000
 QUERY_TOO_LONG = "{field} is {size} characters; a search query may have at most {limit}"
+
+# The words for a value of the wrong shape at the edge, one set for both interfaces: REST's
+# serializers (core.rest) and MCP's argument check (core.mcp) say "content: must be a string, got
+# a number" alike. Each is the part after the "name: " label.
+NOT_A = "must be {expected}, got {got}"
+REQUIRED = "is required"
+UNKNOWN_FIELD = "is not a field of this request (fields: {known})"
+AT_MOST = "must be at most {limit}, got {got}"
+AT_LEAST = "must be at least {limit}, got {got}"
+CHARS_AT_MOST = "must be at most {limit} characters, got {got}"
+CHARS_AT_LEAST = "must be at least {limit} characters, got {got}"
+ITEMS_AT_MOST = "must hold at most {limit} items, got {got}"
+NOT_ONE_OF = "must be one of {choices}, got {got}"
+
+
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in words ("a number", "an array")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def choice_list(choices: Any) -> str:
+    """'a', 'b' or 'c'."""
+    shown = [repr(choice) for choice in choices]
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+
+
+def shown_value(value: Any) -> str:
+    """A refused value as an error repeats it: short, and quoted when it is text."""
+    return repr(value[:40] if isinstance(value, str) else value)
 
 
 def validate_storable(value: str, *, field: str) -> str:

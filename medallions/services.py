@@ -34,8 +34,8 @@ from medallions import schema
 from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
 
-SCOPE_NOT_OBJECT = "scope must be an object with graph_nodes and tags (lists of strings)"
-SCOPE_EMPTY = "scope must name at least one graph node or tag: a checkpoint needs a scope"
+SCOPE_NOT_OBJECT = "must be an object with graph_nodes and tags (lists of strings)"
+SCOPE_EMPTY = "must name at least one graph node or tag: a checkpoint needs a scope"
 EVIDENCE_NOT_OBJECT = "evidence must be an object with session_summary, transcripts, artefacts or conversation_id"
 LIMIT_RANGE = "limit must be an integer from 1 to 100"
 WAIT_RANGE = "wait_seconds must be an integer from 0 to 120"
@@ -75,7 +75,7 @@ def validate_scope(value: Any, *, field: str = "scope", required: bool = False) 
         raise InvalidInput(f"{field}: {SCOPE_NOT_OBJECT}", field=field)
     unknown = sorted(set(value) - {"graph_nodes", "tags"})
     if unknown:
-        raise InvalidInput(f"{field}.{unknown[0]}: unknown key ({SCOPE_NOT_OBJECT})", field=f"{field}.{unknown[0]}")
+        raise InvalidInput(f"{field}.{unknown[0]}: unknown key (the scope {SCOPE_NOT_OBJECT})", field=f"{field}.{unknown[0]}")
     scope: dict[str, list[str]] = {}
     for axis in ("graph_nodes", "tags"):
         items = value.get(axis)

@@ -36,7 +36,7 @@ def store_memory(
 
 @read_tool
 def search_memory(
-    query: str, limit: int = Field(default=5), tags: list[str] | None = None, project: str | None = None,
+    query: str, limit: int = Field(default=5, ge=1, le=20), tags: list[str] | None = None, project: str | None = None,
     start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
     as_of: str | None = None, recency: float | None = None, project_only: bool = False,
 ) -> outputs.SearchMemoryDict:

@@ -31,7 +31,7 @@ from memory.embeddings import EmbeddingError, EmbeddingUnavailable
 from memory.models import Embedding, EmbeddingModel, Memory, MemoryVersion
 
 KIND = "memory"
-CONTENT_EMPTY = "content must not be empty or whitespace"
+CONTENT_EMPTY = "must not be empty or whitespace"
 TAGS_TOO_MANY = "at most 10 tags are allowed"
 TAG_INVALID = "each tag must be 1 to 50 characters after trimming"
 LIMIT_RANGE = "limit must be between 1 and 20"

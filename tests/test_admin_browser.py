@@ -119,6 +119,14 @@ def test_search_and_open_a_hit_at_its_turn(page: Any, corpus: AdminCorpus):
     assert best.locator("mark").first.inner_text().lower() == "flamingo"
     assert best.locator(".winni-hit-title").get_attribute("href").endswith("?turn=250#turn-250")
     shot(page, "02-search")
+    # The kind (and project) filters sit beside the box and keep the query.
+    page.select_option(".winni-search-box select[name=kind]", "message")
+    page.click(".winni-search-box button")
+    page.wait_for_url("**kind=message*")
+    kinds = page.locator(".winni-hit").evaluate_all("hits => hits.map(h => h.dataset.kind)")
+    assert kinds and set(kinds) == {"message"}
+    assert page.locator(".winni-search-box input[name=q]").input_value() == "flamingo checksum"
+    best = page.locator(".winni-hit").first
 
     best.locator(".winni-hit-title").click()
     page.wait_for_url("**#turn-250")

@@ -178,6 +178,63 @@ def test_search_without_a_query_or_hits_writes_nothing_and_says_so(admin_client:
     assert Conversation.objects.count() == before
 
 
+def test_search_filters_by_project_and_kind(admin_client: Any, corpus: AdminCorpus):
+    """"What did we decide about X in project Y" is one search: the project and kind filters."""
+    from conversations import services as conv_services
+    from core import projects
+    from memory import services as memories
+
+    for name in ("billing", "web"):
+        projects.project_create(name=name)
+    memories.memory_store(content="Decision: invoices are rounded per line, never per total.", project="billing")
+    memories.memory_store(content="Decision: invoices render in the browser, never as PDF.", project="web")
+    web = conv_services.conversation_begin(session_id="sess-web", project="web")
+    conv_services.message_store(conversation_id=web.id, role="user", content="What did we decide about invoices?")
+
+    everywhere = admin_client.get("/admin/search/", {"q": "invoices decision"}).context["hits"]
+    assert {hit["kind"] for hit in everywhere} >= {"memory", "message"}
+    response = admin_client.get("/admin/search/", {"q": "invoices decision", "project": "billing", "kind": "memory"})
+    hits = response.context["hits"]
+    assert [hit["snippet"].replace("<mark>", "").replace("</mark>", "") for hit in hits] == [
+        "Decision: invoices are rounded per line, never per total."]
+    html = response.content.decode()
+    assert '<option value="billing" selected>billing</option>' in html
+    assert '<option value="memory" selected>' in html and "in project billing" in html
+    in_web = admin_client.get("/admin/search/", {"q": "invoices decision", "project": "web"}).context["hits"]
+    assert in_web and {dict(hit["meta"]).get("project") for hit in in_web} == {"web"}
+    # An unknown project is no filter: the page does not pretend to have narrowed anything.
+    unknown = admin_client.get("/admin/search/", {"q": "invoices decision", "project": "nope"})
+    assert unknown.context["project"] == "" and len(unknown.context["hits"]) == len(everywhere)
+
+
+def test_an_app_with_one_list_opens_that_list(admin_client: Any, corpus: AdminCorpus):
+    response = admin_client.get("/admin/librarian/")
+    assert response.status_code == 302 and response["Location"] == "/admin/librarian/querymemory/"
+    assert admin_client.get("/admin/conversations/").status_code == 200  # several lists: the app's page
+
+
+def test_the_cache_page_counts_questions_and_cached_answers_apart(admin_client: Any, corpus: AdminCorpus):
+    """Issue #47.8: "Tiers: cold 2, warm 1" beside "1 cached answers" and "3 answer cache". Rows are
+    questions asked; the tiers count cached answers, as the dashboard does; both are labelled."""
+    from memory.librarian.models import QueryMemory
+
+    build_cache_activity()
+    questions = QueryMemory.objects.count()
+    answered = QueryMemory.objects.filter(answer__isnull=False).count()
+    assert questions > answered >= 1
+    html = admin_client.get("/admin/librarian/querymemory/").content.decode()
+    stats = html[html.index('id="cache-stats"'):html.index('id="changelist"')]
+    assert "Cached answers per tier" in stats
+    tier_counts = [int(n) for n in re.findall(r"<td>(\d+)</td></tr>", stats)]
+    assert sum(tier_counts) == answered
+    assert f"{answered} cached answer{'s' if answered != 1 else ''} (at most" in stats
+    assert f"{questions} questions asked, {questions - answered} without an answer" in stats
+    assert re.search(rf"\b{questions} questions\s*</p>", html)  # the list's own count, not "N answer cache"
+    assert "answer cache\n" not in html.split('class="paginator"')[1]
+    filtered = admin_client.get("/admin/librarian/querymemory/?answer__isempty=0").content.decode()
+    assert re.search(rf"\b{answered} question{'s' if answered != 1 else ''}\s*</p>", filtered)
+
+
 def test_large_lists_use_the_estimate_instead_of_count(admin_client: Any, corpus: AdminCorpus, settings: Any):
     settings.WINNI_ADMIN_EXACT_COUNT_BELOW = 3
     with connection.cursor() as cursor:

@@ -163,7 +163,9 @@ def test_dashboard_cached_answers_agree_with_the_cache_page(page: Any, corpus: A
     tiers = base.chart_values(page, "Cached answers per tier")
     assert sum(int(count) for count in tiers.values()) == 1
     tile.locator("a").click()
-    assert "1 cached answers" in page.locator("#cache-stats").inner_text()
+    stats = page.locator("#cache-stats").inner_text()
+    assert "1 cached answer (at most" in stats and "2 questions asked, 1 without an answer" in stats
+    assert page.locator("p.paginator").inner_text().strip() == "1 question"
     assert page.locator("#result_list tbody tr").count() == 1
 
 

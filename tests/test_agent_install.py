@@ -205,3 +205,68 @@ def test_codex_hooks_turned_off_by_the_user_stay_off_and_the_installer_says_so(h
     assert "Codex runs no hook" in capsys.readouterr().out
     call_command("install_agent_hooks", "--agent", "codex", "--user", "--uninstall")
     assert (home / ".codex/config.toml").read_text() == "[features]\nhooks = false\n"
+
+
+# --- one token on the README's path (issue #47.4) -------------------------------------------------
+
+
+def _claude_mcp_add(home: Path, secret: str, *, folder: str | None = None) -> None:
+    """What `claude mcp add --transport http [--scope user] winni URL/mcp --header ...` writes in
+    ~/.claude.json: the user's servers at the top, a folder's (local scope, the default) under
+    "projects"."""
+    entry = {"type": "http", "url": URL + "/mcp", "headers": {"Authorization": f"Bearer {secret}"}}
+    servers = {"mcpServers": {"winni": entry}}
+    data = {"numStartups": 3, **({"projects": {folder: servers}} if folder else servers)}
+    (home / ".claude.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def _install_claude_without_token() -> None:
+    call_command("install_agent_hooks", "--agent", "claude", "--url", URL)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("folder", [None, "/work/app"])
+def test_the_mcp_entrys_token_is_the_hooks_token_and_installing_again_changes_nothing(home, folder):
+    from winni_site import auth
+    from winni_site.models import ApiToken
+
+    _, secret = auth.token_create(name="default")  # the first run's, as `claude mcp add` got it
+    _claude_mcp_add(home, secret, folder=folder)
+    before = (home / ".claude.json").read_text()
+    _install_claude_without_token()
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["default"]
+    assert json.loads((home / ".config/winni/claude-hook.json").read_text())["token"] == secret
+    claude_json = json.loads((home / ".claude.json").read_text())
+    if folder is None:
+        assert (home / ".claude.json").read_text() == before  # the very entry install would write
+    else:
+        assert claude_json["mcpServers"]["winni"]["headers"] == {"Authorization": f"Bearer {secret}"}
+    installed = snapshot(home)
+    _install_claude_without_token()
+    assert snapshot(home) == installed and ApiToken.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_installing_first_makes_one_token_and_again_none(home):
+    from winni_site.models import ApiToken
+
+    _install_claude_without_token()
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["claude-code"]
+    installed = snapshot(home)
+    secret = json.loads(installed[".config/winni/claude-hook.json"])["token"]
+    assert json.loads(installed[".claude.json"])["mcpServers"]["winni"]["headers"]["Authorization"] == f"Bearer {secret}"
+    _install_claude_without_token()
+    assert snapshot(home) == installed and ApiToken.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_token_winni_does_not_know_is_replaced_everywhere(home):
+    from winni_site.models import ApiToken
+
+    _claude_mcp_add(home, "winni_revoked_or_from_another_server")
+    _install_claude_without_token()
+    (token,) = ApiToken.objects.all()
+    secret = json.loads((home / ".config/winni/claude-hook.json").read_text())["token"]
+    assert secret != "winni_revoked_or_from_another_server" and token.name == "claude-code"
+    assert json.loads((home / ".claude.json").read_text())["mcpServers"]["winni"]["headers"] == {
+        "Authorization": f"Bearer {secret}"}

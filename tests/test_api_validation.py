@@ -74,6 +74,41 @@ def test_query_strings_are_still_parsed_as_text(api):
     assert api.get("/api/v1/capture/session-start", {"source": "startup", "cwd": ""}).status_code == 200
 
 
+@pytest.mark.parametrize("path, body, field, expected", [
+    ("/api/v1/memories/", {}, "content", "is required"),
+    ("/api/v1/memories/search/", {"query": "x", "limit": 21}, "limit", "must be at most 20, got 21"),
+    ("/api/v1/memories/search/", {"query": "x", "limit": 0}, "limit", "must be at least 1, got 0"),
+    ("/api/v1/memories/", {"content": "x", "project": "p" * 201}, "project", "must be at most 200 characters, got 201"),
+    ("/api/v1/fiedler-results/", {"correlation_id": "c", "model": "m", "output": "o", "status": "meh"},
+     "status", "must be one of 'success' or 'error', got 'meh'"),
+])
+def test_a_missing_or_out_of_range_value_is_worded_as_on_mcp(api, path, body, field, expected):
+    """The words of core.validation, which MCP's argument errors use too (tests/test_mcp_tools.py)."""
+    error = _error(api.post(path, body, format="json"), 400)
+    assert error["message"] == f"{field}: {expected}" and error["fields"][field] == [expected]
+
+
+def test_a_query_string_out_of_range_is_worded_as_a_body(api):
+    error = _error(api.get("/api/v1/messages/search/", {"query": "x", "limit": "101"}), 400)
+    assert error["message"] == "limit: must be at most 100, got 101"
+    error = _error(api.get("/api/v1/messages/search/", {"query": "x", "mode": "nope"}), 400)
+    assert error["message"] == "mode: must be one of 'fts', 'semantic' or 'hybrid', got 'nope'"
+
+
+def test_a_service_error_names_its_field_once(api):
+    error = _error(api.post("/api/v1/memories/", {"content": "x", "project": "nope"}, format="json"), 404)
+    assert error["message"].startswith("project: no project named 'nope'")
+    assert error["fields"]["project"][0].startswith("no project named 'nope'")
+
+
+def test_a_body_that_is_not_json_is_415_or_a_parse_error(api):
+    """docs/api.md's error table."""
+    error = _error(api.post("/api/v1/memories/", "content=x", content_type="text/plain"), 415)
+    assert error["code"] == "unsupported_media_type" and "text/plain" in error["message"]
+    error = _error(api.post("/api/v1/memories/", '{"content": ', content_type="application/json"), 400)
+    assert error["code"] == "parse_error" and error["message"].startswith("JSON parse error")
+
+
 def test_a_query_string_takes_one_value_and_no_empty_one(api):
     error = _error(api.get("/api/v1/conversations/?sort_by="), 400)
     assert error["fields"]["sort_by"] == ["must not be empty"]
@@ -94,8 +129,7 @@ def test_mcp_refuses_an_overlong_query_and_wrong_types(mcp_legacy):
         message = mcp_legacy.call_error(tool, {"query": LONG_QUERY})
         assert "too_large" in message and f"at most {QUERY_TEXT_MAX_CHARS}" in message
         assert LONG_QUERY not in message
-    message = mcp_legacy.call_error("store_memory", {"content": 42})
-    assert "content" in message and "valid string" in message
+    assert mcp_legacy.call_error("store_memory", {"content": 42}) == "invalid: content: must be a string, got a number"
     message = mcp_legacy.call_error("dewey_begin_conversation", {"session_id": 42})
-    assert "session_id" in message and "valid string" in message
+    assert message == "invalid: session_id: must be a string, got a number"
     assert mcp_legacy.call("search_memory", {"query": "money"})["count"] == 0

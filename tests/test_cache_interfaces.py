@@ -60,7 +60,7 @@ def test_admin_lists_by_tier_with_charts_and_pins_and_forgets(client, staff_user
     page = client.get("/admin/librarian/querymemory/?tier__exact=warm")
     assert page.status_code == 200
     html = page.content.decode()
-    assert "alpha question" in html and "Hit rate per day" in html and "Tiers" in html
+    assert "alpha question" in html and "Hit rate per day" in html and "Cached answers per tier" in html
     assert "1 exact, 0 semantic hits of 1 asks" in html
     changelist = "/admin/librarian/querymemory/"
     client.post(changelist, {"action": "pin", "_selected_action": [a.pk]})

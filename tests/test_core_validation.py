@@ -48,7 +48,7 @@ def test_one_date_rule_a_date_alone_is_the_whole_day_and_start_after_end_is_empt
 
 def test_metadata_is_an_object_or_null():
     assert validate_metadata(None) is None and validate_metadata({"a": 1}) == {"a": 1}
-    with pytest.raises(InvalidInput, match="metadata: metadata must be a JSON object or null"):
+    with pytest.raises(InvalidInput, match="^metadata: must be a JSON object or null$"):
         validate_metadata(["a"])
     # PostgreSQL's jsonb keeps no NUL: refused anywhere inside, naming the field.
     for bad in ({"a": "x\x00"}, {"a\x00": 1}, {"a": [{"b": ["\x00"]}]}):
@@ -59,7 +59,7 @@ def test_metadata_is_an_object_or_null():
 @pytest.mark.django_db
 def test_queries_are_trimmed_and_full_text_ones_are_short():
     assert validate_query("  deploy  ") == "deploy"
-    with pytest.raises(InvalidInput, match="query must not be empty or whitespace"):
+    with pytest.raises(InvalidInput, match="query: must not be empty or whitespace"):
         validate_query("   ")
     assert validate_query(" deploy ", words=True) == "deploy"
     # Stop words only: valid (the search finds nothing), not an error.

@@ -168,7 +168,7 @@ def test_rest_checkpoint_202_then_job_status(api, settings):
 
 def test_rest_checkpoint_errors(api):
     assert api.post("/api/v1/medallions/checkpoint", {"scope": {"graph_nodes": []}}, format="json").json()[
-        "error"]["fields"] == {"scope": ["scope: scope must name at least one graph node or tag: a checkpoint "
+        "error"]["fields"] == {"scope": ["must name at least one graph node or tag: a checkpoint "
                                          "needs a scope"]}
     bad_wait = api.post("/api/v1/medallions/checkpoint", {"scope": SCOPE, "wait_seconds": 500}, format="json")
     assert bad_wait.status_code == 400 and "wait_seconds" in bad_wait.json()["error"]["fields"]

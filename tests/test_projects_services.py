@@ -352,7 +352,7 @@ class TestCapture:
         capture.capture_proxy_message(upstream="gh", client_session="c1", direction="call", request_id=1,
                                       body={"tool": "x"}, project="app")
         assert conversations.conversation_list(project="app")[1] == 1
-        with pytest.raises(CommandError, match="--project: project: no project named 'nope'"):
+        with pytest.raises(CommandError, match="--project: no project named 'nope'"):
             call_command("mcp_proxy", "--upstream", "gh=http://127.0.0.1:9", "--project", "nope")
 
     def test_a_session_that_names_its_place_late_gets_its_project(self):

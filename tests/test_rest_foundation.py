@@ -26,7 +26,7 @@ def test_errors_name_the_field(api):
     assert "role" in bad_role.json()["error"]["fields"]
     empty = api.post(f"/api/v1/conversations/{cid}/messages/", {"role": "user", "content": " "}, format="json")
     assert empty.status_code == 400
-    assert empty.json()["error"]["fields"] == {"content": ["content: content must not be empty or whitespace"]}
+    assert empty.json()["error"]["fields"] == {"content": ["must not be empty or whitespace"]}
     meta = api.post("/api/v1/conversations/", {"metadata": [1]}, format="json")
     assert meta.status_code == 400 and "metadata" in meta.json()["error"]["fields"]
 

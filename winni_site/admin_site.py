@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.core.paginator import Paginator
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path
 from django.utils.functional import cached_property
 
@@ -74,6 +74,15 @@ class WinniAdminSite(admin.AdminSite):
         from winni_site import admin_views
 
         return super().index(request, {**admin_views.dashboard_context(request), **(extra_context or {})})
+
+    def app_index(self, request: HttpRequest, app_label: str, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """An app with one list the user may see (the answer cache's) goes straight to that list:
+        a page holding a single link is a click for nothing."""
+        app = self.get_app_list(request, app_label)
+        models = app[0]["models"] if app else []
+        if len(models) == 1 and models[0].get("admin_url"):
+            return HttpResponseRedirect(models[0]["admin_url"])
+        return super().app_index(request, app_label, extra_context)
 
     def can_view(self, request: HttpRequest, model: type[Model] | None) -> bool:
         """The user may view this model's rows here (registered, and view or change permission)."""

@@ -157,6 +157,7 @@ def search(request: HttpRequest) -> HttpResponse:
         "kind_counts": [{"kind": kind, "title": _kind_title(kind), "count": found["per_kind"].get(kind, 0)}
                         for kind in kinds if found["per_kind"].get(kind)],
         "kinds": kinds,
+        "kind_options": [{"kind": kind, "title": _kind_title(kind)} for kind in kinds],
         "kind_titles": [_kind_title(kind) for kind in kinds],
         "examples": search_examples(request) if not found["hits"] else [],
         "project": project,

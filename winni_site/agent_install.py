@@ -449,6 +449,53 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
     return edits
 
 
+# --- the token already there ----------------------------------------------------------------------
+
+
+def _mcp_files(target: Target) -> list[Path]:
+    """Where the agent keeps Winni's MCP entry (the files the plan writes it to)."""
+    if target.agent == dialects.CLAUDE:
+        return [target.project / ".mcp.json" if target.project else target.home / ".claude.json"]
+    if target.agent == dialects.GEMINI:
+        return [(target.project or Path(os.environ.get("GEMINI_CLI_HOME") or target.home)) / ".gemini" / "settings.json"]
+    if target.agent == dialects.COPILOT:
+        return [target.project / ".mcp.json" if target.project
+                else Path(os.environ.get("COPILOT_HOME") or target.home / ".copilot") / "mcp-config.json"]
+    codex_home = Path(os.environ.get("CODEX_HOME") or target.home / ".codex")
+    return [(target.project / ".codex" / "config.toml") if target.project else codex_home / "config.toml"]
+
+
+def _bearer(headers: Any) -> str | None:
+    value = headers.get("Authorization") if hasattr(headers, "get") else None
+    secret = str(value)[len("Bearer "):].strip() if str(value or "").startswith("Bearer ") else ""
+    return secret if secret and "$" not in secret else None  # "${WINNI_TOKEN}": the user's environment
+
+
+def mcp_entry_secrets(target: Target) -> list[str]:
+    """The bearer tokens of Winni's MCP entries already in the agent's config, the entry the
+    install writes first: `claude mcp add --scope user` writes the very entry install_agent_hooks
+    writes, and `claude mcp add` (local scope) one per folder in ~/.claude.json's "projects".
+    Files that cannot be read give nothing here (the plan reports them)."""
+    found: list[str] = []
+    for path in _mcp_files(target):
+        try:
+            text = read_text(path)
+            data: Any = parse_toml(path, text) if path.suffix == ".toml" else parse_json(path, text)
+        except ConfigError:
+            continue
+        key, headers = ("mcp_servers", "http_headers") if path.suffix == ".toml" else ("mcpServers", "headers")
+        entries = [(data.get(key) or {}).get(MCP_NAME) if hasattr(data.get(key) or {}, "get") else None]
+        if path.name == ".claude.json" and isinstance(data.get("projects"), dict):
+            entries += [(folder.get("mcpServers") or {}).get(MCP_NAME) for folder in data["projects"].values()
+                        if isinstance(folder, dict) and isinstance(folder.get("mcpServers"), dict)]
+        for entry in entries:
+            if hasattr(entry, "get") and str(_url_of(entry) or "").rstrip("/").endswith("/mcp"):
+                secret = _bearer(entry.get(headers))
+                if secret and secret not in found:
+                    found.append(secret)
+    return found
+
+
 PLANS: dict[str, Callable[[Target, bool], list[Edit]]] = {
     dialects.CLAUDE: plan_claude, dialects.CODEX: plan_codex, dialects.GEMINI: plan_gemini,
     dialects.COPILOT: plan_copilot,

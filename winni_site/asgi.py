@@ -1,4 +1,5 @@
-"""ASGI entry point: Django for everything, the MCP SDK's streamable-HTTP app at /mcp.
+"""ASGI entry point: Django for everything, the MCP SDK's streamable-HTTP app at /mcp, static
+files (STATIC_URL) sent directly (winni_site.static: no Django request thread, no console warning).
 
 The mounted MCP app's lifespan must run at the top (it starts the session manager's task group),
 so lifespan events go to it. Every request gets a request id (for the logs and the
@@ -24,8 +25,10 @@ from django.conf import settings  # noqa: E402
 from core.errors import error_body  # noqa: E402
 from core.logs import new_request_id, request_id_var  # noqa: E402
 from winni_site.mcp import build_mcp_app  # noqa: E402
+from winni_site.static import StaticFiles  # noqa: E402
 
 mcp_app = build_mcp_app()
+static_files = StaticFiles()
 INVALID_TOKEN = "invalid or revoked token"
 ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
@@ -164,6 +167,9 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
         if scope["path"] == "/mcp":
             bearer = headers.get(b"authorization", b"").lower().startswith(b"bearer ")
             return await mcp_app(scope, receive, _json_errors(send_with_request_id, bearer=bearer))
+        static_file = static_files.find(scope["path"])
+        if static_file is not None:
+            return await static_files.serve(static_file, scope, send_with_request_id)
         return await _django(scope, receive, send_with_request_id)
     finally:
         request_id_var.reset(token)

@@ -10,13 +10,14 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
 from core.mcp import McpRegistry, strict_tool, with_access
-from winni_site import projects, recall
+from winni_site import projects, recall, toolsets
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
-    "Winni is the agent's long-term memory. Store each conversation turn (dewey_store_message), "
-    "search past sessions (dewey_search / winni_recall), load the active startup context "
-    "(dewey_get_startup_context) and the project's medallions at the start of a session."
+    "Winni is the agent's long-term memory; its hooks store every turn. Search before re-investigating "
+    "(winni_recall, dewey_search), remember decisions and conventions (store_memory), load the startup "
+    "context (dewey_get_startup_context) and the project's medallions (medallion_load_for_scope), and "
+    "checkpoint a finished task (medallion_checkpoint_session)."
 )
 
 
@@ -37,7 +38,10 @@ def registries() -> list[McpRegistry]:
 
 
 def build_mcp_server() -> MCPServer:
+    """The server with the tools of the sets WINNI_MCP_TOOLSETS names (winni_site/toolsets.py),
+    and every prompt and resource."""
     surfaces = registries()
+    served = toolsets.tool_names(settings.WINNI_MCP_TOOLSETS)
     server = MCPServer(
         "winni",
         instructions=INSTRUCTIONS,
@@ -48,7 +52,7 @@ def build_mcp_server() -> MCPServer:
             resource_server_url=None,
             required_scopes=[MCP_SCOPE],
         ),
-        tools=[strict_tool(fn) for surface in surfaces for fn in surface.tools],
+        tools=[strict_tool(fn) for surface in surfaces for fn in surface.tools if fn.__name__ in served],
     )
     for surface in surfaces:
         for prompt in surface.prompt_list():

@@ -32,7 +32,7 @@ from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, con
 def winni_recall(
     query: str,
     kinds: list[str] | None = None,
-    limit: int = Field(default=LIMIT_DEFAULT),
+    limit: int = Field(default=LIMIT_DEFAULT, ge=1, le=LIMIT_MAX),
     mode: Mode = "hybrid",
     session_id: str | None = None,
     conversation_id: str | None = None,

@@ -26,7 +26,7 @@ from core.validation import (
 # --- orchestration results ("Fiedler") -------------------------------------------------------
 
 FIEDLER_BATCH_MAX = 100
-STATUS_INVALID = "status must be success or error"
+STATUS_INVALID = "must be success or error"
 
 
 def _required_text(value: Any, *, field: str, max_length: int) -> str:

@@ -26,10 +26,10 @@ from core.validation import (
     validate_text,
 )
 
-ROLE_INVALID = "role must be one of user, assistant, system, tool"
-CONTENT_EMPTY = "content must not be empty or whitespace"
+ROLE_INVALID = "must be one of user, assistant, system, tool"
+CONTENT_EMPTY = "must not be empty or whitespace"
 TURN_MAX = 2**31 - 1  # the column is a PostgreSQL integer
-TURN_INVALID = f"turn_number must be an integer from 1 to {TURN_MAX}"
+TURN_INVALID = f"must be an integer from 1 to {TURN_MAX}"
 BULK_EMPTY = "messages must be a non-empty list"
 BULK_TOO_MANY = "messages may hold at most {limit} items"
 MAX_BULK_MESSAGES = 1000

@@ -1,5 +1,6 @@
 """Admin for the answer cache: entries by tier, pin/unpin, forget, edit an answer — every change
-goes through memory.librarian.services. The change list shows the hit rate per day and the tiers."""
+goes through memory.librarian.services. The change list shows the hit rate per day and the cached
+answers per tier; its rows are the questions asked (answered or not)."""
 from typing import Any
 
 from django.contrib import admin, messages
@@ -109,17 +110,22 @@ class QueryMemoryAdmin(admin.ModelAdmin):
         self.message_user(request, f"Forgot {forgotten} entries.")
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
+        """The list of questions asked, with the hit rate and the cached answers per tier above it.
+        What is counted, and where: a row is a question asked (the list's count, "N questions");
+        a cached answer is a row with an answer (the tiers and the dashboard's tile and chart);
+        both numbers are stated side by side, labelled."""
         stats = services.librarian_memory_stats()
         series = services.librarian_hit_rate_series(days=CHART_DAYS)
-        entries = max(stats["entries"], 1)
+        cached = max(stats["cached_answers"], 1)
         extra = {
             "cache_stats": stats,
+            "unanswered": stats["entries"] - stats["cached_answers"],
             "hit_rate_series": [
                 {**point, "percent": round((point["hit_rate"] or 0) * 100)} for point in series
             ],
             "tier_bars": [
-                {"tier": tier, "count": count, "percent": round(count * 100 / entries)}
-                for tier, count in stats["tiers"].items()
+                {"tier": tier, "count": count, "percent": round(count * 100 / cached)}
+                for tier, count in stats["cached_by_tier"].items()
             ],
         }
         return super().changelist_view(request, extra_context={**(extra_context or {}), **extra})

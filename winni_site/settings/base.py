@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.env import env_bool, env_float, env_globs, env_int, env_list, env_str
 from winni_site import embedded, envfile
+from winni_site.toolsets import parse_toolsets
 
 WINNI_SETTINGS_FILE = envfile.load()  # first: it may set any variable below
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -58,6 +59,9 @@ WINNI_ALLOWED_ORIGINS = env_list(
     "WINNI_ALLOWED_ORIGINS", [f"http://{host}:{WINNI_PORT}" for host in ("127.0.0.1", "localhost")]
 )
 CSRF_TRUSTED_ORIGINS = [origin for origin in WINNI_ALLOWED_ORIGINS if origin.startswith("http")]
+# The MCP tool sets /mcp serves (winni_site/toolsets.py): the default set is what an agent uses in
+# a session; an unknown name stops start-up with a message listing the sets.
+WINNI_MCP_TOOLSETS = parse_toolsets(env_list("WINNI_MCP_TOOLSETS", ["default"]))
 
 # Winni's own apps: each may have `mcp.py` (its MCP registry) and `urls.py` (REST under /api/v1/).
 # memory.librarian is the answer cache, an app nested in memory/ (label "librarian").
@@ -83,7 +87,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Before CommonMiddleware: /api/ paths answer with or without their slash, never a redirect.
     "winni_site.middleware.ApiPathsMiddleware",
@@ -219,7 +222,7 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-# --- Static files (served by WhiteNoise: uvicorn serves none) --------------------------------
+# --- Static files (found by WhiteNoise, sent by the ASGI app before Django: winni_site/static.py)
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ from memory import embeddings
 from memory.librarian.models import QUERY_EMBEDDING_DIMENSIONS, TIER_ORDER, QueryMemory, Tier
 from memory.librarian.services.queries import query_vector_tag
 
-ANSWER_EMPTY = "answer must not be empty or whitespace"
+ANSWER_EMPTY = "must not be empty or whitespace"
 
 # Confidence of a computed (retrieved, unjudged) answer, of an answer given by a caller
 # (remember / seed), and the steps feedback moves it by.

@@ -3,9 +3,10 @@
 Why: every turn should be stored as it happens, whichever agent the developer uses that day
 (issue 25). Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI each run
 `winni_site/claude_hook.py --agent NAME` on each prompt, reply, tool call and session start; this
-command merges those hooks (and, except for Claude Code, whose MCP line is printed, Winni's MCP
-server) into the agent's files, keeping the user's other settings, writes the hook's config file
-(URL, token; mode 600) and prints what it changed. `--uninstall` removes exactly what it added.
+command merges those hooks and Winni's MCP server into the agent's files, keeping the user's other
+settings, writes the hook's config file (URL, token; mode 600) and prints what it changed. Hooks
+and MCP entry share one token (the hook config's, else the one in an existing MCP entry, else a
+new one), so installing after `claude mcp add`, or twice, makes no second token. `--uninstall` removes exactly what it added.
 See winni_site/agent_install.py for the files of each agent."""
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
         where.add_argument("--project", metavar="DIR", help="the agent's config inside project DIR")
         parser.add_argument("--uninstall", action="store_true", help="remove what an earlier install added")
         parser.add_argument("--url", help="Winni's URL (default http://WINNI_HOST:WINNI_PORT)")
-        parser.add_argument("--token", help="an existing token secret (default: the hook config's, else a new one)")
+        parser.add_argument("--token", help="an existing token secret (default: the hook config's, else the agent's Winni MCP entry's, if Winni knows it; else a new one)")
         parser.add_argument("--token-name", help="name of the token to create (default: the agent's source name)")
         parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="where the hook's config file goes")
         parser.add_argument("--python", default=os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
@@ -61,17 +62,23 @@ class Command(BaseCommand):
         url = (options["url"] or f"http://{host}:{settings.WINNI_PORT}").rstrip("/")
         config_path = Path(options["config"]).expanduser().resolve()
         install = not options["uninstall"]
-        # Installing again reuses the hook config's token (unless a new one is asked for by name).
-        reuse = install and not options["token_name"]
-        secret = options["token"] or (self.existing_token(config_path) if reuse else None) or ""
-
         def hook(event: str) -> str:
             return agent_install.hook_command(python=options["python"], config=config_path, agent=agent,
                                               event=event if agent == dialects.COPILOT else None)
 
         # A placeholder secret while planning: a token is created only once every file could be read.
         target = agent_install.Target(agent=agent, project=project, home=Path.home(), url=url,
-                                      token=secret or "winni_PENDING", hook=hook, http=http)
+                                      token="winni_PENDING", hook=hook, http=http)
+        # One token for the hooks and the MCP entry, whichever came first: the hook config's, else
+        # the one `claude mcp add` (or an earlier install) put in the agent's MCP entry, if Winni
+        # knows it; a new one only when neither works or one is asked for by name. So following
+        # the README (`claude mcp add` with the first run's token, then this command) makes no
+        # second token, and running this again changes nothing.
+        secret = options["token"] or ""
+        if install and not secret and not options["token_name"]:
+            candidates = [self.existing_token(config_path), *agent_install.mcp_entry_secrets(target)]
+            secret = next((s for s in candidates if s and auth.token_authenticate(s) is not None), "")
+        target.token = secret or target.token
         try:
             edits = agent_install.plan(target, install=install)
         except agent_install.ConfigError as exc:
@@ -130,8 +137,9 @@ class Command(BaseCommand):
             return (f'export WINNI_TOKEN={secret}  # the http hooks read the token from it\n'
                     f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}"')
         if agent == dialects.CLAUDE:
-            return (f'MCP server: {url}/mcp (the same as: claude mcp add --transport http winni {url}/mcp '
-                    f'--header "Authorization: Bearer {secret}")')
+            return (f"MCP server: {url}/mcp with the hooks' token, in place (the entry "
+                    f'claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer {secret}" '
+                    "would add: nothing more to run)")
         if agent == dialects.CODEX and project:
             return ("note: Codex reads a project's .codex/ folder only once you trust the project "
                     "(answer its trust prompt, or `codex exec --trust`)")

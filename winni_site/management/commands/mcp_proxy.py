@@ -55,7 +55,7 @@ class Command(BaseCommand):
             try:
                 project = projects.project_get(name=options["project"]).slug
             except ApplicationError as exc:
-                raise CommandError(f"--project: {exc.message}") from exc
+                raise CommandError(f"--project: {exc.detail}") from exc
         log = ProxyLog(project=project)
         app = build_proxy_app(upstreams, log)
         for upstream in upstreams.values():
