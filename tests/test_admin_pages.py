@@ -202,9 +202,9 @@ def test_search_filters_by_project_and_kind(admin_client: Any, corpus: AdminCorp
     assert '<option value="memory" selected>' in html and "in project billing" in html
     in_web = admin_client.get("/admin/search/", {"q": "invoices decision", "project": "web"}).context["hits"]
     assert in_web and {dict(hit["meta"]).get("project") for hit in in_web} == {"web"}
-    # An unknown project is no filter: the page does not pretend to have narrowed anything.
+    # An unknown project finds nothing, as recall's `project` filter does (docs/projects.md).
     unknown = admin_client.get("/admin/search/", {"q": "invoices decision", "project": "nope"})
-    assert unknown.context["project"] == "" and len(unknown.context["hits"]) == len(everywhere)
+    assert unknown.context["project"] == "nope" and unknown.context["hits"] == []
 
 
 def test_an_app_with_one_list_opens_that_list(admin_client: Any, corpus: AdminCorpus):
