@@ -467,6 +467,25 @@ def medallion_job_create(*, scope: Any, evidence: Any, actor: str = "") -> Medal
     return job
 
 
+def medallion_jobs_requeue(*, older_than_seconds: float = 0) -> int:
+    """Queue again the jobs still pending (or orphaned while running: _may_run) that were created
+    more than `older_than_seconds` ago; returns how many. A queued job lives in Redis until a
+    worker takes it: stopping Winni (the embedded Redis keeps nothing) or losing the worker before
+    it acknowledged the task left the job pending for ever, and a session's end without its
+    checkpoint. Queuing a job twice is harmless: a run takes the row's lock and runs only a job
+    that may run."""
+    from medallions.tasks import medallion_job_run as run_task
+
+    since = timezone.now() - dt.timedelta(seconds=older_than_seconds)
+    waiting = MedallionJob.objects.filter(status__in=(JobStatus.PENDING, JobStatus.RUNNING), created_at__lte=since)
+    job_ids = [str(job.id) for job in waiting.order_by("created_at") if _may_run(job)]
+    with storage_op("medallion.jobs_requeue", older_than_seconds=older_than_seconds) as log:
+        for job_id in job_ids:
+            run_task.delay(job_id)
+        log["requeued"] = len(job_ids)
+    return len(job_ids)
+
+
 def medallion_job_get(*, job_id: Any) -> MedallionJob:
     pk = parse_id(job_id, field="job_id", what="job")
     job = MedallionJob.objects.select_related("medallion").filter(pk=pk).first()

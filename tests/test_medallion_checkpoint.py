@@ -1,5 +1,6 @@
 """checkpoint_session as a job: generate, then update with a revision; REST and job status; failures
 store nothing and report scope, operation and cause."""
+import datetime as dt
 import uuid
 
 import pytest
@@ -235,3 +236,17 @@ def test_an_unexpected_error_fails_the_job_and_an_orphaned_job_runs_again(settin
     assert services.medallion_job_run(job_id=job.id).status == "done"
     with pytest.raises(NotFound):
         services.medallion_job_run(job_id=uuid.uuid4())
+
+
+@pytest.mark.django_db
+def test_a_job_whose_queued_task_was_lost_is_queued_again():
+    """A stop (the embedded Redis keeps nothing) or a lost worker left the job pending for ever;
+    the worker's start and beat queue such jobs again, and a job is never run twice."""
+    lost = services.medallion_job_create(scope=SCOPE, evidence=SESSION)  # its on-commit queueing never ran
+    fresh = services.medallion_job_create(scope=SCOPE, evidence=SESSION)
+    MedallionJob.objects.filter(pk=lost.pk).update(created_at=lost.created_at - dt.timedelta(minutes=10))
+    assert services.medallion_jobs_requeue(older_than_seconds=300) == 1
+    assert (MedallionJob.objects.get(pk=lost.pk).status, MedallionJob.objects.get(pk=fresh.pk).status) == (
+        JobStatus.DONE, JobStatus.PENDING)
+    assert services.medallion_jobs_requeue(older_than_seconds=0) == 1  # the fresh one; the done one stays done
+    assert MedallionRevision.objects.count() == 1 and Medallion.objects.count() == 1

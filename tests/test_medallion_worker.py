@@ -38,3 +38,23 @@ def test_checkpoint_runs_in_the_worker(worker):
     assert (finished.status, finished.operation) == ("done", "generate"), finished.error
     assert finished.started_at and finished.finished_at
     assert Medallion.objects.get().graph_nodes == SCOPE["graph_nodes"]
+
+
+def test_a_worker_at_its_start_runs_the_jobs_a_stop_left_pending(live_server_env):
+    """The job was recorded but its queued task is gone (Winni stopped before a worker took it,
+    and the embedded Redis keeps nothing): the next worker's start queues it again."""
+    from medallions.models import MedallionJob
+
+    job = MedallionJob.objects.create(graph_nodes=SCOPE["graph_nodes"], tags=SCOPE["tags"],
+                                      evidence=services.validate_evidence(SESSION), actor="alice",
+                                      provider="extractive")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "winni_site", "worker", "--pool", "solo", "--loglevel", "WARNING",
+         "-n", f"medallion-{time.time_ns()}@%h"],
+        cwd=ROOT, env=live_server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        finished = services.medallion_job_wait(job_id=job.id, wait_seconds=60)
+    finally:
+        process.terminate()
+        process.wait(15)
+    assert finished.status == "done", (finished.status, finished.error)

@@ -6,6 +6,8 @@ from celery.signals import worker_init, worker_ready
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "winni_site.settings.dev")
 
 app = Celery("winni")
+# A checkpoint job still pending this long after it was queued is queued again (beat).
+JOBS_REQUEUE_SECONDS = 300
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -39,6 +41,10 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
                                  sender.signature("memory.tasks.project_indexes_sync"),
                                  name="project vector indexes")
     sender.add_periodic_task(
+        float(JOBS_REQUEUE_SECONDS), sender.signature("medallions.tasks.medallion_jobs_requeue",
+                                                      kwargs={"older_than_seconds": JOBS_REQUEUE_SECONDS}),
+        name="medallion jobs left pending")
+    sender.add_periodic_task(
         float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
         # The answer cache's task keeps the name it had as memory/librarian_tasks.py, so tasks
         # queued before an upgrade still run.
@@ -49,10 +55,12 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
 
 @worker_ready.connect
 def _first_heartbeat(**kwargs: object) -> None:
-    """Report at once, so /healthz is green as soon as the worker is up (not one beat later)."""
+    """Report at once, so /healthz is green as soon as the worker is up (not one beat later), and
+    queue again the checkpoint jobs a stop left pending (their queued tasks did not survive it)."""
     from core import health
 
     health.heartbeat_record()
+    app.send_task("medallions.tasks.medallion_jobs_requeue", kwargs={"older_than_seconds": 0})
 
 
 @worker_init.connect
