@@ -149,3 +149,150 @@ def test_the_saved_session_files_import_once(folder):
     call_command("import_agent_transcripts", "--agent", agent, "--no-progress", str(folder / "sessions"),
                  stdout=again, stderr=StringIO())
     assert " 0 message(s) added" in again.getvalue(), again.getvalue()
+
+
+# --- A hook payload of an unknown newer shape: captured as far as it is understood, the rest kept
+# raw, a warning once, never a lost prompt. Built from the recorded Claude Code payloads.
+
+CLAUDE = TRAFFIC / "claude-2.1.197"
+NEW_PROMPT = "Where do we round the invoice total?"
+
+
+def recorded(event: str, **match) -> dict:
+    from tests.traffic_corpus import records
+
+    for record in records(CLAUDE):
+        payload = record.get("stdin") or {}
+        if payload.get("hook_event_name") == event and all(payload.get(k) == v for k, v in match.items()):
+            return json.loads(json.dumps(payload))
+    raise AssertionError(f"no recorded {event} {match}")
+
+
+def as_the_hook_posts(api, payload, tmp_path, agent="claude", hint=None):
+    """What claude_hook.py main() does with the payload: normalize, then post (recall: true for a
+    prompt and a file tool). None when the hook posts nothing."""
+    event = agent_dialects.normalize(agent, payload, hint, str(tmp_path / "prompts.json"))
+    if event is None:
+        return None
+    body = {"payload": event, "agent": agent, "repository": {"git_root": "/home/dev/shop"}, "git_branch": "main"}
+    if event["hook_event_name"] == "UserPromptSubmit" or event.get("tool_name") in ("Read", "Edit", "Write"):
+        body["recall"] = True
+    return api.post("/api/v1/capture/events", body, format="json")
+
+
+def prompt_without(**fields) -> dict:
+    payload = recorded("UserPromptSubmit")
+    payload.pop("prompt")
+    payload.update(fields)
+    return payload
+
+
+NEWER_PROMPTS = {
+    "nested-text": prompt_without(prompt={"text": NEW_PROMPT, "attachments": []}),
+    "content-blocks": prompt_without(prompt=[{"type": "text", "text": NEW_PROMPT}, {"type": "image", "source": {}}]),
+    "renamed-field": prompt_without(user_prompt=NEW_PROMPT),
+    "message-structure": prompt_without(message={"role": "user", "content": [{"type": "text", "text": NEW_PROMPT}]}),
+}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("shape", NEWER_PROMPTS)
+def test_a_prompt_of_a_newer_shape_is_captured_through_the_hook_and_directly(api, tmp_path, shape, caplog,
+                                                                           monkeypatch):
+    from winni_site import capture
+
+    monkeypatch.setattr(capture, "_warned", set())
+    payload = NEWER_PROMPTS[shape]
+    with caplog.at_level("WARNING", logger="winni.capture"):
+        hooked = as_the_hook_posts(api, payload, tmp_path)
+        # A client that posts the agent's payload as it is (hooks of type http, an older hook).
+        direct = api.post("/api/v1/capture/events", {"payload": {**payload, "session_id": "direct-" + shape}},
+                          format="json")
+    assert hooked.status_code == direct.status_code == 201, (hooked.json(), direct.json())
+    assert isinstance(hooked.json()["additional_context"], str)
+    stored = Message.objects.filter(role="user").order_by("created_at")
+    assert list(stored.values_list("content", flat=True)) == [NEW_PROMPT, NEW_PROMPT]
+    assert all(m.metadata.get("prompt_shape") for m in stored)
+    # The fields capture does not read are kept raw with the message.
+    assert stored[0].metadata["hook_fields"]["prompt_id"] == payload["prompt_id"]
+    # One warning per new shape, not one per event.
+    warnings = [r for r in caplog.records if "UserPromptSubmit of a shape" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.django_db
+def test_a_prompt_without_text_is_kept_raw(api, tmp_path):
+    payload = prompt_without(prompt={"image": {"media_type": "image/png", "path": "/home/dev/shop/assets/logo.png"}})
+    assert as_the_hook_posts(api, payload, tmp_path).status_code == 201
+    message = Message.objects.get(role="user")
+    assert json.loads(message.content) == payload["prompt"] and message.metadata["prompt_shape"] == "raw"
+
+
+@pytest.mark.django_db
+def test_unknown_fields_ride_along_raw_and_scrubbed(api, tmp_path):
+    prompt = recorded("UserPromptSubmit")
+    prompt.update(new_field={"nested": [1, 2]}, huge="y" * 50_000, note=f"token {FAKE_SECRET}")
+    assert as_the_hook_posts(api, prompt, tmp_path).status_code == 201
+    tool = recorded("PostToolUse", tool_name="Read")
+    tool["rate_limit"] = {"remaining": 3}
+    assert as_the_hook_posts(api, tool, tmp_path).status_code == 201
+    user, read = Message.objects.order_by("turn_number")
+    assert user.content == prompt["prompt"]
+    fields = user.metadata["hook_fields"]
+    assert fields["new_field"] == {"nested": [1, 2]} and fields["permission_mode"] == "default"
+    assert len(fields["huge"]) < 2100 and FAKE_SECRET not in json.dumps(user.metadata)
+    assert read.metadata["hook_fields"]["rate_limit"] == {"remaining": 3}
+    assert read.metadata["hook_fields"]["duration_ms"] == tool["duration_ms"]
+
+
+@pytest.mark.django_db
+def test_an_unknown_event_is_captured_only_when_it_carries_a_prompt(api, tmp_path):
+    renamed = recorded("UserPromptSubmit")
+    renamed["hook_event_name"] = "UserPromptSubmitted"
+    assert as_the_hook_posts(api, renamed, tmp_path).status_code == 201
+    message = Message.objects.get()
+    assert message.content == renamed["prompt"] and message.metadata["prompt_shape"].endswith("UserPromptSubmitted")
+    # Events Claude Code has and Winni does not capture: the hook posts nothing for them.
+    for event in ("PostToolBatch", "SubagentStart", "PostCompact", "PreToolUse"):
+        assert as_the_hook_posts(api, recorded(event), tmp_path) is None
+    notification = {**recorded("Stop"), "hook_event_name": "Notification", "message": "Claude needs your permission"}
+    assert as_the_hook_posts(api, notification, tmp_path) is None
+    # Copilot's hook names its event (--event): an event that renamed itself is still that event.
+    copilot = {"hook_event_name": "UserPromptSubmitted2", "session_id": "c1", "cwd": "/home/dev/shop",
+               "text": NEW_PROMPT}
+    assert as_the_hook_posts(api, copilot, tmp_path, agent="copilot", hint="UserPromptSubmit").status_code == 201
+    assert Message.objects.filter(content=NEW_PROMPT).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("tool_input", [
+    "/home/dev/shop/src/invoice.py",
+    ["/home/dev/shop/src/invoice.py", "/home/dev/shop/src/billing/tax.py"],
+    {"target": {"path": "/home/dev/shop/src/invoice.py"}, "range": [1, 5]},
+    {"file_path": "/home/dev/shop/src/invoice.py", "offset": {"line": 1}},
+    None,
+])
+def test_a_tool_input_of_a_newer_shape_is_stored_and_recall_answers(api, tmp_path, tool_input):
+    tool = recorded("PostToolUse", tool_name="Read")
+    tool["tool_input"] = tool_input
+    response = as_the_hook_posts(api, tool, tmp_path)
+    assert response.status_code == 201 and isinstance(response.json()["additional_context"], str)
+    assert json.loads(Message.objects.get().content)["tool_input"] == tool_input
+
+
+@pytest.mark.live
+def test_the_hook_program_keeps_a_prompt_of_a_newer_shape(winni_server, live_token, tmp_path):
+    import subprocess
+    import sys
+
+    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token,
+           "WINNI_HOOK_SPOOL": str(tmp_path / "spool.jsonl"), "WINNI_HOOK_LOG": str(tmp_path / "hook.log")}
+    payload = {**NEWER_PROMPTS["message-structure"], "session_id": "newer-shape-hook"}
+    done = subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload), env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    assert not (tmp_path / "spool.jsonl").exists() or not (tmp_path / "spool.jsonl").read_text().strip()
+    message = Message.objects.get(conversation__session_id="newer-shape-hook")
+    assert message.content == NEW_PROMPT and message.metadata["prompt_shape"] == "message"
