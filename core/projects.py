@@ -512,6 +512,19 @@ def project_touch(project_id: int | None) -> None:
     transaction.on_commit(bump)
 
 
+def project_roots(projects: list[Project | int | None]) -> list[str]:
+    """The folders the projects live in, as capture learnt them: their git roots (every clone and
+    worktree), else — a project outside any git repository — its working directories. What
+    core.paths.project_path reads paths relative to."""
+    ids = [p.pk if isinstance(p, Project) else p for p in projects if p is not None]
+    if not ids:
+        return []
+    keys = list(ProjectKey.objects.filter(project_id__in=ids, kind__in=(KeyKind.PATH, KeyKind.CWD))
+                .values_list("kind", "value"))
+    roots = [value for kind, value in keys if kind == KeyKind.PATH]
+    return roots or [value for kind, value in keys if kind == KeyKind.CWD]
+
+
 # --- operations ---------------------------------------------------------------------------------------------------
 
 

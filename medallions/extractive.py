@@ -2,11 +2,13 @@
 medallion from the evidence with no model and no network, deterministically."""
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from core.paths import outside_project, path_area, project_path
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
@@ -22,7 +24,18 @@ HIGH = re.compile(r"\b(blocker|blocking|urgent|critical|must|asap)\b", re.I)
 LOW = re.compile(r"\b(maybe|someday|nice to have|later|eventually|minor)\b", re.I)
 INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
 DEAD_END = re.compile(r"\b(tried|did not work|didn't work|does not work|doesn't work|dead end|failed|reverted|gave up)\b", re.I)
-PATH = re.compile(r"(?<![\w/.-])((?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|yaml|yml|json|sql|sh|txt|cfg|ini|html|css|c|h|cpp))(?![\w/])")
+# A file path in text: a Windows one (drive or UNC share, either slash), a POSIX one (absolute, `~/`,
+# `./`, `../` or relative with a folder), or a bare file name with a known extension. A name may hold
+# what undecodable bytes became (U+FFFD, lone surrogates).
+_NAME = r"[\w.\ufffd\ud800-\udfff-]+"
+PATH = re.compile(
+    r"(?<![\w/.-])("
+    rf"(?:[A-Za-z]:|\\\\[\w.$-]+)(?:[\\/]{_NAME})+"
+    rf"|(?:~/|\.{{0,2}}/)?(?:{_NAME}/)+{_NAME}"
+    r"|[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|yaml|yml|json|sql|sh|txt|cfg|ini|html|css|c|h|cpp)"
+    r")(?![\w/\\])")
+# A JSON string's escapes (a tool call is stored as JSON): read when the JSON itself is cut short.
+JSON_ESCAPE = re.compile(r'\\(?:u[0-9a-fA-F]{4}|.)')
 COMMAND = re.compile(r"(?:^\s*\$\s+(.+)$|`((?:\./|python|pytest|pip|npm|npx|git|make|docker|uv|cargo|go|manage\.py|\.venv/)[^`\n]*)`)", re.M)
 ROLE_PREFIX = re.compile(r"^(user|assistant|system|tool|human|ai)\s*:\s*", re.I)
 RESOLVED = re.compile(r"\b(Q-\d+)\b[^.\n]*\b(resolved|answered|done|closed|settled)\b|\b(resolved|answered|closed)\b[^.\n]*\b(Q-\d+)\b", re.I)
@@ -36,7 +49,9 @@ MAX_AFFORDANCES = 15
 
 
 def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
-    text = " ".join(text.split())
+    """One line of at most `limit` characters, storable: no NUL, no lone surrogate (PostgreSQL
+    refuses both)."""
+    text = " ".join(text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -118,7 +133,7 @@ class ExtractiveLLM:
     model = "extractive-1"
 
     def generate(self, scope: dict[str, list[str]], evidence: Evidence) -> schema.Content:
-        return schema.Content.model_validate(self._extract(evidence, first_decision=1, first_question=1))
+        return schema.Content.model_validate(_fit(self._extract(evidence, first_decision=1, first_question=1)))
 
     def update(self, existing: dict[str, Any], new_evidence: Evidence) -> schema.Content:
         old = content_sections(existing)
@@ -147,12 +162,12 @@ class ExtractiveLLM:
             key: _unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
             for key in ("recommended_entry_points", "avoid_repeating", "invariants")
         }
-        return schema.Content.model_validate({
+        return schema.Content.model_validate(_fit({
             "summary": {"high_level": high_level, "subsystems": list(subsystems.values())[: schema.MAX_LIST_ITEMS]},
             "decisions": decisions[-schema.MAX_LIST_ITEMS:],
             "open_questions": questions[-schema.MAX_LIST_ITEMS:],
             "affordances": affordances,
-        })
+        }))
 
     @staticmethod
     def _next_number(items: list[dict[str, Any]], prefix: str) -> int:
@@ -192,7 +207,7 @@ class ExtractiveLLM:
                 "priority": priority,
             })
 
-        paths = Counter(m.group(1).rstrip(".,:;") for m in PATH.finditer(URL.sub(" ", all_text)))
+        paths = Counter(_mentioned_paths(all_text, evidence.roots))
         entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
         commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
         dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
@@ -202,7 +217,7 @@ class ExtractiveLLM:
         )
         return {
             "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
-                        "subsystems": self._subsystems(paths)},
+                        "subsystems": self._subsystems(paths, inside_only=bool(evidence.roots))},
             "decisions": decisions,
             "open_questions": questions,
             "affordances": {
@@ -250,13 +265,98 @@ class ExtractiveLLM:
         return _with_counts(summary, decisions, questions)
 
     @staticmethod
-    def _subsystems(paths: Counter[str]) -> list[dict[str, str]]:
+    def _subsystems(paths: Counter[str], *, inside_only: bool) -> list[dict[str, str]]:
+        """One subsystem per top folder of the project the paths are in (named as the project
+        knows them: core.paths). With the project's root known, absolute paths outside it (a
+        library in a traceback, /tmp) are not the project's subsystems."""
         groups: dict[str, list[str]] = {}
         for path in paths:
-            parts = re.sub(r"^(\.\.?/)+", "", path).split("/")
-            name = parts[0] if len(parts) > 1 else "(top level)"
-            groups.setdefault(name, []).append(path)
+            if inside_only and outside_project(path):
+                continue
+            name = _clip(path_area(path), schema.MAX_SCOPE_ITEM_CHARS)
+            if name:
+                groups.setdefault(name, []).append(path)
         return [
-            {"name": _clip(name, 200), "status": "in_progress", "notes": _clip("touched: " + ", ".join(files[:8]))}
+            {"name": name, "status": "in_progress", "notes": _clip("touched: " + ", ".join(files[:8]))}
             for name, files in list(groups.items())[:10]
         ]
+
+
+def _path_text(text: str) -> str:
+    """The text with its JSON lines read (a captured tool call is stored as one line of JSON, its
+    paths' backslashes escaped): a line's strings instead of the line, or, when the JSON was cut
+    short, the line with its escapes decoded."""
+    lines = []
+    for line in text.splitlines():
+        body = line[m.end():] if (m := ROLE_PREFIX.match(line)) else line
+        if not body.lstrip().startswith(("{", "[")):
+            lines.append(line)
+            continue
+        try:
+            lines.extend(list(_strings(json.loads(body))))
+        except (ValueError, RecursionError):  # cut short, or nested deeper than Python reads
+            lines.append(JSON_ESCAPE.sub(_unescape, body))
+    return "\n".join(lines)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    escape = match.group(0)
+    if escape[1] == "u":
+        return chr(int(escape[2:], 16))
+    return {"n": "\n", "t": " ", "r": " ", "b": " ", "f": " "}.get(escape[1], escape[1])
+
+
+def _mentioned_paths(text: str, roots: list[str]) -> Iterable[str]:
+    """The paths the text names, as the project knows them (core.paths.project_path); those that
+    name nothing (`/`, a lone drive) are left out."""
+    for match in PATH.finditer(URL.sub(" ", _path_text(text))):
+        path = project_path(match.group(1).rstrip(".,:;"), roots=roots)
+        if path:
+            yield path
+
+
+def _storable(text: Any, limit: int) -> str:
+    """`text` as a field of at most `limit` characters that PostgreSQL stores (no NUL, no lone
+    surrogate), trimmed; unchanged when it already is one."""
+    text = str(text).replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
+    return text if len(text) <= limit else _clip(text, limit)
+
+
+def _fit(content: dict[str, Any]) -> dict[str, Any]:
+    """The sections cut to what the schema accepts, whatever the evidence held: items without
+    text dropped, text clipped to its field's length, lists to their length."""
+    line, scope_item = schema.MAX_LINE_CHARS, schema.MAX_SCOPE_ITEM_CHARS
+    summary = content.get("summary", {})
+    subsystems: dict[str, dict[str, Any]] = {}
+    for item in summary.get("subsystems", []):
+        name = _storable(item.get("name", ""), scope_item)
+        if name and name not in subsystems:
+            subsystems[name] = {**item, "name": name, "notes": _storable(item.get("notes", ""), line)}
+    decisions = [{**d, "id": _storable(d.get("id", ""), schema.MAX_ID_CHARS),
+                  "statement": _storable(d.get("statement", ""), line),
+                  "rationale": _storable(d.get("rationale", ""), line)}
+                 for d in content.get("decisions", [])]
+    questions = [{**q, "id": _storable(q.get("id", ""), schema.MAX_ID_CHARS),
+                  "question": _storable(q.get("question", ""), line),
+                  "blocked_on": _storable(q.get("blocked_on", ""), line)}
+                 for q in content.get("open_questions", [])]
+    affordances = {key: [text for text in (_storable(item, line) for item in items) if text][: schema.MAX_LIST_ITEMS]
+                   for key, items in content.get("affordances", {}).items()}
+    return {
+        "summary": {"high_level": _storable(summary.get("high_level", ""), schema.MAX_TEXT_CHARS),
+                    "subsystems": list(subsystems.values())[: schema.MAX_LIST_ITEMS]},
+        "decisions": [d for d in decisions if d["id"] and d["statement"]][-schema.MAX_LIST_ITEMS:],
+        "open_questions": [q for q in questions if q["id"] and q["question"]][-schema.MAX_LIST_ITEMS:],
+        "affordances": affordances,
+    }

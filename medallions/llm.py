@@ -32,6 +32,9 @@ class Evidence:
     transcripts: list[str] = field(default_factory=list)
     artefacts: list[str] = field(default_factory=list)
     trimmed: bool = False
+    # The project's root folders as the server knows them (git roots, the session's folder): paths
+    # inside them are named relative to them (core.paths.project_path).
+    roots: list[str] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         return not (self.session_summary.strip() or any(t.strip() for t in self.transcripts + self.artefacts))
@@ -60,7 +63,7 @@ class Evidence:
                 break
             artefacts.append(artefact[:left])
             left -= len(artefacts[-1])
-        return Evidence(summary, transcripts, artefacts, trimmed=True)
+        return Evidence(summary, transcripts, artefacts, trimmed=True, roots=self.roots)
 
 
 class MedallionLLM(Protocol):

@@ -365,25 +365,42 @@ def validate_evidence(value: Any) -> dict[str, Any]:
     conversation_id = value.get("conversation_id")
     if conversation_id is not None:
         # Read now so an unknown id is refused at once; the worker reads it again, fresh.
-        _conversation_transcript(conversation_id)
+        _conversation_evidence(conversation_id)
         clean["conversation_id"] = str(conversation_id)
     # The evidence is stored on the job: secrets and `<private>` spans go first (core.redaction).
     return {**clean, **redact_json({key: clean[key] for key in ("session_summary", "transcripts", "artefacts")},
                                    field="evidence")}
 
 
-def _conversation_transcript(conversation_id: Any) -> str:
+def _conversation_evidence(conversation_id: Any) -> tuple[str, list[str], str | None]:
+    """The conversation's transcript, the roots its project is known by (the git root its session
+    reported, its project's) and the session's working directory."""
     from conversations.services import conversation_get
 
-    _, messages = conversation_get(conversation_id=conversation_id)
-    return "\n".join(f"{message.role}: {message.content}" for message in messages)
+    conversation, messages = conversation_get(conversation_id=conversation_id)
+    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
+    git_root, cwd = metadata.get("git_root"), metadata.get("cwd")
+    roots = [git_root] if isinstance(git_root, str) and git_root else []
+    transcript = "\n".join(f"{message.role}: {message.content}" for message in messages)
+    return transcript, roots + projects.project_roots([conversation.project_id]), cwd if isinstance(cwd, str) else None
 
 
-def evidence_for_llm(evidence: dict[str, Any]) -> Evidence:
+def evidence_for_llm(evidence: dict[str, Any], *, scope: dict[str, Any] | None = None) -> Evidence:
+    """The writer's evidence, with the project's roots: the conversation's (its session's git root,
+    its project's folders), the scope's project's, else the session's working directory. A writer
+    names paths under them relative to them (core.paths.project_path)."""
     transcripts = list(evidence.get("transcripts", []))
+    roots: list[str] = []
+    cwd = None
     if evidence.get("conversation_id"):
-        transcripts.append(_conversation_transcript(evidence["conversation_id"]))
-    return Evidence(evidence.get("session_summary", ""), transcripts, list(evidence.get("artefacts", [])))
+        transcript, roots, cwd = _conversation_evidence(evidence["conversation_id"])
+        transcripts.append(transcript)
+    if scope is not None:
+        roots += projects.project_roots([scope_project(scope)])
+    if not roots and cwd:
+        roots = [cwd]
+    return Evidence(evidence.get("session_summary", ""), transcripts, list(evidence.get("artefacts", [])),
+                    roots=list(dict.fromkeys(roots)))
 
 
 # --- checkpoint_session and its jobs -----------------------------------------------------------
@@ -414,7 +431,7 @@ def checkpoint_session(*, scope: dict[str, Any], evidence: dict[str, Any], llm: 
     if job is not None:
         MedallionJob.objects.filter(pk=job.pk).update(operation=operation, provider=llm.provider)
     try:
-        material = evidence_for_llm(evidence)
+        material = evidence_for_llm(evidence, scope=scope)
         if existing:
             content = llm.update(existing.document(), material)
         else:

@@ -43,7 +43,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from conversations.models import Conversation, Message
-from core import projects, timerank
+from core import paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -696,17 +696,13 @@ def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
 FILE_TOOLS = ("Read", "Edit", "Write", "MultiEdit", "NotebookEdit")
 
 
-def file_named(tool_input: Any, cwd: Any = None) -> str:
-    """The file a Read/Edit/Write call touches, relative to `cwd` when inside it; "" when none."""
+def file_named(tool_input: Any, cwd: Any = None, roots: Any = ()) -> str:
+    """The file a Read/Edit/Write call touches as the project knows it: relative to the project's
+    root (`roots`, else `cwd`) when inside it, else as given (core.paths.project_path); "" when none."""
     if not isinstance(tool_input, dict):
         return ""
     path = tool_input.get("file_path") or tool_input.get("notebook_path")
-    if not isinstance(path, str) or not path.strip() or len(path) > 1000:
-        return ""
-    path = path.strip()
-    if isinstance(cwd, str) and cwd and path.startswith(cwd.rstrip("/") + "/"):
-        path = path[len(cwd.rstrip("/")) + 1:]
-    return path
+    return paths.project_path(path, roots=roots, cwd=cwd)
 
 
 def context_for_file(*, file_path: str, project: Any = None, session_id: str | None = None,

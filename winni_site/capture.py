@@ -23,7 +23,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
-from core import projects
+from core import paths, projects
 from core.connections import in_background, run_unchecked
 from core.errors import ApplicationError, InvalidInput
 from core.logs import storage_op
@@ -354,13 +354,17 @@ def capture_hook_event(
     fields = hook_fields(payload)
     if fields:
         extra["hook_fields"] = fields
+    if repository is not None:
+        session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
+    # The git root the hook read is what the session's paths are named relative to (core.paths), a
+    # Windows one too (projects know POSIX paths only).
+    git_root = paths.clean_path(repository.get("git_root")) if isinstance(repository, dict) else ""
     session_metadata = {
         "cwd": payload.get("cwd"),
         "git_branch": git_branch,
         "transcript_path": payload.get("transcript_path"),
+        **({"git_root": git_root} if git_root else {}),
     }
-    if repository is not None:
-        session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
 
     def project_of() -> Project | None:
         return session_project(cwd=payload.get("cwd"), repository=repository, project=project)
@@ -385,6 +389,17 @@ def capture_hook_event(
 RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
+def session_roots(conversation: Conversation | None) -> list[str]:
+    """The folders a session's project lives in, for naming its paths (core.paths.project_path):
+    the git root its hook reported, then its project's known git roots (or folders)."""
+    if conversation is None:
+        return []
+    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
+    reported = metadata.get("git_root")
+    return [*([reported] if isinstance(reported, str) and reported else []),
+            *projects.project_roots([conversation.project_id])]
+
+
 def recall_enabled(project: Project | None) -> bool:
     """Automatic recall is on (WINNI_RECALL_INJECT) and the project has not opted out."""
     return settings.WINNI_RECALL_INJECT and autorecall.project_recall_enabled(project)
@@ -407,8 +422,11 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     message_id = result.message_id if result.stored else None
     try:
         if payload["hook_event_name"] == "PostToolUse":
-            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"))
-            if payload.get("tool_name") not in autorecall.FILE_TOOLS or not file_path:
+            if payload.get("tool_name") not in autorecall.FILE_TOOLS:
+                return ""
+            file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"),
+                                              roots=session_roots(conversation))
+            if not file_path:
                 return ""
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
