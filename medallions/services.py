@@ -372,33 +372,26 @@ def validate_evidence(value: Any) -> dict[str, Any]:
                                    field="evidence")}
 
 
-def _conversation_evidence(conversation_id: Any) -> tuple[str, list[str], str | None]:
-    """The conversation's transcript, the roots its project is known by (the git root its session
-    reported, its project's) and the session's working directory."""
-    from conversations.services import conversation_get
+def _conversation_evidence(conversation_id: Any) -> tuple[str, list[str]]:
+    """The conversation's transcript and the roots its paths are named relative to."""
+    from conversations.services import conversation_get, conversation_roots
 
     conversation, messages = conversation_get(conversation_id=conversation_id)
-    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
-    git_root, cwd = metadata.get("git_root"), metadata.get("cwd")
-    roots = [git_root] if isinstance(git_root, str) and git_root else []
     transcript = "\n".join(f"{message.role}: {message.content}" for message in messages)
-    return transcript, roots + projects.project_roots([conversation.project_id]), cwd if isinstance(cwd, str) else None
+    return transcript, conversation_roots(conversation)
 
 
 def evidence_for_llm(evidence: dict[str, Any], *, scope: dict[str, Any] | None = None) -> Evidence:
-    """The writer's evidence, with the project's roots: the conversation's (its session's git root,
-    its project's folders), the scope's project's, else the session's working directory. A writer
-    names paths under them relative to them (core.paths.project_path)."""
+    """The writer's evidence, with the project's roots: the conversation's (conversation_roots)
+    and the scope's project's. A writer names paths under them relative to them
+    (core.paths.project_path)."""
     transcripts = list(evidence.get("transcripts", []))
     roots: list[str] = []
-    cwd = None
     if evidence.get("conversation_id"):
-        transcript, roots, cwd = _conversation_evidence(evidence["conversation_id"])
+        transcript, roots = _conversation_evidence(evidence["conversation_id"])
         transcripts.append(transcript)
     if scope is not None:
         roots += projects.project_roots([scope_project(scope)])
-    if not roots and cwd:
-        roots = [cwd]
     return Evidence(evidence.get("session_summary", ""), transcripts, list(evidence.get("artefacts", [])),
                     roots=list(dict.fromkeys(roots)))
 

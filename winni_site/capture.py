@@ -389,17 +389,6 @@ def capture_hook_event(
 RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
-def session_roots(conversation: Conversation | None) -> list[str]:
-    """The folders a session's project lives in, for naming its paths (core.paths.project_path):
-    the git root its hook reported, then its project's known git roots (or folders)."""
-    if conversation is None:
-        return []
-    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
-    reported = metadata.get("git_root")
-    return [*([reported] if isinstance(reported, str) and reported else []),
-            *projects.project_roots([conversation.project_id])]
-
-
 def recall_enabled(project: Project | None) -> bool:
     """Automatic recall is on (WINNI_RECALL_INJECT) and the project has not opted out."""
     return settings.WINNI_RECALL_INJECT and autorecall.project_recall_enabled(project)
@@ -425,7 +414,7 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
             if payload.get("tool_name") not in autorecall.FILE_TOOLS:
                 return ""
             file_path = autorecall.file_named(payload.get("tool_input"), payload.get("cwd"),
-                                              roots=session_roots(conversation))
+                                              roots=conversations.conversation_roots(conversation) if conversation else [])
             if not file_path:
                 return ""
             found = autorecall.context_for_file(file_path=file_path, project=project,

@@ -136,6 +136,17 @@ def conversation_begin(*, session_id: str | None = None, metadata: dict[str, Any
     return conversation
 
 
+def conversation_roots(conversation: Conversation) -> list[str]:
+    """The folders the conversation's project lives in, which its paths are named relative to
+    (core.paths.project_path): the git root its session's hook reported (capture keeps it in the
+    metadata), its project's known git roots or folders, else the session's working directory."""
+    metadata = conversation.metadata if isinstance(conversation.metadata, dict) else {}
+    reported, cwd = metadata.get("git_root"), metadata.get("cwd")
+    roots = [reported] if isinstance(reported, str) and reported else []
+    roots += projects.project_roots([conversation.project_id])
+    return roots or ([cwd] if isinstance(cwd, str) and cwd else [])
+
+
 def conversation_set_project(*, conversation: Conversation, project: Any) -> Conversation:
     """Put a conversation in a project (capture: a session whose project became known late)."""
     in_project = projects.project_for_write(project)
