@@ -1,6 +1,6 @@
 """Record the corpus of real agent traffic in tests/data/traffic/ (docs/capture.md, "The traffic corpus").
 
-    /work/main/.venv/bin/python -m tests.record_traffic [claude] [codex] [gemini] [copilot]
+    /work/main/.venv/bin/python -m tests.record_traffic [claude] [codex] [gemini] [copilot] [windows]
 
 For each agent (all four when none is named) this installs a *recording* hook in a scratch HOME
 (a tiny command that appends its argv and stdin to a JSONL file, registered for every hook event
@@ -24,8 +24,10 @@ dashed project folder names), so the files are stable and still real-shaped: the
 >100 KB tool output is kept whole.
 
 Re-record after upgrading an agent (bump its version in tests/claude_cli.py or tests/agent_cli.py),
-then run tests/test_real_traffic.py. The Windows-shaped variants in tests/data/traffic/windows/
-are derived from this recording by hand (see the README there), not recorded.
+then run tests/test_real_traffic.py. `windows` (run last, included when no agent is named) derives
+tests/data/traffic/windows/: the Claude recording with its paths as Claude Code on Windows writes
+them (C:\\Users\\dev\\shop\\...). It is derived, not recorded (there is no Windows machine here;
+tests/data/traffic/README.md says so).
 """
 from __future__ import annotations
 
@@ -543,8 +545,61 @@ def record_other(agent: str, root: Path) -> None:
     save(OUT / f"{agent}-{PACKAGES[agent][1]}", root, globs)
 
 
+# --- the Windows-shaped variant (derived, not recorded) ----------------------------------------------
+
+WINDOWS_ROOT = "C:\\Users\\dev"
+WINDOWS_DIR = OUT / "windows" / f"claude-{CLAUDE_CODE_VERSION}-windows"
+# The recorded Claude Code events kept in the variant: the decision, the file edits, the later
+# question (not the long outputs, nor the events Winni does not capture).
+WINDOWS_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact", "SessionEnd")
+
+
+def windows_path(text: str) -> str:
+    """/home/dev/... → C:\\Users\\dev\\... (every occurrence), and Claude's dashed project folder
+    -home-dev-shop → C--Users-dev-shop (what Claude Code makes of C:\\Users\\dev\\shop)."""
+    import re
+
+    text = text.replace("-home-dev-", "C--Users-dev-")
+    return re.sub(r"/home/dev((?:/[^\s\"'/:]+)*)", lambda m: WINDOWS_ROOT + m.group(1).replace("/", "\\"), text)
+
+
+def windowsify(value: Any) -> Any:
+    if isinstance(value, str):
+        return windows_path(value)
+    if isinstance(value, list):
+        return [windowsify(v) for v in value]
+    if isinstance(value, dict):
+        return {k: windowsify(v) for k, v in value.items()}
+    return value
+
+
+def derive_windows() -> None:
+    """A Windows-shaped variant of the Claude Code recording: the same events with the paths
+    (cwd, transcript_path, file paths in tool inputs and outputs) as Claude Code on Windows
+    writes them. Derived: there is no Windows machine here (tests/data/traffic/README.md)."""
+    source = OUT / f"claude-{CLAUDE_CODE_VERSION}" / "hooks.jsonl"
+    kept = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        payload = record.get("stdin") or {}
+        if payload.get("hook_event_name") not in WINDOWS_EVENTS:
+            continue
+        if len(line) > 20_000:  # the long outputs: the recording has them
+            continue
+        kept.append(json.dumps({**windowsify(record), "derived": "windows"}, ensure_ascii=False))
+    WINDOWS_DIR.mkdir(parents=True, exist_ok=True)
+    (WINDOWS_DIR / "hooks.jsonl").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    print(f"{WINDOWS_DIR.relative_to(ROOT)}: {len(kept)} events")
+
+
 def main(argv: list[str]) -> None:
-    agents = argv or ["claude", "codex", "gemini", "copilot"]
+    agents = argv or ["claude", "codex", "gemini", "copilot", "windows"]
+    if "windows" in agents:
+        agents.remove("windows")
+        if agents:
+            main(agents)
+        derive_windows()
+        return
     for agent in agents:
         # A short path: the embedded PostgreSQL and the CLIs' sockets dislike long ones.
         root = Path(tempfile.mkdtemp(prefix=f"rec-{agent}-", dir=os.environ.get("WINNI_RECORD_TMP") or "/tmp"))

@@ -52,12 +52,19 @@ class Call:
         return self.body["payload"]["hook_event_name"] if self.body else None
 
 
+# The scratch repository's root commit changes with each recording: a stable stand-in.
+ROOT_COMMIT = "5a0c" + "0" * 36
+
+
 def repository_of(cwd: Any) -> dict[str, Any]:
-    """What the hook reads at `cwd` on the recording machine: the scratch repository `shop`."""
+    """What the hook reads at `cwd` on the recording machine: the scratch repository `shop` (one
+    commit, no remote)."""
     inside = isinstance(cwd, str) and (cwd == PROJECT_ROOT or cwd.startswith(PROJECT_ROOT + "/")
                                        or cwd.lower().startswith(f"{WINDOWS_ROOT}\\shop".lower()))
-    root = (f"{WINDOWS_ROOT}\\shop" if cwd.startswith("C:") else PROJECT_ROOT) if inside else None
-    return {"git_root": root, "remote": None, "root_commit": None}
+    if not inside:
+        return {"git_root": None, "remote": None, "root_commit": None}
+    root = f"{WINDOWS_ROOT}\\shop" if cwd.startswith("C:") else PROJECT_ROOT
+    return {"git_root": root, "remote": None, "root_commit": ROOT_COMMIT}
 
 
 def local_transcript(folder: Path, path: Any, scratch: Path) -> Any:
