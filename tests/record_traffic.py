@@ -525,7 +525,7 @@ def record_other(agent: str, root: Path) -> None:
             for prompt in prompts[1:]:
                 run(binary, ["--resume", "latest", *common, "-p", prompt], cwd=shop, env=env)
             run(binary, ["--session-id", str(uuid.uuid4()), *common, "-p", LATER_PROMPT], cwd=shop, env=env)
-            globs = [".gemini/tmp/*/chats/*"]
+            globs = [".gemini/tmp/*/chats/*", ".gemini/tmp/*/.project_root"]
         else:
             import re
 

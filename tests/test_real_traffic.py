@@ -161,6 +161,8 @@ def test_the_saved_session_files_import_once(folder):
     assert imported.filter(role="tool").exists()
     assert not imported.filter(content__contains=FAKE_SECRET).exists()
     assert imported.filter(role="user", content=LATER_PROMPT).exists()
+    # Each session knows its project (Gemini's chats name their folder in .project_root).
+    assert not Conversation.objects.filter(metadata__source=source, project__isnull=True).exists()
     again = StringIO()
     call_command("import_agent_transcripts", "--agent", agent, "--no-progress", str(folder / "sessions"),
                  stdout=again, stderr=StringIO())
