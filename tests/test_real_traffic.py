@@ -112,6 +112,17 @@ def test_every_hook_call_goes_through_every_stage(folder, api, tmp_path, django_
         if call.event == "PostToolUse" and call.body.get("recall"):
             assert status == 201 and isinstance(answer.get("additional_context"), str)
 
+    # File recall in a later session: the first file-touching call on the invoice module, made again
+    # in a new session, brings back what the first session decided about that file.
+    first_touch = next((c for c, _, _ in answered if c.event == "PostToolUse" and c.body.get("recall")
+                        and "invoice.py" in json.dumps(c.body["payload"].get("tool_input"))), None)
+    if first_touch is not None:
+        again = json.loads(json.dumps(first_touch.body))
+        again["payload"]["session_id"] = "a-later-session"
+        again["event_id"] = "a-later-session-1"
+        answer = api.post("/api/v1/capture/events", again, format="json").json()
+        assert DECISION_WORDS in answer["additional_context"], (first_touch.body["payload"]["tool_input"], answer)
+
     # Automatic recall: the later session's question is answered with the first session's decision.
     later = [answer for call, _, answer in answered
              if call.event == "UserPromptSubmit" and call.body["payload"]["prompt"] == LATER_PROMPT]

@@ -63,6 +63,11 @@ TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024
 TRANSCRIPT_WAIT_SECONDS = 5.0
 
 
+# Gemini CLI's file tools under the names of Claude Code's (which Copilot CLI uses too): the hook
+# asks automatic recall about the file they touch (claude_hook.FILE_TOOLS). The agent's own name
+# is kept (agent_tool_name).
+TOOL_NAMES = {GEMINI: {"read_file": "Read", "write_file": "Write", "replace": "Edit"}}
+
 # The fields normalize reads, in every agent's spelling: the rest of a payload is kept raw.
 READ_FIELDS = {"hook_event_name", "hookEventName", "session_id", "sessionId", "cwd", "transcript_path",
                "transcriptPath"}
@@ -241,6 +246,9 @@ def normalize(agent: str, payload: dict, hint: object = None, state_path: str = 
         event["last_assistant_message"] = _text(reply)
     elif common == "PostToolUse":
         event["tool_name"] = _text(_first(payload, "tool_name", "toolName"))
+        common_name = TOOL_NAMES.get(agent, {}).get(event["tool_name"])
+        if common_name:
+            event["agent_tool_name"], event["tool_name"] = event["tool_name"], common_name
         event["tool_input"] = _maybe_json(_first(payload, "tool_input", "toolArgs", "tool_args"))
         event["tool_response"] = _first(payload, "tool_response", "tool_result", "toolResult")
         tool_use_id = _first(payload, "tool_use_id", "toolUseId", "tool_call_id", "toolCallId")

@@ -237,7 +237,7 @@ def _tool_content(payload: dict[str, Any]) -> str:
 # The payload keys capture_hook_event reads (the common event, agent_dialects.normalize).
 COMMON_KEYS = frozenset({"hook_event_name", "session_id", "cwd", "transcript_path", "agent_event", "source", "prompt",
                          "prompt_field", "last_assistant_message", "tool_name", "tool_input", "tool_response",
-                         "tool_use_id", "unknown_fields"})
+                         "tool_use_id", "agent_tool_name", "unknown_fields"})
 _warned: set[tuple[str, ...]] = set()
 _warned_lock = threading.Lock()
 
@@ -339,6 +339,8 @@ def capture_hook_event(
         _require_str(payload, "tool_name")
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
+        if isinstance(payload.get("agent_tool_name"), str):
+            extra["agent_tool_name"] = payload["agent_tool_name"]
     elif event in CHECKPOINT_EVENTS:
         return _checkpoint(session_id=session_id, event=event, actor=actor, source=source)
     elif event == "SessionStart" and payload.get("source") in RESET_SOURCES:
