@@ -24,17 +24,19 @@ TOP_LEVEL = "(top level)"
 _DRIVE = re.compile(r"^[A-Za-z]:(?:[\\/]|$)")
 # Anything before a NUL is what the operating system would read; control characters are noise.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# How a client escapes a byte that is not UTF-8 (Python's surrogateescape): PostgreSQL stores
+# UTF-8 only, so it is shown as U+FFFD, as a decoder shows such a byte.
+LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _text(path: Any) -> str:
-    """The path as text: bytes decoded (invalid UTF-8 replaced), lone surrogates (undecodable bytes
-    a client escaped) replaced, cut at a NUL, control characters dropped, spaces trimmed."""
+    """The path as text: bytes decoded and lone surrogates (bytes a client could not decode) as
+    U+FFFD, cut at a NUL, control characters dropped, spaces trimmed."""
     if isinstance(path, (bytes, bytearray)):
         path = bytes(path).decode("utf-8", "replace")
     if not isinstance(path, str):
         return ""
-    path = path.split("\x00", 1)[0]
-    path = path.encode("utf-8", "replace").decode("utf-8")
+    path = LONE_SURROGATE.sub("\ufffd", path.split("\x00", 1)[0])
     return _CONTROL.sub("", path).strip()
 
 

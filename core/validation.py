@@ -23,11 +23,16 @@ QUERY_TOO_LONG = "{field} is {size} characters; a search query may have at most 
 
 
 def validate_storable(value: str, *, field: str) -> str:
-    """Text PostgreSQL can store (no NUL) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
+    """Text PostgreSQL can store (no NUL, no lone surrogate) of at most WINNI_MAX_CONTENT_BYTES of UTF-8, else
     InvalidInput / PayloadTooLarge (REST 413), instead of failing inside the INSERT."""
     if "\x00" in value:
         raise InvalidInput(f"{field} must not contain NUL (\\x00) characters", field=field)
-    size = len(value.encode("utf-8"))
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        # A lone surrogate: how a client escapes a byte that is not UTF-8 (a file name's).
+        raise InvalidInput(f"{field} must be Unicode text; it holds a lone surrogate (a byte that is not UTF-8)",
+                           field=field) from None
     if size > settings.WINNI_MAX_CONTENT_BYTES:
         raise PayloadTooLarge(
             f"{field} is {size} bytes; the limit is {settings.WINNI_MAX_CONTENT_BYTES} bytes (WINNI_MAX_CONTENT_BYTES)",

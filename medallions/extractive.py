@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from core.paths import outside_project, path_area, project_path
+from core.paths import LONE_SURROGATE, clean_path, outside_project, path_area, project_path
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
@@ -51,7 +51,7 @@ MAX_AFFORDANCES = 15
 def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
     """One line of at most `limit` characters, storable: no NUL, no lone surrogate (PostgreSQL
     refuses both)."""
-    text = " ".join(text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").split())
+    text = " ".join(LONE_SURROGATE.sub("\ufffd", text.replace("\x00", " ")).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -282,32 +282,42 @@ class ExtractiveLLM:
         ]
 
 
-def _path_text(text: str) -> str:
+# Keys of a tool call whose value is one file's path, whole (spaces included): Claude Code's
+# tool_input.file_path / notebook_path and tool_response.filePath.
+PATH_KEYS = ("file_path", "notebook_path", "filePath")
+
+
+def _path_text(text: str) -> tuple[str, list[str]]:
     """The text with its JSON lines read (a captured tool call is stored as one line of JSON, its
     paths' backslashes escaped): a line's strings instead of the line, or, when the JSON was cut
-    short, the line with its escapes decoded."""
-    lines = []
+    short, the line with its escapes decoded; and the paths its PATH_KEYS name."""
+    lines: list[str] = []
+    named: list[str] = []
     for line in text.splitlines():
         body = line[m.end():] if (m := ROLE_PREFIX.match(line)) else line
         if not body.lstrip().startswith(("{", "[")):
             lines.append(line)
             continue
         try:
-            lines.extend(list(_strings(json.loads(body))))
+            lines.extend(list(_strings(json.loads(body), named)))
         except (ValueError, RecursionError):  # cut short, or nested deeper than Python reads
             lines.append(JSON_ESCAPE.sub(_unescape, body))
-    return "\n".join(lines)
+    return "\n".join(lines), named
 
 
-def _strings(value: Any) -> Iterable[str]:
+def _strings(value: Any, named: list[str]) -> Iterable[str]:
+    """The strings in a JSON value; those under PATH_KEYS go to `named` instead."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
+        for key, item in value.items():
+            if key in PATH_KEYS and isinstance(item, str):
+                named.append(item)
+            else:
+                yield from _strings(item, named)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from _strings(item, named)
 
 
 def _unescape(match: re.Match[str]) -> str:
@@ -319,9 +329,14 @@ def _unescape(match: re.Match[str]) -> str:
 
 def _mentioned_paths(text: str, roots: list[str]) -> Iterable[str]:
     """The paths the text names, as the project knows them (core.paths.project_path); those that
-    name nothing (`/`, a lone drive) are left out."""
-    for match in PATH.finditer(URL.sub(" ", _path_text(text))):
-        path = project_path(match.group(1).rstrip(".,:;"), roots=roots)
+    name nothing (`/`, a lone drive) are left out. A root written out in the text is taken off
+    first, so a root with a space in it (`/Users/me/My Shop`) does not cut its paths in two."""
+    text, named = _path_text(text)
+    for root in sorted({clean_path(root) for root in roots} - {""}, key=len, reverse=True):
+        text = re.sub(r"(?<![\w/.-])" + re.escape(root) + "/", " ", text)
+    found = [match.group(1).rstrip(".,:;") for match in PATH.finditer(URL.sub(" ", text))]
+    for candidate in named + found:
+        path = project_path(candidate, roots=roots)
         if path:
             yield path
 
@@ -329,7 +344,7 @@ def _mentioned_paths(text: str, roots: list[str]) -> Iterable[str]:
 def _storable(text: Any, limit: int) -> str:
     """`text` as a field of at most `limit` characters that PostgreSQL stores (no NUL, no lone
     surrogate), trimmed; unchanged when it already is one."""
-    text = str(text).replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
+    text = LONE_SURROGATE.sub("\ufffd", str(text).replace("\x00", " ")).strip()
     return text if len(text) <= limit else _clip(text, limit)
 
 

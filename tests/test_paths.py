@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from conversations.models import Message
 from core import paths, projects
 from medallions import services as medallions
 from medallions.models import MedallionJob
@@ -34,7 +35,7 @@ BAD_PATHS = [
     ("~/x", "~/x"),
     ("./src/invoice.py", "src/invoice.py"),
     ("../x.py", "../x.py"),
-    ("/home/me/shop/src/caf\udcff.py", "src/caf?.py"),  # undecodable bytes, as JSON escapes them
+    ("/home/me/shop/src/caf\udcff.py", "src/caf\ufffd.py"),  # undecodable bytes, as JSON escapes them
     (b"/home/me/shop/src/caf\xff.py", "src/caf\ufffd.py"),
     ("/home/me/shop/src/caf\ufffd.py", "src/caf\ufffd.py"),
     ("/" + "x" * 5000, ""),  # longer than any file system's path
@@ -263,3 +264,73 @@ def test_the_mcp_checkpoint_names_absolute_paths_in_the_project(mcp_legacy):
     job = mcp_legacy.call("medallion_checkpoint_session", {"scope": SCOPE, "evidence": evidence, "wait_seconds": 30})
     assert job["status"] == "done", job
     assert [s["name"] for s in job["medallion"]["summary"]["subsystems"]] == ["src"]
+
+
+@pytest.mark.django_db
+def test_undecodable_bytes_in_a_sessions_paths_are_captured_and_checkpointed(api, django_capture_on_commit_callbacks):
+    # What a client sends for a folder whose name is not UTF-8 (Python's json escapes the bytes it
+    # read with surrogateescape as lone surrogates): nothing may fail on it, and nothing is lost.
+    root = "/home/me/caf\\udcff"
+    events = [
+        {"hook_event_name": "UserPromptSubmit", "prompt": "fix the totals of caf\\udcff in src/invoice.py"},
+        {"hook_event_name": "PostToolUse", "tool_name": "Read", "tool_input": {"file_path": f"{root}/src/invoice.py"},
+         "tool_response": {"file": {"filePath": f"{root}/src/invoice.py", "content": "x = 1"}}},
+        {"hook_event_name": "PostToolUse", "tool_name": "Write", "tool_input": {"file_path": f"{root}/tests/t\\udcff.py"},
+         "tool_response": {}},
+    ]
+    for fields in events:
+        body = {"payload": {"session_id": SESSION, "cwd": root, **fields}, "repository": {"git_root": root},
+                "recall": True}
+        # Escaped by hand: the test client's own encoder refuses lone surrogates.
+        raw = json.dumps(body).replace("\\\\udcff", "\\udcff")
+        response = api.post("/api/v1/capture/events", raw, content_type="application/json")
+        assert response.status_code == 201, response.content
+        assert "additional_context" in response.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        raw = json.dumps({"payload": {"session_id": SESSION, "cwd": root, "hook_event_name": "SessionEnd"},
+                          "repository": {"git_root": root}}).replace("\\\\udcff", "\\udcff")
+        ended = api.post("/api/v1/capture/events", raw, content_type="application/json").json()
+    job = MedallionJob.objects.get(pk=ended["checkpoint_job_id"])
+    assert job.status == "done", job.error
+    assert set(subsystems(job.medallion)) == {"src", "tests"}
+    assert job.medallion.graph_nodes == [] and job.medallion.tags == [f"repo:{projects.project_list()[0][0].slug}"]
+    prompt = Message.objects.get(conversation__session_id=SESSION, role="user").content
+    assert prompt == "fix the totals of caf\ufffd in src/invoice.py"
+
+
+@pytest.mark.django_db
+def test_an_imported_transcript_with_undecodable_bytes_checkpoints(django_capture_on_commit_callbacks):
+    from winni_site import capture
+
+    root = "/home/me/caf\\udcff"
+    lines = [json.dumps({"type": kind, "uuid": f"u-{n}", "sessionId": "imported", "cwd": root,
+                         "timestamp": f"2026-11-28T09:0{n}:00Z", "message": {"content": content}})
+             .replace("\\\\udcff", "\\udcff")
+             for n, (kind, content) in enumerate([
+                 ("user", "the totals of caf\\udcff are wrong"),
+                 ("assistant", [{"type": "tool_use", "id": "t1", "name": "Edit",
+                                 "input": {"file_path": f"{root}/src/invoice.py"}}]),
+             ])]
+    stats = capture.transcript_import_lines(lines)
+    assert (stats.added, stats.rejected, stats.malformed) == (2, 0, 0)
+    conversation = Message.objects.filter(conversation__session_id="imported").first().conversation
+    assert conversation.metadata["cwd"] == "/home/me/caf\ufffd"
+    medallion = medallions.checkpoint_session(scope={"graph_nodes": ["imported"], "tags": []},
+                                              evidence={"conversation_id": str(conversation.id)})
+    assert set(subsystems(medallion)) == {"src"}
+
+
+@pytest.mark.django_db
+def test_a_path_with_spaces_stays_one_path():
+    projects.project_create(name="my shop", path="/Users/me/My Shop")
+    transcript = "\n".join([
+        tool("Read", {"file_path": "/Users/me/My Shop/src/app core.py"}),
+        "assistant: the fix is in /Users/me/My Shop/tests/test_app.py now",
+        tool("Read", {"file_path": "/Users/me/Application Support/tool/config.json"}),
+    ])
+    medallion = medallions.checkpoint_session(scope={"graph_nodes": [], "tags": ["repo:my-shop"]},
+                                              evidence={"transcripts": [transcript]})
+    assert set(subsystems(medallion)) == {"src", "tests"}
+    points = medallion.document()["affordances"]["recommended_entry_points"]
+    assert {"src/app core.py", "tests/test_app.py", "/Users/me/Application Support/tool/config.json"} <= set(points)
+    assert not [p for p in points if "My" in p]

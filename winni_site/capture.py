@@ -65,6 +65,12 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
     return value
 
 
+def storable(value: Any) -> Any:
+    """A string with its lone surrogates as U+FFFD (anything else as it is): capture keeps a
+    prompt or a folder whose name holds bytes that are not UTF-8 rather than fail on it."""
+    return paths.LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+
+
 def cap_text(text: str, limit: int) -> str:
     """Cut text to `limit` characters, saying how much was dropped. A cut of redacted text stays
     marked as redacted (a prefix of text without secrets holds none), so the store does not scan
@@ -117,6 +123,7 @@ def _valid_identity_parts(values: dict[str, Any]) -> dict[str, Any]:
     it cannot use (a relative cwd, an unreadable remote) rather than lose the prompt."""
     kept = {}
     for name, value in values.items():
+        value = storable(value)
         try:
             projects.Identity.of(**{name: value})
         except InvalidInput:
@@ -174,6 +181,7 @@ def store_in_session(
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
     if isinstance(content, str) and "\x00" in content:
         content = content.replace("\x00", "\ufffd")
+    content = storable(content)
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
@@ -223,7 +231,9 @@ def capped_tool_text(body: Any) -> str:
     while it is whole (a secret cut in half by the limit may no longer be recognised), then cut to
     WINNI_CAPTURE_TOOL_MAX_CHARS."""
     clean = redact_json(json.loads(json.dumps(body, ensure_ascii=False, default=str)), field="content", named=True)
-    return cap_text(Redacted(json.dumps(clean, ensure_ascii=False)), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
+    # A lone surrogate (core.paths.LONE_SURROGATE) stays what the client sent: a JSON escape.
+    text = paths.LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", json.dumps(clean, ensure_ascii=False))
+    return cap_text(Redacted(text), settings.WINNI_CAPTURE_TOOL_MAX_CHARS)
 
 
 def _tool_content(payload: dict[str, Any]) -> str:
@@ -362,9 +372,9 @@ def capture_hook_event(
     # Windows one too (projects know POSIX paths only).
     git_root = paths.clean_path(repository.get("git_root")) if isinstance(repository, dict) else ""
     session_metadata = {
-        "cwd": payload.get("cwd"),
-        "git_branch": git_branch,
-        "transcript_path": payload.get("transcript_path"),
+        "cwd": storable(payload.get("cwd")),
+        "git_branch": storable(git_branch),
+        "transcript_path": storable(payload.get("transcript_path")),
         **({"git_root": git_root} if git_root else {}),
     }
 
@@ -422,7 +432,7 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
         else:
-            found = autorecall.context_for_prompt(prompt=recall_prompt(payload), project=project,
+            found = autorecall.context_for_prompt(prompt=storable(recall_prompt(payload)), project=project,
                                                   session_id=payload.get("session_id"), trigger="prompt",
                                                   message_id=message_id)
     except ApplicationError as exc:
@@ -463,8 +473,8 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
         return result, hook_recall(payload=payload, result=result)
     found = None
     try:
-        found = autorecall.context_for_prompt(prompt=recall_prompt(payload), project=early, record=False,
-                                              session_id=payload.get("session_id"), trigger="prompt")
+        found = autorecall.context_for_prompt(prompt=storable(recall_prompt(payload)), project=early,
+                                              record=False, session_id=payload.get("session_id"), trigger="prompt")
     except ApplicationError as exc:  # refused (too large): nothing is injected
         _recall_refused(payload, exc)
     try:
@@ -655,9 +665,9 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
         "is_sidechain": bool(line.get("isSidechain")),
     }
     session_metadata = {
-        "cwd": line.get("cwd"),
-        "git_branch": line.get("gitBranch"),
-        "transcript_path": transcript_path,
+        "cwd": storable(line.get("cwd")),
+        "git_branch": storable(line.get("gitBranch")),
+        "transcript_path": storable(transcript_path),
         "claude_code_version": line.get("version"),
     }
     return [
@@ -735,7 +745,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
                 conversations.message_store(
                     conversation_id=conversation.id,
                     role=item.role,
-                    content=item.content.replace("\x00", "\ufffd") if "\x00" in item.content else item.content,
+                    content=storable(item.content.replace("\x00", "\ufffd")),
                     metadata={**item.metadata, "capture_key": item.key},
                     created_at=item.created_at,
                 )
