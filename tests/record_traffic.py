@@ -222,16 +222,29 @@ def save_jsonl_text(text: str, root: Path, target: Path) -> None:
     target.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")
 
 
+def snapshot(root: Path, session_globs: list[str]) -> None:
+    """Copy the session files as they are now into root/.record/keep/ (an agent may remove a file
+    later: Gemini CLI rewrites a resumed chat under a new name and deletes the old one)."""
+    for pattern in session_globs:
+        for path in root.glob(pattern):
+            if path.is_file():
+                target = root / ".record" / "keep" / path.relative_to(root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(path, target)
+
+
 def save(agent_dir: Path, root: Path, session_globs: list[str]) -> None:
     if agent_dir.exists():
         shutil.rmtree(agent_dir)
     agent_dir.mkdir(parents=True)
     save_jsonl_text((root / ".record" / "hooks.jsonl").read_text(encoding="utf-8"), root, agent_dir / "hooks.jsonl")
+    snapshot(root, session_globs)
+    kept = root / ".record" / "keep"
     for pattern in session_globs:
-        for path in sorted(root.glob(pattern)):
+        for path in sorted(kept.glob(pattern)):
             if not path.is_file():
                 continue
-            relative = Path(stable(str(path.relative_to(root)), root))
+            relative = Path(stable(str(path.relative_to(kept)), root))
             target = agent_dir / "sessions" / relative
             text = path.read_text(encoding="utf-8", errors="surrogateescape")
             if path.suffix == ".jsonl":
@@ -521,11 +534,13 @@ def record_other(agent: str, root: Path) -> None:
             env = base_env(root, GEMINI_API_KEY="fake", GOOGLE_GEMINI_BASE_URL=fake.url,
                            GEMINI_CLI_TRUST_WORKSPACE="true")
             common = ["-m", "gemini-fake", "--approval-mode", "yolo"]
+            globs = [".gemini/tmp/*/chats/*", ".gemini/tmp/*/.project_root"]
             run(binary, ["--session-id", str(uuid.uuid4()), *common, "-p", prompts[0]], cwd=shop, env=env)
+            snapshot(root, globs)
             for prompt in prompts[1:]:
                 run(binary, ["--resume", "latest", *common, "-p", prompt], cwd=shop, env=env)
+                snapshot(root, globs)
             run(binary, ["--session-id", str(uuid.uuid4()), *common, "-p", LATER_PROMPT], cwd=shop, env=env)
-            globs = [".gemini/tmp/*/chats/*", ".gemini/tmp/*/.project_root"]
         else:
             import re
 

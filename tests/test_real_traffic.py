@@ -79,6 +79,14 @@ def test_every_hook_call_goes_through_every_stage(folder, api, tmp_path, django_
             assert stored.split(" with the token")[0] == prompt["prompt"].split(" with the token")[0]
         else:
             assert stored == prompt["prompt"]
+    # A tool output over 100 KB (Claude Code's Write of a long file, Gemini's shell output) is
+    # stored cut to WINNI_CAPTURE_TOOL_MAX_CHARS, saying so.
+    from django.conf import settings
+
+    if max(len(json.dumps(p)) for p in tools or [{}]) > 100_000:
+        longest = max(messages.filter(role="tool").values_list("content", flat=True), key=len)
+        assert "[truncated by Winni:" in longest
+        assert len(longest) < settings.WINNI_CAPTURE_TOOL_MAX_CHARS + 100
     for conversation in Conversation.objects.filter(metadata__source=source):
         turns = list(conversation.messages.order_by("turn_number").values_list("turn_number", flat=True))
         assert turns == list(range(1, len(turns) + 1))
