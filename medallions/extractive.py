@@ -207,7 +207,7 @@ class ExtractiveLLM:
                 "priority": priority,
             })
 
-        paths = Counter(_mentioned_paths(all_text, evidence.roots))
+        paths = _mentioned_paths(all_text, evidence.roots)
         entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
         commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
         dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
@@ -327,18 +327,21 @@ def _unescape(match: re.Match[str]) -> str:
     return {"n": "\n", "t": " ", "r": " ", "b": " ", "f": " "}.get(escape[1], escape[1])
 
 
-def _mentioned_paths(text: str, roots: list[str]) -> Iterable[str]:
+def _mentioned_paths(text: str, roots: list[str]) -> Counter[str]:
     """The paths the text names, as the project knows them (core.paths.project_path); those that
     name nothing (`/`, a lone drive) are left out. A root written out in the text is taken off
     first, so a root with a space in it (`/Users/me/My Shop`) does not cut its paths in two."""
     text, named = _path_text(text)
     for root in sorted({clean_path(root) for root in roots} - {""}, key=len, reverse=True):
         text = re.sub(r"(?<![\w/.-])" + re.escape(root) + "/", " ", text)
-    found = [match.group(1).rstrip(".,:;") for match in PATH.finditer(URL.sub(" ", text))]
-    for candidate in named + found:
+    found = Counter(named + [match.group(1).rstrip(".,:;") for match in PATH.finditer(URL.sub(" ", text))])
+    paths: Counter[str] = Counter()
+    # Each distinct spelling is read once (a session names the same files again and again).
+    for candidate, count in found.items():
         path = project_path(candidate, roots=roots)
         if path:
-            yield path
+            paths[path] += count
+    return paths
 
 
 def _storable(text: Any, limit: int) -> str:
