@@ -97,6 +97,8 @@ def test_every_hook_call_goes_through_every_stage(folder, api, tmp_path, django_
     # Scrubbing: the token planted in a prompt (and in a command's output) is stored nowhere.
     assert any(FAKE_SECRET in json.dumps(c.body) for c, _, _ in answered), "the recording lost the planted token"
     assert not Message.objects.filter(content__contains=FAKE_SECRET).exists()
+    # Nor in the raw fields kept with the messages (Gemini's AfterAgent repeats the prompt).
+    assert not Message.objects.filter(metadata__icontains=FAKE_SECRET).exists()
     assert not Conversation.objects.filter(metadata__icontains=FAKE_SECRET).exists()
 
     # The checkpoint each SessionEnd/PreCompact queued ended done, with named subsystems.
