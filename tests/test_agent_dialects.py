@@ -73,10 +73,12 @@ def test_documented_payloads_map_to_the_common_events(name, tmp_path):
     assert tool["tool_name"] in ("Bash", "list_directory", "bash")
     assert isinstance(tool["tool_input"], dict)  # Copilot's JSON string arguments are parsed
     assert "README.md" in json.dumps(tool["tool_response"])
-    # Unknown fields (turn_id, model, timestamp, mcp_context, ...) are not carried over.
+    # Unknown fields (turn_id, model, timestamp, mcp_context, ...) ride along raw, set apart.
     assert all(set(e) <= {"hook_event_name", "session_id", "cwd", "transcript_path", "agent_event", "source",
                           "prompt", "last_assistant_message", "tool_name", "tool_input", "tool_response",
-                          "tool_use_id"} for e in events if e)
+                          "tool_use_id", "unknown_fields"} for e in events if e)
+    assert all(not set(e.get("unknown_fields", {})) & {"session_id", "sessionId", "cwd"}
+               for e in events if e)
     # The checkpoint events: PreCompact for all, SessionEnd where the agent has one.
     tail = [e["hook_event_name"] for e in events[5:] if e]
     assert tail in (["PreCompact"], ["PreCompact", "SessionEnd"], ["SessionEnd"])

@@ -1,6 +1,7 @@
 """`manage.py import_claude_transcripts` against a real Claude Code 2.1.197 transcript (made by
 tests/test_capture_claude_code.py) and hand-broken copies of it."""
 import json
+import shutil
 from io import StringIO
 
 import pytest
@@ -43,10 +44,13 @@ def test_a_real_transcript_becomes_one_conversation_in_order():
     assert conversation.messages.order_by("turn_number").first().created_at.isoformat()[:19] == first_line["timestamp"][:19]
 
 
-def test_reimport_adds_nothing():
+def test_reimport_adds_nothing(tmp_path):
     run(SAMPLE)
     count = Message.objects.count()
-    summary = run(SAMPLE, SAMPLE.parent)
+    # A folder holding it (tests/data holds other agents' files too: tests/data/traffic).
+    (tmp_path / "projects").mkdir()
+    shutil.copy(SAMPLE, tmp_path / "projects" / SAMPLE.name)
+    summary = run(SAMPLE, tmp_path / "projects")
     assert "0 message(s) added" in summary and f"{2 * count} already present" in summary
     assert Message.objects.count() == count and Conversation.objects.count() == 1
 

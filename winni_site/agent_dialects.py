@@ -8,8 +8,11 @@ session_id, cwd, prompt, last_assistant_message, tool_name/tool_input/tool_respo
 `context_output` formats text for the agent to add to its context (SessionStart, and the prompt-time
 context where the agent supports it) the way that agent reads its hook's stdout.
 
-Unknown fields are ignored. An event Winni does not capture gives None; a payload that is not an
-event at all raises Unreadable (the hook logs it and never fails the agent)."""
+A newer agent's payload is captured as far as it is understood: fields normalize does not read are
+kept raw in `unknown_fields` (each value cut to UNKNOWN_VALUE_CHARS), and a prompt that moved to
+a new field or into a nested structure is still found (find_prompt). An event Winni does not
+capture gives None; a payload that is not an event at all raises Unreadable (the hook logs it and
+never fails the agent)."""
 import json
 import os
 import time
@@ -60,6 +63,34 @@ TRANSCRIPT_TAIL_BYTES = 2 * 1024 * 1024
 TRANSCRIPT_WAIT_SECONDS = 5.0
 
 
+# Gemini CLI's file tools under the names of Claude Code's (which Copilot CLI uses too): the hook
+# asks automatic recall about the file they touch (claude_hook.FILE_TOOLS). The agent's own name
+# is kept (agent_tool_name).
+TOOL_NAMES = {GEMINI: {"read_file": "Read", "write_file": "Write", "replace": "Edit"}}
+
+# The fields normalize reads, in every agent's spelling: the rest of a payload is kept raw.
+READ_FIELDS = {"hook_event_name", "hookEventName", "session_id", "sessionId", "cwd", "transcript_path",
+               "transcriptPath"}
+EVENT_FIELDS = {
+    "SessionStart": {"source"},
+    "UserPromptSubmit": {"prompt"},
+    "Stop": {"last_assistant_message", "prompt_response", "response"},
+    "PostToolUse": {"tool_name", "toolName", "tool_input", "toolArgs", "tool_args", "tool_response", "tool_result",
+                    "toolResult", "tool_use_id", "toolUseId", "tool_call_id", "toolCallId"},
+}
+# Unknown fields ride along with the event (one hook request): each value is cut to this many
+# characters of JSON, and fields past UNKNOWN_TOTAL_CHARS are named but not kept.
+UNKNOWN_VALUE_CHARS = 2000
+UNKNOWN_TOTAL_CHARS = 8000
+# Where a newer agent may put the prompt's text, and the keys that hold text inside a structure
+# ({"prompt": {"text": ...}}, {"message": {"content": [{"type": "text", "text": ...}]}}).
+PROMPT_FIELDS = ("prompt", "user_prompt", "userPrompt", "input", "message", "text", "query", "content")
+TEXT_KEYS = ("text", "content", "prompt", "value", "message", "parts")
+# An event of an unknown name is taken as a prompt only for these fields (Claude Code's
+# Notification, say, has a `message` that is not the user's).
+UNKNOWN_EVENT_PROMPT_FIELDS = ("prompt", "user_prompt", "userPrompt")
+
+
 class Unreadable(ValueError):
     """The payload is not a hook event of that agent (not JSON, not an object, no session id)."""
 
@@ -83,6 +114,58 @@ def _maybe_json(value: object) -> object:
         except ValueError:
             return value
     return value
+
+
+def prompt_text(value: object, depth: int = 0) -> object:
+    """The text a prompt value holds: the string itself, or the text parts of a structure (joined
+    by line breaks); None when it holds no text."""
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if depth > 6:
+        return None
+    if isinstance(value, list):
+        texts = [text for text in (prompt_text(item, depth + 1) for item in value) if text]
+        return "\n".join(texts) if texts else None
+    if isinstance(value, dict):
+        for key in TEXT_KEYS:
+            if key in value:
+                found = prompt_text(value[key], depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def find_prompt(payload: dict) -> tuple:
+    """(the prompt's text, the field it was found in) for a payload whose `prompt` is not a plain
+    string: a structure under `prompt`, or a newer field name (PROMPT_FIELDS). (None, None) when
+    no field holds text."""
+    for name in PROMPT_FIELDS:
+        if name in payload:
+            found = prompt_text(payload[name])
+            if found:
+                return found, name
+    return None, None
+
+
+def unknown_fields(payload: dict, common: str) -> dict:
+    """The payload's fields that normalize does not read for the `common` event, raw (each cut
+    to UNKNOWN_VALUE_CHARS characters of JSON; past UNKNOWN_TOTAL_CHARS only named, under "…")."""
+    known = READ_FIELDS | EVENT_FIELDS.get(common, set())
+    kept: dict = {}
+    total = 0
+    for key, value in payload.items():
+        if key in known:
+            continue
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) > UNKNOWN_VALUE_CHARS:
+            value = text[:UNKNOWN_VALUE_CHARS] + f"… [{len(text) - UNKNOWN_VALUE_CHARS} more characters]"
+            text = json.dumps(value, ensure_ascii=False)
+        if total + len(text) > UNKNOWN_TOTAL_CHARS:
+            kept.setdefault("…", []).append(str(key)[:100])
+            continue
+        kept[key] = value
+        total += len(text)
+    return kept
 
 
 def parse(raw: str) -> dict:
@@ -113,8 +196,17 @@ def normalize(agent: str, payload: dict, hint: object = None, state_path: str = 
     if not isinstance(name, str):
         raise Unreadable("no hook_event_name (and no --event)")
     common = EVENTS[agent].get(name)
+    if common is None and isinstance(hint, str) and hint in EVENTS[agent]:
+        # The hook was installed for `hint` (--event): that is the event, whatever it is called now.
+        common = EVENTS[agent][hint]
+    unknown_event_prompt = None
     if common is None:
-        return None
+        # An event name this version does not know (a newer agent's): nothing Winni stores, unless
+        # it carries a prompt, which is never lost: it is captured as a prompt.
+        found, field = find_prompt({key: payload[key] for key in UNKNOWN_EVENT_PROMPT_FIELDS if key in payload})
+        if found is None:
+            return None
+        common, unknown_event_prompt = "UserPromptSubmit", f"{field} of event {name}"[:100]
     session_id = _first(payload, "session_id", "sessionId")
     if not isinstance(session_id, str) or not session_id:
         raise Unreadable("no session_id")
@@ -130,11 +222,22 @@ def normalize(agent: str, payload: dict, hint: object = None, state_path: str = 
         source = _first(payload, "source")
         event["source"] = source if source in SESSION_START_SOURCES else "startup"
     elif common == "UserPromptSubmit":
-        event["prompt"] = _text(_first(payload, "prompt"))
-        if agent == GEMINI and event["prompt"]:
+        prompt = _first(payload, "prompt")
+        if unknown_event_prompt:
+            prompt, _ = find_prompt({key: payload[key] for key in UNKNOWN_EVENT_PROMPT_FIELDS if key in payload})
+            event["prompt_field"] = unknown_event_prompt
+        elif not (isinstance(prompt, str) and prompt.strip()):
+            # A newer shape: the text in a structure or another field (the server warns about it).
+            found, field = find_prompt(payload)
+            if found is not None:
+                prompt = found
+                event["prompt_field"] = field
+        # A prompt of a shape with no text at all goes as it is: the server keeps it raw.
+        event["prompt"] = prompt
+        if agent == GEMINI and isinstance(event["prompt"], str):
             event["prompt"] = strip_hook_context(event["prompt"])
         if agent == COPILOT:
-            remember_prompt(state_path, session_id, event["prompt"])
+            remember_prompt(state_path, session_id, _text(event["prompt"]))
     elif common == "Stop":
         reply = _first(payload, "last_assistant_message", "prompt_response", "response")
         if reply is None and event["transcript_path"]:
@@ -143,11 +246,17 @@ def normalize(agent: str, payload: dict, hint: object = None, state_path: str = 
         event["last_assistant_message"] = _text(reply)
     elif common == "PostToolUse":
         event["tool_name"] = _text(_first(payload, "tool_name", "toolName"))
+        common_name = TOOL_NAMES.get(agent, {}).get(event["tool_name"])
+        if common_name:
+            event["agent_tool_name"], event["tool_name"] = event["tool_name"], common_name
         event["tool_input"] = _maybe_json(_first(payload, "tool_input", "toolArgs", "tool_args"))
         event["tool_response"] = _first(payload, "tool_response", "tool_result", "toolResult")
         tool_use_id = _first(payload, "tool_use_id", "toolUseId", "tool_call_id", "toolCallId")
         if tool_use_id is not None:
             event["tool_use_id"] = str(tool_use_id)
+    unknown = unknown_fields(payload, common)
+    if unknown:
+        event["unknown_fields"] = unknown
     return event
 
 

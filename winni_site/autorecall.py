@@ -768,7 +768,8 @@ def file_named(tool_input: Any, cwd: Any = None, roots: Any = ()) -> str:
     root (`roots`, else `cwd`) when inside it, else as given (core.paths.project_path); "" when none."""
     if not isinstance(tool_input, dict):
         return ""
-    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    # Claude Code and Gemini CLI name it file_path (NotebookEdit notebook_path), Copilot CLI path.
+    path = tool_input.get("file_path") or tool_input.get("notebook_path") or tool_input.get("path")
     return paths.project_path(path, roots=roots, cwd=cwd)
 
 

@@ -11,7 +11,9 @@ import contextvars
 import fnmatch
 import hashlib
 import json
+import logging
 import os
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Callable
@@ -41,6 +43,9 @@ SESSION_START_SOURCES = ("startup", "resume", "clear", "compact")
 # A session started from these no longer holds what automatic recall added: it may be added again.
 RESET_SOURCES = ("compact", "clear")
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
+
+
+log = logging.getLogger("winni.capture")
 
 
 @dataclass(frozen=True)
@@ -240,6 +245,65 @@ def _tool_content(payload: dict[str, Any]) -> str:
     })
 
 
+# The payload keys capture_hook_event reads (the common event, agent_dialects.normalize).
+COMMON_KEYS = frozenset({"hook_event_name", "session_id", "cwd", "transcript_path", "agent_event", "source", "prompt",
+                         "prompt_field", "last_assistant_message", "tool_name", "tool_input", "tool_response",
+                         "tool_use_id", "agent_tool_name", "unknown_fields"})
+_warned: set[tuple[str, ...]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(*key: str, message: str) -> None:
+    """Log `message` as a warning the first time this process meets `key` (a new payload shape
+    is worth one line in the log, not one per event)."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    log.warning(message)
+
+
+def hook_fields(payload: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a hook payload capture does not read, kept raw with the message (secrets
+    redacted): what the hook program set aside (`unknown_fields`), or, for a payload posted as the
+    agent wrote it (hooks of type http), its own unknown keys."""
+    fields = payload.get("unknown_fields")
+    if not isinstance(fields, dict):
+        event = payload.get("hook_event_name") if isinstance(payload.get("hook_event_name"), str) else ""
+        fields = agent_dialects.unknown_fields(
+            {k: v for k, v in payload.items() if k not in COMMON_KEYS}, event)
+    return redact_json(json.loads(json.dumps(fields, ensure_ascii=False, default=str)), field="metadata") \
+        if fields else {}
+
+
+def prompt_content(payload: dict[str, Any], agent: str) -> tuple[str, dict[str, Any]]:
+    """The text of a UserPromptSubmit and what the message's metadata says about its shape. A
+    prompt of a newer shape is never lost: its text is found in a structure or another field
+    (agent_dialects.find_prompt), else the prompt value is kept raw, as JSON; each new shape is
+    warned about once. Only an event with no prompt at all (or a blank one) is refused."""
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        field = payload.get("prompt_field")
+        if not isinstance(field, str) or not field:
+            return prompt, {}
+        shape = field[:40]
+    else:
+        unknown = payload.get("unknown_fields") if isinstance(payload.get("unknown_fields"), dict) else {}
+        found, where = agent_dialects.find_prompt({**unknown, **{k: v for k, v in payload.items()
+                                                                  if k not in COMMON_KEYS}, "prompt": prompt})
+        if found is not None:
+            prompt, shape = found, where
+        elif prompt is not None and not isinstance(prompt, str):
+            prompt, shape = json.dumps(prompt, ensure_ascii=False, default=str), "raw"
+        else:
+            return _require_str(payload, "prompt"), {}
+    warn_once(agent, "UserPromptSubmit", shape, message=(
+        f"capture: a {agent} UserPromptSubmit of a shape Winni does not know: the prompt was "
+        + ("kept raw, as JSON" if shape == "raw" else f"read from payload.{shape}")
+        + " (a newer agent version? docs/capture.md)"))
+    return prompt, {"prompt_shape": shape}
+
+
 def capture_hook_event(
     *,
     payload: Any,
@@ -275,7 +339,8 @@ def capture_hook_event(
         with storage_op("capture.hook_event", hook_event=event, stored=False, excluded=True):
             return CaptureResult(stored=False, reason=EXCLUDED)
     if event == "UserPromptSubmit":
-        role, content, extra = "user", _require_str(payload, "prompt"), {}
+        content, extra = prompt_content(payload, agent)
+        role = "user"
     elif event == "Stop":
         reply = payload.get("last_assistant_message")
         if not isinstance(reply, str) or not reply.strip():
@@ -285,6 +350,8 @@ def capture_hook_event(
         _require_str(payload, "tool_name")
         role, content = "tool", _tool_content(payload)
         extra = {"tool_name": payload["tool_name"], "tool_use_id": payload.get("tool_use_id")}
+        if isinstance(payload.get("agent_tool_name"), str):
+            extra["agent_tool_name"] = payload["agent_tool_name"]
     elif event in CHECKPOINT_EVENTS:
         return _checkpoint(session_id=session_id, event=event, actor=actor, source=source)
     elif event == "SessionStart" and payload.get("source") in RESET_SOURCES:
@@ -297,6 +364,9 @@ def capture_hook_event(
             f"payload.hook_event_name must be one of {', '.join(HOOK_EVENTS)}, got {event[:40]!r}",
             field="payload.hook_event_name",
         )
+    fields = hook_fields(payload)
+    if fields:
+        extra["hook_fields"] = fields
     if repository is not None:
         session_identity(cwd=payload.get("cwd"), repository=repository)  # a malformed one is refused now
     # The git root the hook read is what the session's paths are named relative to (core.paths), a
@@ -363,13 +433,22 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
             found = autorecall.context_for_file(file_path=file_path, project=project,
                                                 session_id=payload.get("session_id"), message_id=message_id)
         else:
-            found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=project,
+            found = autorecall.context_for_prompt(prompt=storable(recall_prompt(payload)), project=project,
                                                   session_id=payload.get("session_id"), trigger="prompt",
                                                   message_id=message_id)
     except ApplicationError as exc:
         _recall_refused(payload, exc)
         return ""
     return found["text"]
+
+
+def recall_prompt(payload: dict[str, Any]) -> Any:
+    """The prompt automatic recall answers: its text, also when it came in a newer shape."""
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str) and prompt.strip():
+        return prompt
+    found, _ = agent_dialects.find_prompt({k: v for k, v in payload.items() if k not in COMMON_KEYS or k == "prompt"})
+    return found if found is not None else prompt
 
 
 def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple[CaptureResult, str]:
@@ -395,8 +474,8 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
         return result, hook_recall(payload=payload, result=result)
     found = None
     try:
-        found = autorecall.context_for_prompt(prompt=storable(payload.get("prompt")), project=early, record=False,
-                                              session_id=payload.get("session_id"), trigger="prompt")
+        found = autorecall.context_for_prompt(prompt=storable(recall_prompt(payload)), project=early,
+                                              record=False, session_id=payload.get("session_id"), trigger="prompt")
     except ApplicationError as exc:  # refused (too large): nothing is injected
         _recall_refused(payload, exc)
     try:

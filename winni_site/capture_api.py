@@ -43,8 +43,12 @@ def _event(name: str, required: tuple[str, ...] = (), **properties: Any) -> dict
 PAYLOAD_SCHEMA = {
     "description": "the hook's stdin, unchanged",
     "oneOf": [
-        # NUL in a prompt is kept as U+FFFD (capture never loses a prompt).
-        _event("UserPromptSubmit", ("prompt",), prompt={"type": "string", "pattern": "\\S", "x-allows-nul": True}),
+        # NUL in a prompt is kept as U+FFFD (capture never loses a prompt). A prompt of a newer shape
+        # (a structure) is stored as the text it holds, else as its JSON (docs/capture.md).
+        _event("UserPromptSubmit", ("prompt",), prompt={"anyOf": [
+            {"type": "string", "pattern": "\\S", "x-allows-nul": True},
+            {"type": "object", "description": "a newer shape: the text inside is stored, else the JSON"},
+            {"type": "array", "items": {}}, {"type": "number"}, {"type": "boolean"}]}),
         _event("Stop", last_assistant_message={"nullable": True, "description": "the reply (blank: nothing stored)"}),
         _event("PostToolUse", ("tool_name",), tool_name=TEXT, tool_input=ANY_JSON, tool_response=ANY_JSON,
                tool_use_id={"nullable": True}),
