@@ -86,6 +86,11 @@ def _inside(path: str, root: str) -> str | None:
     return None
 
 
+def windows_absolute(path: str) -> bool:
+    """A Windows path from a drive or a share (`C:\\Users\\me`, `C:/Users/me`, `\\\\server\\share`)."""
+    return bool(_DRIVE.match(path) or _UNC.match(path))
+
+
 def _absolute(path: str) -> bool:
     return path.startswith("/") or bool(_DRIVE.match(path))
 

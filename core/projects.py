@@ -29,7 +29,7 @@ from django.db.models import BooleanField, Count, Q, QuerySet, Value
 from django.utils import timezone
 from django.utils.text import slugify
 
-from core import access
+from core import access, paths
 from core.errors import ApplicationError, Conflict, Forbidden, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import STRONG_KINDS, KeyKind, Project, ProjectKey
@@ -315,12 +315,16 @@ def normalise_remote(url: Any, *, field: str = "remote") -> str | None:
 
 
 def normalise_path(value: Any, *, field: str) -> str | None:
-    """An absolute POSIX path without trailing slash or `..` (None for an empty value)."""
+    """An absolute path without trailing slash or `..` (None for an empty value): POSIX, or a
+    Windows one from a drive or share in one spelling (`C:/Users/me/shop`: core.paths.clean_path),
+    so a Windows repository is known by its folder too."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str) or len(value) > VALUE_MAX or "\x00" in value:
         raise InvalidInput(f"{field} must be a path of at most {VALUE_MAX} characters", field=field)
     path = value.strip()
+    if paths.windows_absolute(path):
+        return paths.clean_path(path) or None
     if not path.startswith("/"):
         raise InvalidInput(f"{field} must be an absolute path, got {path[:100]!r}", field=field)
     return posixpath.normpath(path).replace("//", "/")
@@ -329,7 +333,8 @@ def normalise_path(value: Any, *, field: str) -> str | None:
 def _ancestors(path: str) -> list[str]:
     """The path and every folder above it, nearest first ("/" excluded: it is nobody's git root)."""
     found = []
-    while path not in ("/", ""):
+    # A drive (`C:`) or a share's root (`//server`'s parent) is nobody's git root either.
+    while path not in ("/", "") and posixpath.basename(path) and not re.fullmatch(r"[A-Za-z]:", path):
         found.append(path)
         path = posixpath.dirname(path)
     return found

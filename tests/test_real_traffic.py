@@ -153,9 +153,6 @@ def test_every_hook_call_goes_through_every_stage(folder, api, tmp_path, django_
 
 
 @pytest.mark.django_db
-@pytest.mark.xfail(strict=True, reason="core.projects.normalise_path knows POSIX paths only: a Windows git root "
-                                       "and cwd are dropped from the identity, so the project of a Windows "
-                                       "repository is named 'project' (with a root commit) or there is none")
 @pytest.mark.parametrize("root_commit", ["5a0c" + "0" * 36, None])
 def test_a_windows_repository_is_named_after_its_folder(api, tmp_path, root_commit):
     windows = next(f for f in FOLDERS if "windows" in f.name)
