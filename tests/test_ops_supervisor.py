@@ -123,7 +123,7 @@ def _assert_calm(console: str, port: int) -> None:
     """Issue #24 item 10: the start says what runs and how to connect; no Celery banner, no root
     warning, no JSON log lines (they are in the log file)."""
     assert console.count("First run: admin login 'admin'") == 1
-    assert f"claude mcp add --transport http winni http://127.0.0.1:{port}/mcp" in console
+    assert f"claude mcp add --scope user --transport http winni http://127.0.0.1:{port}/mcp" in console
     assert "postgres, redis, web, worker, beat" in console
     for noise in ("-------------- ", "SecurityWarning", "celery beat v", '{"ts"', "INFO:", "Uvicorn running"):
         assert noise not in console, noise

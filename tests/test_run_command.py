@@ -63,7 +63,7 @@ def test_run_starts_everything_and_ctrl_c_leaves_nothing_behind():
         output = first.communicate(timeout=60)[0]
         assert first.returncode == 0, output
         assert "First run: API token 'default' = winni_" in output
-        assert f"claude mcp add --transport http winni http://127.0.0.1:{port}/mcp" in output
+        assert f"claude mcp add --scope user --transport http winni http://127.0.0.1:{port}/mcp" in output
         time.sleep(0.5)
         assert _processes_using(data_dir) == []
 

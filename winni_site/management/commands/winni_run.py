@@ -275,7 +275,7 @@ class Console:
             parts.append(f"log: {settings.WINNI_LOG_FILE}" + ("" if self.verbose else " (here: warnings only)"))
         self.command.stdout.write("  " + " · ".join(parts))
         self.command.stdout.write("Connect Claude Code:")
-        self.command.stdout.write(f'  claude mcp add --transport http winni {url}/mcp --header "Authorization: Bearer '
+        self.command.stdout.write(f'  claude mcp add --scope user --transport http winni {url}/mcp --header "Authorization: Bearer '
                                   f'{token or "<your token>"}"')
         self.command.stdout.write("Press Ctrl-C to stop.")
 
