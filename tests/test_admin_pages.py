@@ -14,12 +14,13 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import Conversation
-from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity, replayed
 
 
 @pytest.fixture
 def corpus(db: Any) -> AdminCorpus:
-    return build_admin_corpus()
+    # Built by the first test of this process, copied back for the next ones (tests.admin_data).
+    return replayed(build_admin_corpus)
 
 
 @pytest.fixture
