@@ -2,16 +2,13 @@
 the browser tests)."""
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from django.utils import timezone
 
 from conversations import services as conv
-
-T = TypeVar("T")
 
 LONG_TURNS = 260  # more than one transcript page (200)
 
@@ -69,91 +66,3 @@ def build_cache_activity() -> dict[str, Any]:
     librarian.librarian_ask(query="Who wrote the flamingo checksum?")
     today = librarian.librarian_hit_rate_series(days=1)[0]
     return {"hit_rate": today["hit_rate"], "asks": today["asks"]}
-
-
-# --- Build once per process, then copy the rows back ---------------------------------------------
-# Each admin test starts from an empty database and used to build its corpus again (≈ 7 s on a 2-core
-# host, most of it storing 270 messages through the services). The first test of a process builds
-# it; the next ones get exactly the rows it wrote back with COPY, in a few milliseconds.
-
-_REPLAYS: dict[tuple[str, bool], tuple[list[tuple[str, list[str], bytes]], Any] | None] = {}
-
-
-def _tables() -> list[str]:
-    from django.db import connection
-
-    return sorted(connection.introspection.table_names(include_views=False))
-
-
-def _fingerprints(tables: list[str]) -> dict[str, tuple[int, str]]:
-    """Rows and an MD5 of their text, per table (small tables: the admin corpus is a few hundred rows)."""
-    from django.db import connection
-
-    quote = connection.ops.quote_name
-    query = " UNION ALL ".join(
-        f"SELECT %s, count(*), md5(coalesce(string_agg(r::text, '|' ORDER BY r::text), '')) FROM {quote(t)} r"
-        for t in tables)
-    with connection.cursor() as cursor:
-        cursor.execute(query, tables)
-        return {name: (rows, digest) for name, rows, digest in cursor.fetchall()}
-
-
-def _stored_columns(table: str) -> list[str]:
-    """The columns COPY can write: not generated ones (PostgreSQL computes those again)."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
-                       "AND NOT attisdropped AND attgenerated = '' ORDER BY attnum", [table])
-        return [row[0] for row in cursor.fetchall()]
-
-
-def replayed(build: Callable[[], T]) -> T:
-    """`build()` the first time in this process; later, the rows that first build wrote, copied
-    back into the (empty) tables, and a copy of what it returned. Only when the build wrote into
-    empty tables alone: one that changed rows a test made before it (a user, a session) is built
-    again each time. The caller's database must be as empty as it was for the first build: every
-    test here starts from a flushed or rolled-back database."""
-    from django.db import connection, transaction
-
-    key = (f"{build.__module__}.{build.__qualname__}", connection.in_atomic_block)
-    if key in _REPLAYS:
-        replay = _REPLAYS[key]
-        if replay is None:
-            return build()
-        rows, value = replay
-        quote = connection.ops.quote_name
-        with transaction.atomic(), connection.cursor() as cursor:
-            # As a restore does: no triggers, no foreign-key checks (the rows were consistent).
-            cursor.execute("SET session_replication_role = replica")
-            try:
-                for table, columns, data in rows:
-                    names = ", ".join(quote(c) for c in columns)
-                    with cursor.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy_in:
-                        copy_in.write(data)
-            finally:
-                cursor.execute("SET session_replication_role = DEFAULT")
-        return copy.deepcopy(value)
-
-    tables = _tables()
-    before = _fingerprints(tables)
-    value = build()
-    after = _fingerprints(tables)
-    changed = [table for table in tables if after[table] != before[table]]
-    with connection.cursor() as cursor:
-        # Turning triggers off for the copy needs a superuser (the embedded server's postgres is).
-        cursor.execute("SELECT current_setting('is_superuser') = 'on'")
-        superuser = cursor.fetchone()[0]
-    if not superuser or any(before[table][0] for table in changed):
-        _REPLAYS[key] = None
-        return value
-    quote = connection.ops.quote_name
-    rows = []
-    with connection.cursor() as cursor:
-        for table in changed:
-            columns = _stored_columns(table)
-            names = ", ".join(quote(c) for c in columns)
-            with cursor.copy(f"COPY (SELECT {names} FROM {quote(table)}) TO STDOUT") as copy_out:
-                rows.append((table, columns, b"".join(bytes(chunk) for chunk in copy_out)))
-    _REPLAYS[key] = (rows, copy.deepcopy(value))
-    return value

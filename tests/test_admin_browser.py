@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity, replayed
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
 from tests.support import ROOT, LiveServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -63,16 +63,11 @@ def admin_page(browser: Any, winni_server: LiveServer, transactional_db: Any) ->
     context.close()
 
 
-def build_corpus_and_cache_activity() -> AdminCorpus:
+@pytest.fixture
+def corpus(admin_page: Any) -> AdminCorpus:
     corpus = build_admin_corpus()
     corpus.cache = build_cache_activity()
     return corpus
-
-
-@pytest.fixture
-def corpus(admin_page: Any) -> AdminCorpus:
-    # Built by the first test of this process, copied back for the next ones (tests.admin_data).
-    return replayed(build_corpus_and_cache_activity)
 
 
 @pytest.fixture

@@ -14,13 +14,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from conversations.models import Conversation
-from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity, replayed
+from tests.admin_data import LONG_TURNS, AdminCorpus, build_admin_corpus, build_cache_activity
 
 
 @pytest.fixture
 def corpus(db: Any) -> AdminCorpus:
-    # Built by the first test of this process, copied back for the next ones (tests.admin_data).
-    return replayed(build_admin_corpus)
+    return build_admin_corpus()
 
 
 @pytest.fixture
