@@ -301,3 +301,17 @@ class WinniRun:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
+
+
+def celery_reconnect(app: Any) -> None:
+    """Drop the Celery app's cached broker connections, producers and result backend, so the next
+    call builds them from its current configuration. A test that points the app at another broker
+    (`memory://`) would otherwise leave its pool to every later test of the process; which tests
+    share a process changes with pytest-xdist."""
+    app.close()
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
+    app._backend_cache = None
+    if getattr(app._local, "backend", None) is not None:
+        app._local.backend = None
