@@ -8,6 +8,7 @@ WORKDIR /app
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 RUN pip install --no-cache-dir --index-url ${TORCH_INDEX_URL} torch==2.13.0
 
+# The runtime only: the test and development tools stay out of the image.
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 

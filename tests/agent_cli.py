@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, file_lock
 
 CACHE = ROOT / ".agents-cache"
 PACKAGES = {
@@ -24,16 +24,20 @@ def agent_binary(agent: str) -> Path:
     """The cached CLI, installed with npm when missing (skips the test when npm cannot)."""
     package, version, name = PACKAGES[agent]
     binary = CACHE / agent / "node_modules" / ".bin" / name
-    if not binary.exists():
-        if not shutil.which("npm"):
-            pytest.skip(f"npm is not installed: cannot install {package}")
-        (CACHE / agent).mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE / agent), f"{package}@{version}"],
-            capture_output=True, text=True, timeout=900,
-        )
-        if result.returncode != 0 or not binary.exists():
-            pytest.skip(f"npm could not install {package}@{version}: {result.stderr[-500:]}")
+    if binary.exists():
+        return binary
+    if not shutil.which("npm"):
+        pytest.skip(f"npm is not installed: cannot install {package}")
+    # One install per CLI at a time (pytest-xdist workers): the others wait, then find the binary.
+    with file_lock(CACHE / f"{agent}.lock"):
+        if not binary.exists():
+            (CACHE / agent).mkdir(parents=True, exist_ok=True)
+            result = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE / agent), f"{package}@{version}"],
+                capture_output=True, text=True, timeout=900,
+            )
+            if result.returncode != 0 or not binary.exists():
+                pytest.skip(f"npm could not install {package}@{version}: {result.stderr[-500:]}")
     return binary
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, file_lock
 
 CLAUDE_CODE_VERSION = "2.1.197"
 CACHE = ROOT / ".claude-cache"
@@ -18,17 +18,21 @@ BIN = CACHE / "node_modules" / ".bin" / "claude"
 
 def claude_binary() -> Path:
     """The cached CLI, installing it with npm when missing (skips the test when npm cannot)."""
-    if not BIN.exists():
-        if not shutil.which("npm"):
-            pytest.skip("npm is not installed: cannot install Claude Code")
-        CACHE.mkdir(exist_ok=True)
-        result = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE),
-             f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
-            capture_output=True, text=True, timeout=600,
-        )
-        if result.returncode != 0 or not BIN.exists():
-            pytest.skip(f"npm could not install Claude Code: {result.stderr[-500:]}")
+    if BIN.exists():
+        return BIN
+    if not shutil.which("npm"):
+        pytest.skip("npm is not installed: cannot install Claude Code")
+    # One install at a time (pytest-xdist workers): the others wait, then find the binary.
+    with file_lock(CACHE / ".install.lock"):
+        if not BIN.exists():
+            CACHE.mkdir(exist_ok=True)
+            result = subprocess.run(
+                ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(CACHE),
+                 f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
+                capture_output=True, text=True, timeout=600,
+            )
+            if result.returncode != 0 or not BIN.exists():
+                pytest.skip(f"npm could not install Claude Code: {result.stderr[-500:]}")
     return BIN
 
 

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from tests.support import LiveServer, McpClient, child_env
+from tests.support import LiveServer, McpClient, celery_reconnect, child_env
 from winni_site import auth
 
 
@@ -91,6 +91,7 @@ def through_broker() -> Iterator[None]:
     from winni_site.celery import app
 
     app.conf.task_always_eager = False
+    celery_reconnect(app)  # connections built from this configuration, whatever an earlier test did
     # Eager .delay() from several threads at once (the concurrency tests) can leave Celery's
     # process-wide "waiting for a result would block" flag set: it is saved and restored without a
     # lock. Nothing in this process runs inside a task, so waiting for a result is fine here.

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -11,13 +13,26 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (created when missing) across processes: pytest-xdist workers
+    that need the same npm install wait for the first one instead of installing into it too."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def free_port() -> int:
@@ -286,3 +301,17 @@ class WinniRun:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
+
+
+def celery_reconnect(app: Any) -> None:
+    """Drop the Celery app's cached broker connections, producers and result backend, so the next
+    call builds them from its current configuration. A test that points the app at another broker
+    (`memory://`) would otherwise leave its pool to every later test of the process; which tests
+    share a process changes with pytest-xdist."""
+    app.close()
+    amqp = app.__dict__.get("amqp")
+    if amqp is not None:
+        amqp._producer_pool = None
+    app._backend_cache = None
+    if getattr(app._local, "backend", None) is not None:
+        app._local.backend = None

@@ -1,6 +1,7 @@
 """`manage.py mcp_proxy` in front of real upstream MCP servers (the official SDK's MCPServer under
 uvicorn, one answering with SSE, one with JSON), with the official client on the other side."""
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -136,7 +137,8 @@ def start_proxy(env: dict, upstreams: dict) -> tuple[subprocess.Popen, str]:
 
 def test_traffic_flows_when_logging_fails(upstreams, live_server_env):
     # A database that does not exist: every store fails, the forwarded calls must not notice.
-    env = {**live_server_env, "DATABASE_URL": live_server_env["DATABASE_URL"].replace("/test_winni?", "/no_such_db?")}
+    # (The test database is test_winni, or test_winni_gw0 ... under pytest-xdist.)
+    env = {**live_server_env, "DATABASE_URL": re.sub(r"/test_winni(_gw\d+)?\?", "/no_such_db?", live_server_env["DATABASE_URL"])}
     assert env["DATABASE_URL"] != live_server_env["DATABASE_URL"]
     process, url = start_proxy(env, {"json": upstreams["json"]})
     try:

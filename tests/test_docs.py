@@ -229,8 +229,9 @@ def first_column_names(section: str) -> list[str]:
 
 
 # Read by the code but not settings a user sets: the system's own variables passed through to
-# systemctl, the name `./winni run` gives each child for its log lines, and the crash-loop test's hook.
-NOT_SETTINGS = {"USER", "XDG_RUNTIME_DIR", "WINNI_PROCESS", "WINNI_TEST_BROKEN_CHILD"}
+# systemctl, the name `./winni run` gives each child for its log lines, the crash-loop test's hook, and
+# the name pytest-xdist gives each of its workers (the test settings give each its own Redis database).
+NOT_SETTINGS = {"USER", "XDG_RUNTIME_DIR", "WINNI_PROCESS", "WINNI_TEST_BROKEN_CHILD", "PYTEST_XDIST_WORKER"}
 
 
 def test_readme_documents_every_setting_the_code_reads() -> None:

@@ -155,8 +155,11 @@ def test_a_claim_is_released_when_its_connection_ends(provider):
 
 
 def _advisory_locks(*, everyone: bool = False) -> int:
+    """Advisory locks held in this test database (by this connection, or by `everyone`). Advisory
+    locks belong to one database; other pytest-xdist workers' databases hold their own."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                       "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
                        + ("" if everyone else " AND pid = pg_backend_pid()"))
         return cursor.fetchone()[0]
 

@@ -11,6 +11,7 @@ from medallions import services
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision
 from tests.llm_servers import HANG, FakeLLMServer
 from tests.medallion_support import SCOPE, SESSION
+from tests.support import celery_reconnect
 
 # The job is queued on commit and (eager in tests) runs at once: these tests need real commits.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,6 +155,7 @@ def test_rest_checkpoint_202_then_job_status(api, settings):
     finally:
         app.conf.task_always_eager = True
         app.conf.broker_url = settings.CELERY_BROKER_URL
+        celery_reconnect(app)  # no later test of this process may send into the memory broker
     assert response.status_code == 202
     job = response.json()
     assert (job["status"], job["medallion"]) == ("pending", None)

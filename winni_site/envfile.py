@@ -28,6 +28,7 @@ CHECKED_PREFIXES = ("WINNI_", "LIBRARIAN_")
 NOT_IN_FILE = {
     "WINNI_ENV_FILE": "it names the settings file itself",
     "WINNI_VENV": "the `winni` script reads it before any settings are loaded",
+    "WINNI_TEST_WORKERS": "only `./winni test` reads it, from the environment",
 }
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SETTINGS_READ = re.compile(r'env_(?:str|bool|int|float|list)\(\s*"([A-Z0-9_]+)"')

@@ -6,24 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import schemathesis
-from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import not_a_server_error
-from schemathesis.core.failures import FailureGroup
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    negative_data_rejection,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+DEV_ONLY = ("winni_site.fuzzing needs schemathesis and hypothesis, development requirements that `./winni run` "
+            "and the Docker image do not install: pip install -r requirements-dev.txt (./winni test does)")
 
-# "No 5xx, and every response is what the schema says" — plus: data the schema forbids is refused.
-# This long run does not add `positive_data_acceptance`: its generator may put NUL characters deep
-# inside free-form metadata, which PostgreSQL refuses (a 400). tests/test_api_schema.py runs every
-# check (`--checks all`) with NUL left out of generated data.
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          response_headers_conformance, negative_data_rejection]
+
+def _checks() -> list[Callable[..., Any]]:
+    """The checks: "no 5xx, and every response is what the schema says" — plus: data the schema forbids is
+    refused. This long run does not add `positive_data_acceptance`: its generator may put NUL
+    characters deep inside free-form metadata, which PostgreSQL refuses (a 400).
+    tests/test_api_schema.py runs every check (`--checks all`) with NUL left out of generated data."""
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        negative_data_rejection,
+        response_headers_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+            response_headers_conformance, negative_data_rejection]
 
 
 @dataclass
@@ -58,6 +60,16 @@ def real_ids(base_url: str, headers: dict[str, str]) -> dict[str, str]:
 
 def fuzz_api(base_url: str, token: str, *, examples: int, seed: int | None = 0,
              on_operation: Callable[[str], Any] | None = None) -> FuzzReport:
+    # Imported here, not at the top: this module is part of winni_site, whose runtime does not
+    # install the fuzzing tools (requirements-dev.txt).
+    try:
+        import schemathesis
+        from hypothesis import HealthCheck, given, settings
+        from schemathesis.core.failures import FailureGroup
+    except ImportError as exc:
+        raise ImportError(DEV_ONLY) from exc
+
+    checks = _checks()
     schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/?format=json")
     headers = {"Authorization": f"Bearer {token}"}
     known = real_ids(base_url, headers)
@@ -78,7 +90,7 @@ def fuzz_api(base_url: str, token: str, *, examples: int, seed: int | None = 0,
             response = case.call(base_url=base_url, headers=headers, timeout=30)
             report.calls += 1
             report.statuses[response.status_code] = report.statuses.get(response.status_code, 0) + 1
-            case.validate_response(response, checks=CHECKS)
+            case.validate_response(response, checks=checks)
 
         try:
             run()

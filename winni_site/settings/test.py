@@ -5,7 +5,8 @@ import os
 import shutil
 import tempfile
 
-if not os.environ.get("WINNI_DATA_DIR"):
+_THROWAWAY_SERVERS = not os.environ.get("WINNI_DATA_DIR")
+if _THROWAWAY_SERVERS:
     # Short path: PostgreSQL's unix socket must fit in ~107 characters. Child processes (xdist,
     # the live server, the Celery worker) inherit the variable and so share this server.
     _data_dir = tempfile.mkdtemp(prefix="winni-test-", dir="/tmp")
@@ -33,6 +34,17 @@ os.environ.setdefault("WINNI_MCP_TOOLSETS", "all")
 
 from .base import *  # noqa: E402,F401,F403
 
+if _THROWAWAY_SERVERS and WINNI_EMBEDDED_POSTGRES:  # noqa: F405
+    # The throw-away server's data dies with the run: skip the disk flushes that make a crash safe
+    # (every test database's migrations and every transactional test's flush commit many times).
+    # The tests that kill PostgreSQL start servers in data dirs of their own.
+    from winni_site import embedded as _embedded
+
+    with _embedded._admin_connection(DATABASES["default"]["HOST"], DATABASES["default"]["PORT"]) as _admin:  # noqa: F405
+        for _name in ("fsync", "synchronous_commit", "full_page_writes"):
+            _admin.execute(f"ALTER SYSTEM SET {_name} = off")
+        _admin.execute("SELECT pg_reload_conf()")
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
@@ -40,5 +52,14 @@ WINNI_LOG_LEVEL = env_str("WINNI_LOG_LEVEL", "WARNING").upper()  # noqa: F405 - 
 LOGGING["loggers"]["winni"]["level"] = WINNI_LOG_LEVEL  # noqa: F405
 # Off in tests (test databases are migrated all the time) unless a test enables it.
 WINNI_BACKUP_BEFORE_MIGRATE = env_bool("WINNI_BACKUP_BEFORE_MIGRATE", False)  # noqa: F405
+# pytest-xdist runs the suite in worker processes (gw0, gw1, ...) that share the embedded servers;
+# pytest-django gives each its own test database. Each gets its own Redis database too, so the Celery
+# worker a test of gw0 starts never takes a task queued by gw1 (and heartbeats stay apart). Child
+# processes get REDIS_URL from the tests (tests.support.child_env), so they are not moved again.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WINNI_EMBEDDED_REDIS and _XDIST_WORKER.startswith("gw"):  # noqa: F405
+    REDIS_URL = f"{REDIS_URL.rsplit('/', 1)[0]}/{1 + int(_XDIST_WORKER[2:]) % 15}"  # noqa: F405
+    CELERY_BROKER_URL = CELERY_RESULT_BACKEND = REDIS_URL
+
 # Most search tests pin full-text ranking; test_search_default_mode covers the production default.
 WINNI_SEARCH_DEFAULT_MODE = "fts"
