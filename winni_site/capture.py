@@ -67,9 +67,13 @@ def _require_str(payload: dict[str, Any], key: str, *, prefix: str = "payload") 
 
 
 def storable(value: Any) -> Any:
-    """A string with its lone surrogates as U+FFFD (anything else as it is): capture keeps a
-    prompt or a folder whose name holds bytes that are not UTF-8 rather than fail on it."""
-    return paths.LONE_SURROGATE.sub("\ufffd", value) if isinstance(value, str) else value
+    """A string with its lone surrogates and NUL characters as U+FFFD (anything else as it is):
+    capture keeps a prompt or a folder whose name holds bytes that are not UTF-8 rather than fail
+    on it. Text already redacted stays marked so (the store would scan its JSON escapes again)."""
+    if not isinstance(value, str):
+        return value
+    cleaned = paths.LONE_SURROGATE.sub("\ufffd", value).replace("\x00", "\ufffd")
+    return Redacted(cleaned) if isinstance(value, Redacted) else cleaned
 
 
 def cap_text(text: str, limit: int) -> str:
@@ -180,8 +184,6 @@ def store_in_session(
     """Store one message into the session's conversation, in one transaction; a repeated
     `dedupe_key` (a retried hook event, a re-imported transcript line) stores nothing. Captured
     text is kept even when it holds NUL characters (PostgreSQL text cannot): they become U+FFFD."""
-    if isinstance(content, str) and "\x00" in content:
-        content = content.replace("\x00", "\ufffd")
     content = storable(content)
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
