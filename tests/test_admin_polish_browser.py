@@ -257,7 +257,7 @@ def test_transcript_names_tools_and_renders_markdown_safely(page: Any, corpus: A
     assert page.locator("[data-started]").inner_text() == "2026-01-05 10:00:00 UTC"
     assert page.locator("[data-last-activity]").inner_text() == "2026-01-05 10:02:00 UTC"
     summaries = page.locator(".role-tool summary").all_inner_texts()
-    assert summaries[0].startswith("Bash pytest -q tests/test_cache.py")
+    assert summaries[0].startswith("Bash `pytest -q tests/test_cache.py`"), summaries
     assert summaries[1].startswith("Bash result")
     assert summaries[2].startswith("Edit /src/app/money.py")
     page.locator(".role-tool summary").nth(1).click()
