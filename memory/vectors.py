@@ -624,6 +624,34 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
                     scope=scope if keys is None else None, keys=keys, require_active=require_active, within=within)
 
 
+def nearest_in_project(*, kind: str, query_vector: list[float], model: EmbeddingModel, project_id: int | None,
+                       limit: int) -> list[tuple[str, float]]:
+    """(object_id, cosine similarity) of the `limit` nearest vectors of `kind` under `model` whose
+    row is in project `project_id` (None: rows of no project), best first, whatever their rows
+    say otherwise (superseded, words): the caller checks those on these few rows.
+
+    By the vectors' own project (Embedding.project_id), never a scope to read first: the project's
+    HNSW index when it has one (project_indexed), else the kind's, whose walk keeps the project's
+    vectors as it goes (the connection's iterative scan); the planner ranks a project too small
+    for a walk to pay exactly, from the vectors' index of the project's rows. What it reads is
+    bounded by `limit` and the walk, not by how many rows the project holds (store_memory's
+    `similar`: the nearest few of the project, then its checks on those few)."""
+    if project_indexed(model=model.name, kind=kind, dimensions=model.dimensions, project_id=project_id):
+        return _nearest(kind=kind, query_vector=query_vector, model=model, limit=limit, own_index=project_id)
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
+    literal = vector_literal(query_vector)
+    sql = (f"SELECT object_id, (vector::vector({dims})) <=> %s::vector({dims}) AS distance FROM memory_embedding "
+           f"WHERE model = %s AND kind = %s AND {_project_rows(project_id)} "
+           f"ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [literal, model.name, kind, literal, int(limit)])
+        rows = cursor.fetchall()
+    rows.sort(key=lambda row: row[1])
+    return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]
+
+
 def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int, scope: QuerySet,
                      size: int, require_active: bool, within: ScopeProjects | None = None,
                      own_index: int | None = None) -> list[tuple[str, float]] | None:
