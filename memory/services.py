@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -163,7 +163,10 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         # The query's vector is computed by a helper thread while this one reads which memories
         # still wait for theirs.
         embedding = embeddings.embed_query_beside(query)
-        model = vectors.model_active()
+        # The process's remembered model, checked in the vector query itself (vectors.ActiveModel):
+        # asking which model is active cost every search a round trip of its own.
+        active = vectors.ActiveModel()
+        model = active.model
         waiting = _waiting_for_a_vector(query=query, scope=scope, filtered=filtered, model=model.name) \
             if model.name == embeddings.model_name() else []
         try:
@@ -174,7 +177,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         if query_vector is None:
             hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current)
         else:
-            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=model,
+            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=active,
                              waiting=waiting, current=current)
         if time is not None:
             hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
@@ -196,8 +199,7 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
     depth = limit if not current else 2 * limit + 10
     via: dict[str, str] = {}
     while True:
-        nearest = vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=depth,
-                                  scope=scope if filtered else None)
+        nearest = model.nearest(kind=KIND, query_vector=query_vector, limit=depth, scope=scope if filtered else None)
         found = {**dict(nearest), **fresh}
         if current:
             found, via = _successors_take_over(found)
@@ -264,23 +266,28 @@ def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str,
     newest, and the lookup reads the same few index entries however large the table or the
     backlog (100K memories with a backlog: the anti-join over every memory took ≈ 20-60 ms a
     search). Rows of a larger backlog are found once the worker reaches them."""
+    # Two short statements, each reading its rows by key whatever the statistics say. First the
+    # window's rows without a vector, in the server: the window's keys as an array, each looked up
+    # in the vectors' unique index (a function's rows are estimated at a handful, so the planner
+    # probes by key; a join of the window with the vectors, on a table grown since its last
+    # ANALYZE, compared every window row with every vector: 600 memories, 10-27 ms). Read into
+    # Python and sent back as 1,000 constants, the same took 13 ms of a search (10,000 memories,
+    # loaded host), in one statement ≈ 3 ms. Usually none is waiting, and the search goes on. Then
+    # the words, matched against the rows left only (left to itself the planner matched them
+    # against every memory: 50K memories, 50 ms).
+    since = vectors.settled_since(kind=KIND)
+    table, vectors_table = Memory._meta.db_table, Embedding._meta.db_table
+    newest = f"SELECT id FROM {table}{' WHERE created_at >= %s' if since is not None else ''} " \
+             "ORDER BY created_at DESC LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT w.id FROM unnest(ARRAY({newest})) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"{vectors_table} e WHERE e.kind = %s AND e.model = %s AND e.object_id = w.id::text)",
+                       [*([since] if since is not None else []), FRESH_SCAN, KIND, model])
+        waiting = [row[0] for row in cursor.fetchall()]
+    if not waiting:
+        return []
     lexemes = retrieval.query_lexemes(query) if lexemes is None else lexemes
     if not lexemes:
-        return []
-    # Three short statements, each reading its rows by key whatever the statistics say (in one
-    # statement, a table grown since its last ANALYZE made the planner compare every window row
-    # with every vector: 600 memories, 10-27 ms): the window, its rows that have a vector (the
-    # window's keys as constants), then the words, matched against the rows left only (left to
-    # itself the planner matched them against every memory: 50K memories, 50 ms).
-    since = vectors.settled_since(kind=KIND)
-    recent = Memory.objects.order_by("-created_at")
-    if since is not None:
-        recent = recent.filter(created_at__gte=since)
-    window = [str(pk) for pk in recent.values_list("pk", flat=True)[:FRESH_SCAN]]
-    have = set(Embedding.objects.filter(kind=KIND, model=model, object_id__in=window)
-               .values_list("object_id", flat=True)) if window else set()
-    waiting = [key for key in window if key not in have]
-    if not waiting:
         return []
     words = retrieval.tsquery(lexemes)
     sql = (f"SELECT id, content FROM {Memory._meta.db_table} WHERE id = ANY(%s::uuid[]) "
