@@ -499,6 +499,7 @@ def backlog_record(counts: dict[str, int]) -> None:
     from core import health
 
     health.redis_client().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
+    _settled.clear()
 
 
 def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
@@ -520,10 +521,28 @@ def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
 SETTLED_MARGIN_SECONDS = 300
 
 
+# What settled_since last read, per kind, in this process: a search asks Redis at most every
+# SETTLED_CACHE_SECONDS (a GET on every search_memory and store_memory cost 0.3-3 ms on a loaded
+# host). The answer is a time before which every row had its vector when the sweep counted, which
+# stays true as the answer ages (rows written since are after it); a newer count only moves it on.
+SETTLED_CACHE_SECONDS = 30
+_settled: dict[str, tuple[float, Any]] = {}
+
+
 def settled_since(*, kind: str) -> Any:
     """A time before which every row of `kind` has a vector under the configured model, from the
     last sweep's count (backlog_record): when it found none waiting, only rows created after it
-    (less a margin) can lack one. None when that is not known (no recent count, or rows waiting)."""
+    (less a margin) can lack one. None when that is not known (no recent count, or rows waiting).
+    Read from Redis at most every SETTLED_CACHE_SECONDS per process."""
+    now = time.monotonic()
+    read_at, since = _settled.get(kind, (None, None))
+    if read_at is None or now - read_at > SETTLED_CACHE_SECONDS:
+        since = _settled_since(kind)
+        _settled[kind] = (now, since)
+    return since
+
+
+def _settled_since(kind: str) -> Any:
     import datetime as dt
 
     try:
