@@ -1,5 +1,6 @@
 """Issue #22, near-duplicates at write time: store_memory answers with `similar`, the current
 memories of the same scope above the similarity threshold that share a word with the new one."""
+import importlib
 import json
 
 import pytest
@@ -222,3 +223,17 @@ def test_similar_keeps_to_the_memorys_project(threshold):
     # The vectors carry their project, so a search within it finds what store_memory wrote.
     found = services.memory_search(query="staging database rack", project=here.name, limit=20)
     assert {first.pk, second.pk} <= {hit.memory.pk for hit in found}
+
+
+def test_the_upgrade_gives_the_vectors_store_memory_wrote_their_project(threshold):
+    """store_memory stored its vector without the memory's project (before migration 0013): the
+    migration copies it from the memory, so the project's searches and `similar` find it."""
+    here = project_create(name="here")
+    memory, _, _ = remember("the nightly backup runs at 02:00 UTC on db3", project=here.name)
+    Embedding.objects.filter(object_id=str(memory.pk)).update(project_id=None)  # as it was written before
+    repair = importlib.import_module("memory.migrations.0013_embedding_project_repair")
+    with connection.cursor() as cursor:
+        cursor.execute(repair.REPAIR)
+    assert Embedding.objects.get(object_id=str(memory.pk)).project_id == here.pk
+    similar = remember("the nightly backup runs at 03:00 UTC on db3", project=here.name)[2]
+    assert [item.memory.pk for item in similar] == [memory.pk]
