@@ -17,7 +17,8 @@ computed beside the read-your-writes lookup: its stage is the wait for it). Prin
 stage and per call, and the load average.
 
     .venv/bin/python bench/memory_path.py                    # 10,000 memories, 200 stores, 200 queries
-    .venv/bin/python bench/memory_path.py --stores 100 --queries 100 --time-queries 40"""
+    .venv/bin/python bench/memory_path.py --stores 100 --queries 100 --time-queries 40
+    .venv/bin/python bench/memory_path.py --mcp               # and the same calls through MCP"""
 from __future__ import annotations
 
 import argparse
@@ -140,6 +141,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--time-queries", type=int, default=50)
     parser.add_argument("--project", default="peer", help='the memories\' project ("": global memories)')
+    parser.add_argument("--mcp", action="store_true",
+                        help="also through MCP: one uvicorn worker on the same store, the official client")
     args = parser.parse_args()
     _django.setup("memory-path")
     from realistic import RealisticCorpus, memory_texts, project_queries
@@ -196,6 +199,55 @@ def main() -> None:
     stages.report("store_memory", stored)
     stages.report("search_memory", plain)
     stages.report("search_memory with a time phrase", timed)
+    if args.mcp:
+        through_mcp(texts[args.memories:], queries, project)
+
+
+def through_mcp(texts: list[str], queries: list[str], project: str | None) -> None:
+    """store_memory of `texts` and search_memory of `queries` through MCP (streamable HTTP, the
+    official client, one call at a time) against one uvicorn worker on this store; the stored
+    memories are deleted after."""
+    import asyncio
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from memory.models import Embedding, Memory
+    from tests.support import LiveServer
+    from winni_site import auth
+
+    _, token = auth.token_create(name="bench-memory-path")
+    before = set(Memory.objects.values_list("pk", flat=True))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev", "WINNI_LOG_LEVEL": "WARNING"}
+    server = LiveServer(env)
+    timings: dict[str, list[float]] = defaultdict(list)
+
+    async def run() -> None:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                      timeout=httpx2.Timeout(60, read=300)) as http:
+            async with Client(streamable_http_client(server.url + "/mcp", http_client=http), mode="legacy") as client:
+                for query in queries[:10]:  # warm-up: model load, connections
+                    await client.call_tool("search_memory", {"query": query, "project": project})
+                calls = [("store_memory", {"content": text, "project": project}) for text in texts]
+                calls += [("search_memory", {"query": query, "project": project}) for query in queries]
+                for name, arguments in calls:
+                    began = time.perf_counter()
+                    result = await client.call_tool(name, arguments)
+                    timings[name].append((time.perf_counter() - began) * 1000)
+                    assert not result.is_error, result
+
+    try:
+        asyncio.run(run())
+    finally:
+        server.stop()
+        added = list(Memory.objects.exclude(pk__in=before).values_list("pk", flat=True))
+        Embedding.objects.filter(kind="memory", object_id__in=[str(pk) for pk in added]).delete()
+        Memory.objects.filter(pk__in=added).delete()
+    print(f"\nthrough MCP (one uvicorn worker; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    for name, values in timings.items():
+        p50, p95 = _django.percentiles(values)
+        print(f"{name:<34} p50 {p50:7.2f}  p95 {p95:7.2f}  ({len(values)} calls)")
 
 
 if __name__ == "__main__":
