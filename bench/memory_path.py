@@ -26,6 +26,7 @@ import functools
 import os
 import sys
 import time
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
@@ -217,7 +218,7 @@ def through_mcp(texts: list[str], queries: list[str], project: str | None) -> No
     from tests.support import LiveServer
     from winni_site import auth
 
-    _, token = auth.token_create(name="bench-memory-path")
+    _, token = auth.token_create(name=f"bench-memory-path-{uuid.uuid4().hex[:8]}")
     before = set(Memory.objects.values_list("pk", flat=True))
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev", "WINNI_LOG_LEVEL": "WARNING"}
     server = LiveServer(env)
