@@ -82,6 +82,11 @@ _TOKEN = re.compile(
     re.IGNORECASE,
 )
 _AMBIGUOUS = {"numeric", "ordinal", "year"}
+# _TOKEN's words, for a first look at a query: _TOKEN itself takes ≈ 0.4 ms to find nothing in a
+# plain question (its many alternatives tried at every position), a set of its words a few µs.
+_TOKEN_WORDS = frozenset(f"{_TIME_WORDS}|{_WEEKDAYS}|{_MONTHS}".split("|"))
+_ANY_WORD = re.compile(r"\w+")
+_ANY_DIGIT = re.compile(r"\d")
 _NUMBER = r"\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _UNIT = r"(?:second|minute|hour|day|week|month|year)s?"
 _DURATION = re.compile(rf"(?:{_NUMBER})\s+{_UNIT}", re.IGNORECASE)
@@ -153,11 +158,26 @@ class _Span:
     period: str = "day"
 
 
+def _names_a_date(query: str) -> bool:
+    """Whether the query holds one of _TOKEN's time words or date shapes, without which no phrase
+    dateparser finds counts (_holds_date). Every date shape _TOKEN reads holds a digit, every other
+    token is a whole word of _TOKEN_WORDS; a query that is not ASCII (case folding beyond
+    str.lower) goes to _TOKEN itself."""
+    if not query.isascii() or _ANY_DIGIT.search(query):
+        return _TOKEN.search(query) is not None
+    return not _TOKEN_WORDS.isdisjoint(_ANY_WORD.findall(query.lower())) and _TOKEN.search(query) is not None
+
+
 def _find_range(query: str, base: datetime) -> tuple[datetime | None, datetime | None, str] | None:
     own = _own_spans(query, base)
-    text, origin = _rewrite(query)
-    spans = [span for span in _dateparser_spans(query, text, origin, base)
-             if not any(span.start < other.end and other.start < span.end for other in own)]
+    spans = []
+    # A phrase dateparser finds counts only when it holds one of _TOKEN's time words or date shapes
+    # (_holds_date), so a query without any is not given to it: most queries name no time, and
+    # dateparser's search costs ≈ 1 ms on a plain question (15-20 ms with "last week").
+    if _names_a_date(query):
+        text, origin = _rewrite(query)
+        spans = [span for span in _dateparser_spans(query, text, origin, base)
+                 if not any(span.start < other.end and other.start < span.end for other in own)]
     spans = sorted(own + spans, key=lambda span: span.start)
     if not spans:
         return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
@@ -171,7 +171,10 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         # The query's vector is computed by a helper thread while this one reads which memories
         # still wait for theirs.
         embedding = embeddings.embed_query_beside(query)
-        model = vectors.model_active()
+        # The process's remembered model, checked in the vector query itself (vectors.ActiveModel):
+        # asking which model is active cost every search a round trip of its own.
+        active = vectors.ActiveModel()
+        model = active.model
         waiting = _waiting_for_a_vector(query=query, scope=scope, filtered=filtered, model=model.name) \
             if model.name == embeddings.model_name() else []
         try:
@@ -182,7 +185,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         if query_vector is None:
             hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current)
         else:
-            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=model,
+            hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=active,
                              waiting=waiting, current=current)
         if time is not None:
             hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
@@ -204,8 +207,7 @@ def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bo
     depth = limit if not current else 2 * limit + 10
     via: dict[str, str] = {}
     while True:
-        nearest = vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=depth,
-                                  scope=scope if filtered else None)
+        nearest = model.nearest(kind=KIND, query_vector=query_vector, limit=depth, scope=scope if filtered else None)
         found = {**dict(nearest), **fresh}
         if current:
             found, via = _successors_take_over(found)
@@ -261,7 +263,8 @@ def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], di
     return scores, via
 
 
-def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str) -> list[Memory]:
+def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str,
+                          lexemes: list[str] | None = None) -> list[Memory]:
     """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
     commit) that share a word with the query, to be embedded by the search itself: the best
     lexical matches first, then the newest, FRESH_CANDIDATES at most.
@@ -271,23 +274,28 @@ def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str)
     newest, and the lookup reads the same few index entries however large the table or the
     backlog (100K memories with a backlog: the anti-join over every memory took ≈ 20-60 ms a
     search). Rows of a larger backlog are found once the worker reaches them."""
-    lexemes = retrieval.query_lexemes(query)
-    if not lexemes:
-        return []
-    # Three short statements, each reading its rows by key whatever the statistics say (in one
-    # statement, a table grown since its last ANALYZE made the planner compare every window row
-    # with every vector: 600 memories, 10-27 ms): the window, its rows that have a vector (the
-    # window's keys as constants), then the words, matched against the rows left only (left to
-    # itself the planner matched them against every memory: 50K memories, 50 ms).
+    # Two short statements, each reading its rows by key whatever the statistics say. First the
+    # window's rows without a vector, in the server: the window's keys as an array, each looked up
+    # in the vectors' unique index (a function's rows are estimated at a handful, so the planner
+    # probes by key; a join of the window with the vectors, on a table grown since its last
+    # ANALYZE, compared every window row with every vector: 600 memories, 10-27 ms). Read into
+    # Python and sent back as 1,000 constants, the same took 13 ms of a search (10,000 memories,
+    # loaded host), in one statement ≈ 3 ms. Usually none is waiting, and the search goes on. Then
+    # the words, matched against the rows left only (left to itself the planner matched them
+    # against every memory: 50K memories, 50 ms).
     since = vectors.settled_since(kind=KIND)
-    recent = Memory.objects.order_by("-created_at")
-    if since is not None:
-        recent = recent.filter(created_at__gte=since)
-    window = [str(pk) for pk in recent.values_list("pk", flat=True)[:FRESH_SCAN]]
-    have = set(Embedding.objects.filter(kind=KIND, model=model, object_id__in=window)
-               .values_list("object_id", flat=True)) if window else set()
-    waiting = [key for key in window if key not in have]
+    table, vectors_table = Memory._meta.db_table, Embedding._meta.db_table
+    newest = f"SELECT id FROM {table}{' WHERE created_at >= %s' if since is not None else ''} " \
+             "ORDER BY created_at DESC LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT w.id FROM unnest(ARRAY({newest})) AS w(id) WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"{vectors_table} e WHERE e.kind = %s AND e.model = %s AND e.object_id = w.id::text)",
+                       [*([since] if since is not None else []), FRESH_SCAN, KIND, model])
+        waiting = [row[0] for row in cursor.fetchall()]
     if not waiting:
+        return []
+    lexemes = retrieval.query_lexemes(query) if lexemes is None else lexemes
+    if not lexemes:
         return []
     words = retrieval.tsquery(lexemes)
     sql = (f"SELECT id, content FROM {Memory._meta.db_table} WHERE id = ANY(%s::uuid[]) "
@@ -389,8 +397,10 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
                 _supersede(memory, replaced)
                 projects.project_touch(project_id)
                 if vector is not None and model is not None:
+                    # With its project, as the worker stores it (vectors._store_vectors): a search
+                    # within the project keeps its vectors by it (vectors.nearest_in_project).
                     Embedding.objects.create(kind=KIND, object_id=str(memory.pk), model=model.name,
-                                             dimensions=model.dimensions, vector=vector)
+                                             dimensions=model.dimensions, vector=vector, project_id=project_id)
                 else:
                     announce_changed(KIND, [memory.pk])
         except IntegrityError:
@@ -418,6 +428,10 @@ def _write_time_vector(content: str, model: EmbeddingModel) -> list[float] | Non
 
 
 SIMILAR_MAX = 5
+# How many of the project's nearest vectors `similar` checks (_similar): a fixed number, so a store
+# costs the same however many memories the project holds. Labelled pairs (bench/near_duplicates.py):
+# the same precision and recall as checking every memory that shares a word.
+SIMILAR_CANDIDATES = 40
 
 
 def _similar_model() -> EmbeddingModel | None:
@@ -455,7 +469,14 @@ def memory_similar(memory: Memory) -> list[SimilarMemory]:
 
 
 def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float] | None) -> list[SimilarMemory]:
-    """memory_similar under `model`; `query_vector`: the memory's vector under it, when known."""
+    """memory_similar under `model`; `query_vector`: the memory's vector under it, when known.
+
+    The candidates are the SIMILAR_CANDIDATES nearest vectors of the memory's project (the HNSW
+    index, vectors.nearest_in_project) and the few of its newest memories still waiting for a
+    vector (read-your-writes); the checks (current, a word in common, the threshold) run on those
+    rows alone. Every current memory sharing a word was the candidate set before: the scope's keys
+    read, then each one's vector ranked, growing with the store (10,000 memories: a store_memory
+    p50 90 ms instead of 18)."""
     threshold = settings.WINNI_MEMORY_SIMILAR_THRESHOLD
     if query_vector is None:
         try:
@@ -465,17 +486,23 @@ def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float]
     lexemes = retrieval.query_lexemes(memory.content)
     if not lexemes:
         return []
-    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk) \
-        .filter(RawSQL('"memory_memory"."search_vector" @@ %s::tsquery', [retrieval.tsquery(lexemes)],
-                       output_field=BooleanField()))
-    found = dict(vectors.nearest(kind=KIND, query_vector=query_vector, model=model, limit=SIMILAR_MAX * 2,
-                                 scope=scope))
-    found.update(_similarities(rows=_waiting_for_a_vector(query=memory.content, scope=scope, filtered=True,
-                                                               model=model.name),
-                               query_vector=query_vector))
-    close = {key: sim for key, sim in found.items() if sim >= threshold}
-    rows = {str(m.pk): m for m in scope.filter(pk__in=list(close)).select_related("project").defer("search_vector")}
-    similar = [SimilarMemory(memory=rows[key], similarity=round(sim, 4)) for key, sim in close.items() if key in rows]
+    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)
+    found = {key: sim for key, sim in vectors.nearest_in_project(
+        kind=KIND, query_vector=query_vector, model=model, project_id=memory.project_id, limit=SIMILAR_CANDIDATES)
+        if sim >= threshold}
+    found.update({key: sim for key, sim in _similarities(
+        rows=_waiting_for_a_vector(query=memory.content, scope=scope, filtered=True, model=model.name,
+                                   lexemes=lexemes),
+        query_vector=query_vector).items() if sim >= threshold})
+    if not found:
+        return []
+    # The word check is read with each row, not filtered on: a filter could make the planner read
+    # every row sharing a word through the full-text index instead of these few by key.
+    shares = RawSQL('"memory_memory"."search_vector" @@ %s::tsquery', [retrieval.tsquery(lexemes)],
+                    output_field=BooleanField())
+    rows = {str(m.pk): m for m in scope.filter(pk__in=list(found)).annotate(_shares_a_word=shares)
+            .select_related("project").defer("search_vector") if m._shares_a_word}
+    similar = [SimilarMemory(memory=rows[key], similarity=round(sim, 4)) for key, sim in found.items() if key in rows]
     similar.sort(key=lambda item: -item.similarity)
     return similar[:SIMILAR_MAX]
 

@@ -499,6 +499,7 @@ def backlog_record(counts: dict[str, int]) -> None:
     from core import health
 
     health.redis_client().set(BACKLOG_KEY, json.dumps({"at": time.time(), "counts": counts}), ex=24 * 3600)
+    _settled.clear()
 
 
 def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
@@ -520,10 +521,28 @@ def backlog_recorded() -> tuple[dict[str, int] | None, float | None]:
 SETTLED_MARGIN_SECONDS = 300
 
 
+# What settled_since last read, per kind, in this process: a search asks Redis at most every
+# SETTLED_CACHE_SECONDS (a GET on every search_memory and store_memory cost 0.3-3 ms on a loaded
+# host). The answer is a time before which every row had its vector when the sweep counted, which
+# stays true as the answer ages (rows written since are after it); a newer count only moves it on.
+SETTLED_CACHE_SECONDS = 30
+_settled: dict[str, tuple[float, Any]] = {}
+
+
 def settled_since(*, kind: str) -> Any:
     """A time before which every row of `kind` has a vector under the configured model, from the
     last sweep's count (backlog_record): when it found none waiting, only rows created after it
-    (less a margin) can lack one. None when that is not known (no recent count, or rows waiting)."""
+    (less a margin) can lack one. None when that is not known (no recent count, or rows waiting).
+    Read from Redis at most every SETTLED_CACHE_SECONDS per process."""
+    now = time.monotonic()
+    read_at, since = _settled.get(kind, (None, None))
+    if read_at is None or now - read_at > SETTLED_CACHE_SECONDS:
+        since = _settled_since(kind)
+        _settled[kind] = (now, since)
+    return since
+
+
+def _settled_since(kind: str) -> Any:
     import datetime as dt
 
     try:
@@ -622,6 +641,34 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
                 return found
     return _nearest(kind=kind, query_vector=query_vector, model=model, limit=limit,
                     scope=scope if keys is None else None, keys=keys, require_active=require_active, within=within)
+
+
+def nearest_in_project(*, kind: str, query_vector: list[float], model: EmbeddingModel, project_id: int | None,
+                       limit: int) -> list[tuple[str, float]]:
+    """(object_id, cosine similarity) of the `limit` nearest vectors of `kind` under `model` whose
+    row is in project `project_id` (None: rows of no project), best first, whatever their rows
+    say otherwise (superseded, words): the caller checks those on these few rows.
+
+    By the vectors' own project (Embedding.project_id), never a scope to read first: the project's
+    HNSW index when it has one (project_indexed), else the kind's, whose walk keeps the project's
+    vectors as it goes (the connection's iterative scan); the planner ranks a project too small
+    for a walk to pay exactly, from the vectors' index of the project's rows. What it reads is
+    bounded by `limit` and the walk, not by how many rows the project holds (store_memory's
+    `similar`: the nearest few of the project, then its checks on those few)."""
+    if project_indexed(model=model.name, kind=kind, dimensions=model.dimensions, project_id=project_id):
+        return _nearest(kind=kind, query_vector=query_vector, model=model, limit=limit, own_index=project_id)
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
+    literal = vector_literal(query_vector)
+    sql = (f"SELECT object_id, (vector::vector({dims})) <=> %s::vector({dims}) AS distance FROM memory_embedding "
+           f"WHERE model = %s AND kind = %s AND {_project_rows(project_id)} "
+           f"ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [literal, model.name, kind, literal, int(limit)])
+        rows = cursor.fetchall()
+    rows.sort(key=lambda row: row[1])
+    return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]
 
 
 def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int, scope: QuerySet,

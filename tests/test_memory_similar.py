@@ -1,5 +1,6 @@
 """Issue #22, near-duplicates at write time: store_memory answers with `similar`, the current
 memories of the same scope above the similarity threshold that share a word with the new one."""
+import importlib
 import json
 
 import pytest
@@ -7,7 +8,7 @@ from django.db import connection
 
 from core.projects import project_create
 from memory import embeddings, services, vectors
-from memory.models import Embedding
+from memory.models import Embedding, Memory
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +143,97 @@ def test_similar_reads_the_scope_once_whatever_the_statistics(threshold, django_
     assert _rows_read_from("memory_memory", statements) <= 10 * 151
     # The same for their vectors (the scope's, and those of the newest memories, read-your-writes).
     assert _rows_read_from("memory_embedding", statements) <= 10 * 151
+
+
+def _memories(project, texts):
+    """Memories of `project` with their vectors, written at once (as the worker leaves them)."""
+    rows = Memory.objects.bulk_create([Memory(content=text, content_hash=services.content_hash(text), project=project)
+                                       for text in texts])
+    model = vectors.model_active()
+    Embedding.objects.bulk_create([
+        Embedding(kind="memory", object_id=str(row.pk), model=model.name, dimensions=model.dimensions, vector=vector,
+                  project_id=project.pk)
+        for row, vector in zip(rows, embeddings.embed_texts(texts))])
+    vectors.index_ensure(model=model.name, kind="memory", dimensions=model.dimensions)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_memory; ANALYZE memory_embedding")
+
+
+def _store_reading(content, project):
+    """store_memory of `content` in `project`: (its `similar`, its statements, the rows they return,
+    each SELECT run again: whatever plan the planner picks for a table this small)."""
+    statements: list[tuple[str, list]] = []
+
+    def record(execute, sql, params, many, context):
+        statements.append((sql, list(params or [])))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        memory, created, similar = remember(content, project=project.name)
+    assert created
+    returned = 0
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            if sql.lstrip().upper().startswith(("SELECT", "(SELECT")):
+                cursor.execute(sql, params)
+                returned += len(cursor.fetchall())
+    return similar, len(statements), returned
+
+
+def test_similar_compares_as_many_rows_however_large_the_store(threshold, monkeypatch):
+    """Issue #45: `similar` compared the new memory with every current memory of its project that
+    shared a word with it, so a store_memory cost more as the store grew (10,000 memories: p50 90
+    ms against 18). Now its candidates are the project's SIMILAR_CANDIDATES nearest vectors (the
+    HNSW index) and the few newest still waiting for one: a store with 600 memories sharing its
+    words runs the same statements and compares as many rows as one with 150."""
+    monkeypatch.setattr(services, "FRESH_SCAN", 50)  # the read-your-writes window, outgrown by both stores
+    compared: list[int] = []
+    nearest = vectors.nearest_in_project
+
+    def counted(**kwargs):
+        found = nearest(**kwargs)
+        compared.append(len(found))
+        return found
+
+    monkeypatch.setattr(vectors, "nearest_in_project", counted)
+    project = project_create(name="pipelines")
+    text = "the deploy of service {} uses the blue pipeline and {} workers"
+    _memories(project, [text.format(i, i % 7) for i in range(150)])
+    small = _store_reading("the deploy of the billing service uses the blue pipeline", project)
+    _memories(project, [text.format(i, i % 7) for i in range(150, 600)])
+    large = _store_reading("the deploy of the search service uses the blue pipeline", project)
+    assert len(small[0]) == len(large[0]) == services.SIMILAR_MAX
+    assert compared == [services.SIMILAR_CANDIDATES] * 2
+    assert large[1] <= small[1]  # (the first also read which projects have indexes of their own: cached)
+    # Rows fetched: the candidates, the window and its vectors, a few by key; never the keys of every
+    # memory sharing a word (600 here).
+    assert large[2] == small[2] <= 3 * (services.SIMILAR_CANDIDATES + services.FRESH_SCAN), (small[1:], large[1:])
+
+
+def test_similar_keeps_to_the_memorys_project(threshold):
+    """The candidates are the nearest of the memory's own project (its vectors carry it, stored with
+    the memory by store_memory), so a near-copy in another project is never one, and a project
+    crowded with close memories of another kind of fact still finds its own."""
+    here, there = project_create(name="here"), project_create(name="there")
+    first, _, _ = remember("the staging database lives on db2 in rack four", project=here.name)
+    assert Embedding.objects.get(object_id=str(first.pk)).project_id == here.pk
+    _memories(there, [f"the staging database lives on db2 in rack four, copy {i}" for i in range(80)])
+    second, _, similar = remember("the staging database lives on db2 in rack five", project=here.name)
+    assert [item.memory.pk for item in similar] == [first.pk]
+    # The vectors carry their project, so a search within it finds what store_memory wrote.
+    found = services.memory_search(query="staging database rack", project=here.name, limit=20)
+    assert {first.pk, second.pk} <= {hit.memory.pk for hit in found}
+
+
+def test_the_upgrade_gives_the_vectors_store_memory_wrote_their_project(threshold):
+    """store_memory stored its vector without the memory's project (before migration 0013): the
+    migration copies it from the memory, so the project's searches and `similar` find it."""
+    here = project_create(name="here")
+    memory, _, _ = remember("the nightly backup runs at 02:00 UTC on db3", project=here.name)
+    Embedding.objects.filter(object_id=str(memory.pk)).update(project_id=None)  # as it was written before
+    repair = importlib.import_module("memory.migrations.0013_embedding_project_repair")
+    with connection.cursor() as cursor:
+        cursor.execute(repair.REPAIR)
+    assert Embedding.objects.get(object_id=str(memory.pk)).project_id == here.pk
+    similar = remember("the nightly backup runs at 03:00 UTC on db3", project=here.name)[2]
+    assert [item.memory.pk for item in similar] == [memory.pk]
