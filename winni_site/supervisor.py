@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+# When this process began (manage.py winni_run imports this module first): "up in N s" counts from it.
+PROCESS_STARTED = time.monotonic()
+
 FIRST_DELAY = 1.0
 MAX_DELAY = 60.0
 SETTLE = 10.0

@@ -61,8 +61,9 @@ class Command(BaseCommand):
             sys.exit(code)
 
     def _run(self, run_dir: Path, options: dict[str, Any]) -> int:
-        # From this process's start (Python's and Django's set-up included): what the user waits for.
-        started = time.monotonic() - max(0.0, time.time() - psutil.Process().create_time())
+        # From this process's start (manage.py imports the supervisor first, before Django's set-up
+        # and the embedded servers): what the user waits for.
+        started = supervisor.PROCESS_STARTED
         console = Console(self, verbose=options["verbose"])
         servers = _embedded_servers(settings.DATA_DIR)
         children = _children(options, console.child_env)
