@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
 import json
 import os
 import signal
@@ -13,26 +11,17 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from winni_site.embedded import file_lock  # noqa: F401 - the tests' npm installs take it from here
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on `path` (created when missing) across processes: pytest-xdist workers
-    that need the same npm install wait for the first one instead of installing into it too."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def free_port() -> int:

