@@ -16,14 +16,16 @@ question's rare, telling word); there ANALYZE's lexeme frequencies pick the cand
 rarest lexemes first and give the common ones their true df (see candidate_lexemes)."""
 from __future__ import annotations
 
+import threading
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from core import counts, searchable
+from core import searchable
 from core.connections import beside
 from core.recall import Mode
 
@@ -157,20 +159,36 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
         GROUP BY t.id ORDER BY score DESC, t.id LIMIT %s
     """
     params += [float(size), int(limit)]
-    # Never a sequential scan for the candidates: with the LIMIT the planner expects to meet them a
-    # few thousand rows into the table, costing the match of each row's tsvector as nothing, where
-    # reading (often detoasting) a long message's vector is the whole cost (1M realistic messages,
-    # a question of common words only: 1,000 candidates after 16,000 rows, 40-50 ms, against 5 ms
-    # through the index). Whether it did depended on ANALYZE's sample. SET LOCAL, so within the
-    # statement's own transaction (reset after it when the caller's transaction goes on).
+    with _no_sequential_scans(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+_scans = threading.local()
+
+
+@contextmanager
+def _no_sequential_scans() -> Iterator[None]:
+    """Never a sequential scan for BM25's candidates: with the LIMIT the planner expects to meet
+    them a few thousand rows into the table, costing the match of each row's tsvector as nothing,
+    where reading (often detoasting) a long message's vector is the whole cost (1M realistic
+    messages, a question of common words only: 1,000 candidates after 16,000 rows, 40-50 ms,
+    against 5 ms through the index). Whether it did depended on ANALYZE's sample. SET LOCAL, so
+    within a transaction of its own (reset after it when the caller's transaction goes on); the
+    kinds of one search share it (_lexical_side): three statements fewer per kind after the first."""
+    if getattr(_scans, "off", False):
+        yield
+        return
     nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute(sql, params)
-        found = [(row[0], float(row[1])) for row in cursor.fetchall()]
+        _scans.off = True
+        try:
+            yield
+        finally:
+            _scans.off = False
         if nested:
             cursor.execute("SET LOCAL enable_seqscan TO DEFAULT")
-    return found
 
 
 def _own_fts_index(kind: str, scope: QuerySet) -> int | None:
@@ -248,7 +266,12 @@ SCOPE_SCAN_RATIO = 28
 
 def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
     if filtered:
-        return counts.capped_count(scope, SCOPE_COUNT_EXACT_UP_TO, estimate_first=True)[0]
+        # core.counts.capped_count(estimate_first=True) in one round trip (migration 0014).
+        sql, params = scope.order_by().values("pk").query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT winni_capped_count(%s, %s)",
+                           [connection.ops.compose_sql(sql, params), SCOPE_COUNT_EXACT_UP_TO])
+            return int(cursor.fetchone()[0][0])
     # Unfiltered: the planner's estimate is good enough for IDF and costs nothing.
     estimate = table_stats(table)[0]
     return estimate if estimate > 0 else scope.count()
@@ -326,9 +349,10 @@ def _lexical_side(query: str, scopes: dict[str, QuerySet], filtered: dict[str, b
     """(kind, key, BM25 score) of the best `depth` rows over every kind, best first."""
     lexemes = query_lexemes(query)
     ranked: list[tuple[str, str, float]] = []
-    for kind, scope in scopes.items():
-        ranked += [(kind, key, score) for key, score in
-                   bm25(kind=kind, lexemes=lexemes, scope=scope, limit=depth, filtered=filtered.get(kind, True))]
+    with _no_sequential_scans():
+        for kind, scope in scopes.items():
+            ranked += [(kind, key, score) for key, score in
+                       bm25(kind=kind, lexemes=lexemes, scope=scope, limit=depth, filtered=filtered.get(kind, True))]
     ranked.sort(key=lambda item: -item[2])
     return ranked[:depth]
 
