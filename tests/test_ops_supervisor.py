@@ -201,3 +201,31 @@ def test_a_server_killed_after_the_last_reap_is_reported_killed_not_gone(tmp_pat
     while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
         time.sleep(0.01)
     assert server.poll({}).describe() == "was killed by SIGKILL (exit code -9)"
+
+
+def test_a_stop_asks_the_main_process_and_lets_its_children_finish(tmp_path):
+    """Stopping a part signals its main process only: Celery's warm shutdown waits for the task its
+    pool child is running (a checkpoint of the session that just ended), where a SIGTERM to the
+    whole group killed the child mid-task."""
+    from winni_site.supervisor import ChildProcess
+
+    done = tmp_path / "done"
+    script = (
+        "import signal, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import sys, time; time.sleep(1); open(sys.argv[1], \"w\")',"
+        f" {str(done)!r}])\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(child.wait()))\n"
+        "print('ready', flush=True)\n"
+        "signal.pause()\n"
+    )
+    unit = ChildProcess("pool", [sys.executable, "-c", script], env=dict(os.environ))
+    unit.launch()
+    assert unit.process is not None and unit.process.stdout is not None
+    deadline = time.monotonic() + 10
+    output = b""
+    while b"ready" not in output and time.monotonic() < deadline:
+        output += unit.process.stdout.read() or b""
+        time.sleep(0.05)
+    unit.terminate()
+    assert unit.process.wait(timeout=10) == 0  # the child was not signalled: it finished its work
+    assert done.exists()

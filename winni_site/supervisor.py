@@ -151,7 +151,16 @@ class ChildProcess(Unit):
                 pass
 
     def terminate(self) -> None:
-        self._signal_group(signal.SIGTERM)
+        # The main process only: Celery's and uvicorn's own shutdown lets their children finish
+        # what they are doing (a Celery warm shutdown waits for the running task). SIGTERM to the
+        # whole group killed the pool's child mid-task (a checkpoint at the end of a session that
+        # just ended: WorkerLostError in the log at every ordinary stop). What is left of the
+        # group when the main process has exited is killed (stop_all).
+        if self.process is not None and self.process.returncode is None:
+            try:
+                self.process.send_signal(signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def kill(self) -> None:
         self._signal_group(signal.SIGKILL)
