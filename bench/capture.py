@@ -105,9 +105,10 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from agents import capture
     from contexts import services as contexts
     from tests.support import LiveServer, free_port
-    from winni_site import auth, capture, embedded
+    from winni_site import auth, embedded
 
     call_command("migrate", verbosity=0)
     _, token = auth.token_create(name="bench")

@@ -1,7 +1,7 @@
 """Recall's interfaces. winni_recall (MCP) and REST `GET|POST /api/v1/recall`: one hybrid, ranked
 list over every searchable kind (the service is core.recall). winni_context (MCP) and REST
 `POST /api/v1/recall/context`: the short block automatic recall adds to a prompt (the service is
-winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
+agents.autorecall). Both span every app, so their interfaces belong to the assembly."""
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from agents.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 from core import access, searchable
 from core.mcp import McpRegistry, read_tool
 from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
@@ -25,7 +26,6 @@ from core.rest import (
     project_only_field,
     recency_field,
 )
-from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 
 
 @read_tool

@@ -448,7 +448,7 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
 EMBED_TEXT_CHARS = 2_000
 EMBED_TOOL_INPUT_CHARS = 200
 EMBED_TOOL_OUTPUT_CHARS = 300
-# The stored shapes of a tool message (winni_site/capture.py, winni_site/agent_transcripts.py):
+# The stored shapes of a tool message (agents/capture.py, agents/transcripts.py):
 # hooks {"tool_name", "tool_input", "tool_response"}, transcripts {"tool_use", "input"} and
 # {"tool_result"}, other agents {"tool_call", "input"} / {"tool_result"}.
 _TOOL_NAME_KEYS = ("tool_name", "tool_use", "tool_call")

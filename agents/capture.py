@@ -21,6 +21,8 @@ from typing import Any, Callable
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
+from agents import autorecall, hook
+from agents import dialects as agent_dialects
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, Message
@@ -31,7 +33,6 @@ from core.logs import storage_op
 from core.models import Project
 from core.redaction import Redacted, redact_json
 from medallions import services as medallions
-from winni_site import agent_dialects, autorecall, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -152,7 +153,7 @@ def session_identity(*, cwd: Any, repository: Any = None) -> projects.Identity:
                                field=f"repository.{unknown[0]}")
         values = {key: repository.get(key) for key in ("git_root", "remote", "root_commit")}
     elif isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
-        found = claude_hook.repository(cwd)
+        found = hook.repository(cwd)
         values = {key: found[key] for key in ("git_root", "remote", "root_commit")}
     else:
         values = {}
@@ -400,7 +401,7 @@ def capture_hook_event(
     return result
 
 
-# Hook events whose capture may bring back what Winni knows (winni_site.autorecall).
+# Hook events whose capture may bring back what Winni knows (agents.autorecall).
 RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
@@ -723,7 +724,7 @@ def transcript_import_lines(
 ) -> ImportStats:
     """Import the lines of one JSONL transcript, in order, into one conversation per session
     (metadata source `source`: "claude-code-transcript" for Claude Code's, whose lines `parse`
-    reads by default; winni_site.agent_transcripts brings the other agents' parsers). Idempotent:
+    reads by default; agents.transcripts brings the other agents' parsers). Idempotent:
     a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
     already present is skipped. A malformed line is counted and skipped; the rest of the file is
     still imported."""

@@ -1,4 +1,4 @@
-"""REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
+"""REST endpoints the Claude Code hook program calls (agents/hook.py)."""
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field, extend_schema_serializer
@@ -8,6 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from typing_extensions import NotRequired, TypedDict
 
+from agents import capture
+from agents import dialects as agent_dialects
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
 from core.rest import (
@@ -18,7 +20,6 @@ from core.rest import (
     StrictSerializer,
     answer,
 )
-from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 

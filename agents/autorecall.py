@@ -10,7 +10,7 @@ What it does with a prompt:
    generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
    learnt from bench/autorecall_generic.txt's calibration half). A prompt with fewer than two other
    words gets nothing ("run the tests", "thanks", "continue" never search), nor one close in
-   meaning to a generic instruction (winni_site/autorecall_generic.txt). Its time words ("what did
+   meaning to a generic instruction (agents/autorecall_generic.txt). Its time words ("what did
    we decide last week"), read relative to `as_of` (default now), follow winni_recall's rule
    (core.timerank): the named range boosts the candidates dated in or near it; the phrase itself
    is not one of the words an item must share; `time_filter` in the result says what was done.
@@ -26,7 +26,7 @@ What it does with a prompt:
    around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
-   recorded (winni_site.models.Injection)."""
+   recorded (agents.models.Injection)."""
 from __future__ import annotations
 
 import hashlib
@@ -42,6 +42,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from agents.models import Injection
 from conversations.models import Conversation, Message
 from conversations.services import message_display
 from core import paths, projects, timerank
@@ -58,7 +59,6 @@ from memory.librarian.models import QueryMemory
 from memory.librarian.services.policy import unexpired
 from memory.librarian.services.queries import query_hash
 from memory.models import Memory
-from winni_site.models import Injection
 
 MAX_CHARS_MIN = 200
 MAX_CHARS_MAX = 50_000
