@@ -29,16 +29,6 @@ PUBLIC_ENTRY_POINTS = {
 # (agents module, imported module prefix): today's imports that break the agents' rule. Each is to
 # go (issue #46: agents call the apps' services only); none may be added.
 AGENTS_EXCEPTIONS = {
-    # Automatic recall reads four apps' rows and the answer cache's internals directly.
-    ("agents.autorecall", "conversations.models"),
-    ("agents.autorecall", "medallions.models"),
-    ("agents.autorecall", "medallions.extractive"),
-    ("agents.autorecall", "memory.models"),
-    ("agents.autorecall", "memory.retrieval"),
-    ("agents.autorecall", "memory.vectors"),
-    ("agents.autorecall", "memory.librarian.models"),
-    ("agents.autorecall", "memory.librarian.services.policy"),
-    ("agents.autorecall", "memory.librarian.services.queries"),
     # Capture reads a session's conversation and its messages.
     ("agents.capture", "conversations.models"),
     # Automatic recall's notes in a transcript's admin page register on the conversations admin.

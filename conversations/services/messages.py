@@ -119,6 +119,27 @@ def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: An
     return conversation, messages
 
 
+def conversations_by_id(*, ids: list[Any]) -> dict[Any, Conversation]:
+    """id → conversation (its session id, metadata and project id only) of each of `ids` that exists."""
+    return {c.id: c for c in Conversation.objects.filter(id__in=ids).only("id", "session_id", "metadata", "project_id")}
+
+
+def message_metadata_value(*, message_id: Any, key: str) -> Any:
+    """The value under `key` in a message's metadata (None: no such message or key)."""
+    return Message.objects.filter(pk=message_id).values_list(f"metadata__{key}", flat=True).first()
+
+
+def message_metadata_set(*, message_id: Any, key: str, value: Any) -> bool:
+    """Set `key` in a message's metadata (the row locked: read-modify-write); False when there is no
+    such message. Runs in the caller's transaction when there is one."""
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=message_id).first()
+        if message is None:
+            return False
+        Message.objects.filter(pk=message.pk).update(metadata={**(message.metadata or {}), key: value})
+    return True
+
+
 # --- writes ----------------------------------------------------------------------------------
 
 
