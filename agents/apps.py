@@ -13,12 +13,8 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents.autorecall import transcript_notes
-        from conversations.admin import TRANSCRIPT_NOTES
         from core import health
 
-        if transcript_notes not in TRANSCRIPT_NOTES:
-            TRANSCRIPT_NOTES.append(transcript_notes)
         health.register_check("capture", _capture_health)
         health.register_check("recall", _recall_health)
 

@@ -29,8 +29,6 @@ PUBLIC_ENTRY_POINTS = {
 # (agents module, imported module prefix): today's imports that break the agents' rule. Each is to
 # go (issue #46: agents call the apps' services only); none may be added.
 AGENTS_EXCEPTIONS = {
-    # Automatic recall's notes in a transcript's admin page register on the conversations admin.
-    ("agents.apps", "conversations.admin"),
     # The installer makes (or checks) the token the hooks use; tokens belong to the site.
     ("agents.management.commands.install_agent_hooks", "winni_site.auth"),
 }

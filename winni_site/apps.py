@@ -11,6 +11,13 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        # The transcript page shows what automatic recall added to each prompt: the assembly wires
+        # the agents' notes into the conversations admin (agents read the apps through their services only).
+        from agents.autorecall import transcript_notes
+        from conversations.admin import TRANSCRIPT_NOTES
+
+        if transcript_notes not in TRANSCRIPT_NOTES:
+            TRANSCRIPT_NOTES.append(transcript_notes)
         from core.projects import ProjectStore, register_store
         from winni_site.models import ApiToken
 
