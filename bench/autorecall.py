@@ -1,6 +1,6 @@
-"""Automatic recall, measured by what reaches the model (winni_site/autorecall.py, docs/autorecall.md).
+"""Automatic recall, measured by what reaches the model (agents/autorecall.py, docs/autorecall.md).
 
-Loads, through the capture path (winni_site.capture.capture_hook_event, as the hook's POST
+Loads, through the capture path (agents.capture.capture_hook_event, as the hook's POST
 /api/v1/capture/events stores events; in-process, no HTTP), LoCoMo dev (one project per
 conversation, one captured session per LoCoMo session: UserPromptSubmit for one speaker, Stop for
 the other) and LongMemEval_S dev (one project per question and its haystack), plus a realistic
@@ -72,9 +72,9 @@ def generic_prompts() -> tuple[list[str], list[str]]:
 def capture_scope(scope: Any, slug: str) -> dict[tuple[str, int], str]:
     """Capture a benchmark scope as sessions of project `slug` (unless already there); returns
     (conversation id, turn) → the benchmark's turn key."""
+    from agents import capture
     from conversations.models import Conversation, Message
     from core import projects
-    from winni_site import capture
 
     project = projects.project_find(slug) or projects.project_create(name=slug)
     expected = sum(len(turns) for _, _, turns in scope.sessions)
@@ -133,13 +133,13 @@ def realistic_facts(messages: int) -> list[Any]:
 
 
 def opens(found: Any, gate: Any) -> bool:
-    from winni_site import autorecall
+    from agents import autorecall
 
     return bool(autorecall.block_items(found, gate))
 
 
 def items_for(found: Any, gate: Any, budget: int) -> list[dict[str, Any]]:
-    from winni_site import autorecall
+    from agents import autorecall
 
     ordered = autorecall.block_items(found, gate)
     if not ordered:
@@ -170,9 +170,9 @@ def main() -> None:
     from django.db.models import Count
     from tqdm import tqdm
 
+    from agents import autorecall
     from conversations.models import Conversation, Message
     from core.searchable import searchable_changed
-    from winni_site import autorecall
 
     searchable_changed.disconnect(dispatch_uid="memory.embed_on_change")
     started = time.perf_counter()
@@ -293,7 +293,7 @@ def calibrate(found: dict[str, list[Any]]) -> Any:
     LoCoMo questions for generic instructions. The other thresholds: the most answerable questions opened (LoCoMo's
     and the calibration half of LongMemEval_S's, each benchmark weighing the same: its short chat
     turns and its long ones) with at most 10 % of each calibration set opened."""
-    from winni_site import autorecall
+    from agents import autorecall
 
     generic_max = 0.95
     questions = found["locomo"] + found["realistic"]
@@ -386,7 +386,7 @@ def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: li
     """The block's shape at the default budget: items per session before the others, snippet size."""
     import dataclasses
 
-    from winni_site import autorecall
+    from agents import autorecall
 
     print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session "
           "(even / odd questions) | LoCoMo average block chars |")
@@ -408,7 +408,7 @@ def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: li
 
 
 def block_text(found: Any, gate: Any, budget: int) -> str:
-    from winni_site import autorecall
+    from agents import autorecall
 
     ordered = autorecall.block_items(found, gate)
     return autorecall._block(ordered, found.weights, budget, {})["text"] if ordered else ""

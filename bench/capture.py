@@ -1,4 +1,4 @@
-"""Capture latency: the Claude Code hook program (a real `python3 -I -S claude_hook.py` process per
+"""Capture latency: the Claude Code hook program (a real `python3 -I -S agents/hook.py` process per
 event, as Claude Code runs it) against a live Winni (uvicorn) on a fresh embedded database, with
 Winni down (spooling), and the transcript importer's throughput.
 
@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-HOOK = ROOT / "winni_site" / "claude_hook.py"
+HOOK = ROOT / "agents" / "hook.py"
 # What install_claude_hooks writes into the hook command: the real interpreter, not a pyenv shim.
 PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
 SAMPLE = ROOT / "tests" / "data" / "claude-code-2.1.197-session.jsonl"
@@ -105,9 +105,10 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from agents import capture
     from contexts import services as contexts
     from tests.support import LiveServer, free_port
-    from winni_site import auth, capture, embedded
+    from winni_site import auth, embedded
 
     call_command("migrate", verbosity=0)
     _, token = auth.token_create(name="bench")

@@ -1,5 +1,5 @@
 """Scrubbing in the capture path: the time it adds to a captured event, and what it redacts in
-ordinary text, measured through `winni_site.capture.capture_hook_event` (what POST
+ordinary text, measured through `agents.capture.capture_hook_event` (what POST
 /api/v1/capture/events runs) against a real database.
 
     .venv/bin/python bench/capture_scrub.py [--events-2k 500] [--events-20k 150] [--locomo 0] [--source 0]
@@ -145,10 +145,10 @@ def main() -> None:
     _django.setup("capture-scrub", WINNI_EMBEDDING_PROVIDER="hash")
     from django.conf import settings
 
+    from agents import capture
     from bench.scrub_secrets import machine, mask
     from core import redaction
     from core.scrub import find_secrets
-    from winni_site import capture
 
     timer = Timer(redaction.scrub, find_secrets, mask)
     redaction.scrub = timer  # the name core.redaction.redact calls

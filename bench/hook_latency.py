@@ -1,5 +1,5 @@
 """What Claude Code waits for on a prompt (UserPromptSubmit: the capture and the automatic recall
-block), through a running Winni: the command hook (a new `python3 -I -S winni_site/claude_hook.py`
+block), through a running Winni: the command hook (a new `python3 -I -S agents/hook.py`
 process: start-up, the capture + recall request, printing) and the http hook's request (the hook
 input posted to /api/v1/capture/hook on a new connection). bench/autorecall.py (LoCoMo questions)
 and bench/memory.py (the realistic corpus at scale) both time it here."""
@@ -50,7 +50,7 @@ def hook_latency(*, url: str, token: str, prompts: dict[str, list[tuple[str, str
     prompts received a block."""
     from tqdm import tqdm
 
-    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+    from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 
     run = uuid.uuid4().hex[:8]
     parts = urlsplit(url)
@@ -86,8 +86,8 @@ def hook_latency(*, url: str, token: str, prompts: dict[str, list[tuple[str, str
 
 def cleanup() -> None:
     """Delete the sessions and injections the timed prompts left (in the bench's Django process)."""
+    from agents.models import Injection
     from conversations.models import Conversation
-    from winni_site.models import Injection
 
     Conversation.objects.filter(session_id__startswith="latency-").delete()
     Injection.objects.filter(session_id__startswith="latency-").delete()

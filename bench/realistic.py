@@ -18,7 +18,7 @@ last assistant text) or as `manage.py import_claude_transcripts` stores a transc
 `claude-code-transcript`: every text block → user/assistant, every `tool_use` block and every
 `tool_result` block → its own `tool` message of JSON), with the metadata, session ids, capture keys
 and the 20,000-character cap (`cap_text`, with its "[truncated by Winni: …]" note) of
-winni_site/capture.py. The capture path stores no `system` messages, no thinking, no attachments.
+agents/capture.py. The capture path stores no `system` messages, no thinking, no attachments.
 Text is made of per-project vocabularies (identifiers, file trees with a few hot files, recurring
 errors, dependencies, people) and Claude Code's output shapes (Read's `     1→` numbered lines and
 system reminder, pytest/vitest/go/cargo runs with failures and tracebacks, git diffs and logs,
@@ -157,7 +157,7 @@ from bench.realistic_content import (  # noqa: E402
     zipf_cdf,
 )
 
-# What winni_site/capture.py does to a tool message (tests/test_bench_realistic.py checks both).
+# What agents/capture.py does to a tool message (tests/test_bench_realistic.py checks both).
 CAPTURE_LIMIT = 20_000
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
 HOOK_SHARE = 0.5
@@ -188,7 +188,7 @@ def _uuid(rng: random.Random) -> uuid.UUID:
 
 
 def cap_text(text: str, limit: int = CAPTURE_LIMIT, *, dropped: int | None = None) -> str:
-    """winni_site.capture.cap_text; `dropped` when the text was generated shorter than it would be."""
+    """agents.capture.cap_text; `dropped` when the text was generated shorter than it would be."""
     if len(text) <= limit and dropped is None:
         return text
     return text[:limit] + TRUNCATED.format(dropped=dropped if dropped is not None else len(text) - limit)

@@ -6,7 +6,7 @@ One data dir (--data-dir, default /tmp/winni-bench-startup) holds a store of rea
 sessions (bench/realistic.py, --messages, written in their projects with their vectors, once).
 Then, --starts times: `manage.py winni_run` is started and timed until it prints "Winni is up"
 (and the worker named as still starting, if it is); the hook program (a new
-`python3 -I -S winni_site/claude_hook.py`, WINNI_HOOK_TIMEOUT 2 s) sends a UserPromptSubmit asking
+`python3 -I -S agents/hook.py`, WINNI_HOOK_TIMEOUT 2 s) sends a UserPromptSubmit asking
 one of the corpus' questions in its project's folder, timed; its block is compared with the block
 the same question got through POST /api/v1/recall/context on the warm server just before that
 restart (same store, nothing captured in between). Winni is stopped with SIGINT and the next
@@ -101,7 +101,7 @@ def recall_context(url: str, token: str, prompt: str, project: str) -> str:
 
 def hook_prompt(url: str, token: str, prompt: str, cwd: str, home: Path) -> tuple[float, str]:
     """(milliseconds, the block) of one UserPromptSubmit through the hook program, a new session."""
-    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+    from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "WINNI_URL": url, "WINNI_TOKEN": token,
            "WINNI_HOOK_SPOOL": str(home / "spool.jsonl"), "WINNI_HOOK_LOG": str(home / "hook.log"),

@@ -33,10 +33,12 @@ from rest_framework.test import APIClient  # noqa: E402
 
 
 def main() -> None:
+    from agents import capture
+    from agents import dialects as agent_dialects
     from conversations.models import Conversation
     from medallions import services as medallions
     from tests.traffic_corpus import TRAFFIC, corpus_dirs, hook_calls
-    from winni_site import agent_dialects, auth, capture
+    from winni_site import auth
 
     call_command("migrate", verbosity=0)
     settings.WINNI_CAPTURE_CHECKPOINT = False  # every session is checkpointed below, once

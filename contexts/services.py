@@ -2,7 +2,7 @@
 
 A context is global (project None) or belongs to one project; names are unique within each of
 those scopes, and each scope has at most one active context (partial unique indexes). A session
-loads the active global context, then its project's (winni_site.capture).
+loads the active global context, then its project's (agents.capture).
 
 Every write takes one transaction-scoped advisory lock, so concurrent activations serialise: the
 partial unique indexes guarantee at most one active row per scope, the lock makes sure a racing

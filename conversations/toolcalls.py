@@ -1,6 +1,6 @@
 """A stored tool call as one line a person can read (issue #44.3).
 
-Capture keeps a tool message's content as JSON (winni_site/capture.py): a hook's
+Capture keeps a tool message's content as JSON (agents/capture.py): a hook's
 `{"tool_name", "tool_input", "tool_response"}`, a transcript's `{"tool_use", "id", "input"}` and
 `{"tool_result", "tool_use_id", "is_error"}`, Codex's `{"tool_call", "namespace", "call_id",
 "input"}`, the MCP proxy's `{"tool", "arguments"}` and `{"tool", "result"}`. The stored content

@@ -31,6 +31,7 @@ from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import parse_uuid, validate_limit
 from medallions import schema
+from medallions.extractive import decision_statement as decision_statement
 from medallions.llm import Evidence, MedallionLLM, MedallionLLMError, provider_from_settings
 from medallions.models import JobStatus, Medallion, MedallionJob, MedallionRevision, Status
 
@@ -288,6 +289,12 @@ def medallions_latest_for_scope(*, scope: dict[str, Any], limit: int = 3, status
         found = list(qs.order_by("-updated_at", "-created_at")[offset : offset + limit])
         log["found"] = len(found)
     return found
+
+
+def medallions_active_for_project(*, project: Project, limit: int = 3) -> list[Medallion]:
+    """The project's newest active medallions (its own only, not the global ones), newest first."""
+    rows = projects.scope_queryset(Medallion.objects.filter(project=project, status=Status.ACTIVE), None)
+    return list(rows.defer("search_vector").order_by("-updated_at")[:limit])
 
 
 def load_medallions_for_scope(*, scope: dict[str, Any], limit: int = 3, project: Any = None) -> list[Medallion]:

@@ -13,7 +13,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core import projects, timerank
+from core import projects, searchable, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import redact, redact_json
@@ -124,6 +124,64 @@ def memory_list(*, tags: list[str] | None = None, project: Any = None) -> Any:
     if tags:
         queryset = queryset.filter(tags__contains=tags)
     return queryset
+
+
+def memory_recall_scope(*, project: Any, project_only: bool = False) -> Any:
+    """The memories a recall within `project` reads: those nothing supersedes, the project's and the
+    global ones unless `project_only`; a token limited to projects reads only theirs
+    (core.projects.search_scope, the rule every search follows)."""
+    return projects.search_scope(project, model=Memory, project_only=project_only).apply(Memory.objects.current())
+
+
+# --- the words and vectors of stored rows, for ranking outside the engine (automatic recall) ------
+
+
+def text_lexemes(*, texts: list[str]) -> list[set[str]]:
+    """The english lexemes of each text, with the parts of its paths, as search_vector indexes a
+    stored row (core.searchable.tsvector_of)."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
+        return [{lexeme for lexeme in row[0] or [] if "\\" not in lexeme} for row in cursor.fetchall()]
+
+
+def stored_lexemes(*, kind: str, ids: list[str], wanted: set[str]) -> dict[str, set[str]]:
+    """Row id → the lexemes among `wanted` that the stored search_vector of that row of searchable
+    `kind` holds (indexed when the row was written: re-parsing long texts costs far more)."""
+    table = searchable.get(kind).model._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id::text, tsvector_to_array(ts_filter(setweight(search_vector, 'A', %s::text[]), "
+            f"'{{a}}')) FROM {table} WHERE id = ANY(%s::uuid[])", [sorted(wanted), ids])
+        return {key: set(lexemes or []) for key, lexemes in cursor.fetchall()}
+
+
+def lexeme_frequencies(*, kind: str) -> dict[str, float]:
+    """The fraction of the rows of searchable `kind` that hold each of their most common lexemes,
+    as the last ANALYZE counted them (memory.retrieval.lexeme_frequencies); empty before it."""
+    return retrieval.lexeme_frequencies(searchable.get(kind).model._meta.db_table)
+
+
+def stored_similarities(*, query_vector: list[float], keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """(kind, id) → cosine similarity of `query_vector` to that row's stored vector under the active
+    model; rows without one (not embedded yet) are left out, and every row when the query vector is
+    not of the active model's dimension."""
+    if not keys:
+        return {}
+    model = vectors.ActiveModel().model
+    dims = int(model.dimensions)
+    if len(query_vector) != dims:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) "
+            f"FROM {Embedding._meta.db_table} WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
+            [vectors.vector_literal(query_vector), model.name, sorted({kind for kind, _ in keys}),
+             [key for _, key in keys]])
+        return {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
 
 
 def memory_embedding_model(memory: Memory) -> str | None:

@@ -474,7 +474,8 @@ FIX_PROMPT = "Fix the rounding in the invoice total and add a tax module."
 def install_other(agent: str, root: Path) -> None:
     """The recording hook in the agent's own config, the way install_agent_hooks writes Winni's
     (agent_install's plan), for every event the agent has; no MCP server."""
-    from winni_site import agent_dialects, agent_install
+    from agents import dialects as agent_dialects
+    from agents import install as agent_install
 
     events = {"codex": ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "PreCompact"],
               "gemini": ["SessionStart", "SessionEnd", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel",

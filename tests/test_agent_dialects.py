@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from agents import dialects
+from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 from contexts import services as contexts
 from conversations.models import Conversation
 from tests.support import free_port
-from winni_site import agent_dialects as dialects
-from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
 
 PAYLOADS = Path(__file__).parent / "data" / "agent_payloads"
 

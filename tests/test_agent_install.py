@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from winni_site import agent_install
-from winni_site.agent_install import HOOK_SCRIPT
+from agents import install as agent_install
+from agents.install import HOOK_SCRIPT
 
 TOKEN = "winni_testtoken"
 URL = "http://127.0.0.1:9999"

@@ -1,4 +1,4 @@
-"""Automatic recall's service (winni_site.autorecall.context_for_prompt) and its interfaces: MCP
+"""Automatic recall's service (agents.autorecall.context_for_prompt) and its interfaces: MCP
 winni_context through the real streamable-HTTP transport and REST POST /api/v1/recall/context."""
 import re
 from typing import Any
@@ -6,14 +6,14 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from agents import autorecall, capture
+from agents.models import Injection
 from conversations import services as conversations
 from core import projects
 from medallions import services as medallions
 from memory import services as memories
 from tests.medallion_support import document
 from tests.support import McpClient
-from winni_site import autorecall, capture
-from winni_site.models import Injection
 
 DRIVER = ("We decided to use psycopg 3 as the database driver instead of asyncpg, because Django's "
           "ORM supports it natively and the connection pool is built in.")
@@ -361,7 +361,7 @@ def run_hook(payload: dict[str, Any], env: dict[str, str]) -> Any:
     import subprocess
     import sys
 
-    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+    from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 
     return subprocess.run([sys.executable, "-I", "-S", str(HOOK_SCRIPT)], input=json.dumps(payload),
                           capture_output=True, text=True, env=env, timeout=30)

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall
 from conversations import services as conversations
 from core import projects
 from core.errors import InvalidInput
 from tests.support import McpClient
-from winni_site import autorecall
 
 AS_OF = "2024-03-24T12:00:00Z"
 # The week before AS_OF's week ("last week"): 2024-03-11 to 2024-03-18.

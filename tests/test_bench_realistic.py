@@ -9,9 +9,9 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import F
 
+from agents import capture
 from bench import realistic
 from bench.realistic import RealisticCorpus, describe
-from winni_site import capture
 
 MESSAGES, CONVERSATIONS = 6_000, 600  # the docstring's ratio (10 per session), another seed
 

@@ -392,3 +392,20 @@ def test_seed_command_names_the_bad_line(tmp_path):
     with pytest.raises(CommandError, match="bad.jsonl:2"):
         call_command("librarian_seed", str(path))
     assert not QueryMemory.objects.exists()
+
+
+def test_the_cached_answer_to_a_question_is_the_projects_then_a_global_one(db):
+    """What automatic recall adds as "Cached answer" (librarian_cached_answer): unexpired, the
+    project's entry before a global one, no global one with project_only."""
+    from core import projects
+
+    shop = projects.project_create(name="shop")
+    global_entry, _ = librarian.librarian_remember(query="Where do the backups go?", answer="To the data dir.")
+    assert librarian.librarian_cached_answer(question="where do the backups  go", project=shop) == global_entry
+    assert librarian.librarian_cached_answer(question="Where do the backups go?", project=shop,
+                                             project_only=True) is None
+    own, _ = librarian.librarian_remember(query="Where do the backups go?", answer="To S3.", project="shop")
+    assert librarian.librarian_cached_answer(question="Where do the backups go?", project=shop) == own
+    QueryMemory.objects.filter(pk=own.pk).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
+    assert librarian.librarian_cached_answer(question="Where do the backups go?", project=shop) == global_entry
+    assert librarian.librarian_cached_answer(question="Where do the logs go?", project=None) is None

@@ -156,7 +156,7 @@ def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, 
     finally:
         fake.stop()
 
-    from winni_site.models import Injection
+    from agents.models import Injection
 
     assert set(Injection.objects.values_list("session_id", "trigger")) == {(second, "prompt"), (third, "file")}
     # Every prompt was captured, in one project (the repository's).

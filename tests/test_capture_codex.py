@@ -10,6 +10,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from agents import install
 from contexts import services as contexts
 from conversations.models import Conversation
 from tests.agent_cli import base_env, run_agent
@@ -146,6 +147,6 @@ def test_codex_trusts_the_hooks_installed_for_the_user_and_for_a_project(tmp_pat
     with (home / ".codex" / "config.toml").open("a") as handle:
         handle.write(f'\n[projects."{project}"]\ntrust_level = "trusted"\n')
     hooks = codex_hooks_list(home, project)
-    winni = [h for h in hooks if "claude_hook.py" in (h.get("command") or "")]
+    winni = [h for h in hooks if install.is_winni_command(h.get("command"))]
     assert {h["sourcePath"] for h in winni} == {f"{home}/.codex/hooks.json", f"{project}/.codex/hooks.json"}
     assert len(winni) == 10 and {h["trustStatus"] for h in winni} == {"trusted"}

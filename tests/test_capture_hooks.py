@@ -7,11 +7,11 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
+from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 from contexts import services as contexts
 from conversations.models import Conversation, Message
 from core import projects
 from tests.support import free_port
-from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
 
 SESSION = "0f0e6a3c-1111-4c1e-9d5e-000000000001"
 

@@ -7,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from agents import capture
 from conversations.models import Conversation, Message
 from tests.support import ROOT
-from winni_site import capture
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,11 @@ import time
 import pytest
 from django.utils import timezone
 
+from agents import capture
 from conversations.models import Message
 from core import projects
 from tests.support import free_port
 from tests.test_capture_hooks import event, run_hook
-from winni_site import capture
 
 
 @pytest.fixture

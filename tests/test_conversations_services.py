@@ -152,3 +152,46 @@ def test_a_conversation_of_long_messages_is_cut_to_max_chars_and_one_turn_reads_
     (whole,) = conversation_dict(*services.conversation_get(conversation_id=conversation.id, turn_from=3,
                                                             turn_to=3))["messages"]
     assert whole["content"] == long_text and not whole["truncated"]
+
+
+# --- what the agents' side reads through the services (issue #46) ---------------------------------
+
+
+def test_a_message_metadata_key_is_set_beside_the_others_and_a_missing_message_is_said():
+    conversation = services.conversation_begin(session_id="s1")
+    message = services.message_store(conversation_id=conversation.id, role="user", content="hi",
+                                     metadata={"capture_key": "hook:1"})
+    assert services.message_metadata_value(message_id=message.pk, key="recall_undelivered") is None
+    assert services.message_metadata_set(message_id=message.pk, key="recall_undelivered", value="slow")
+    assert Message.objects.get(pk=message.pk).metadata == {"capture_key": "hook:1", "recall_undelivered": "slow"}
+    assert services.message_metadata_value(message_id=message.pk, key="recall_undelivered") == "slow"
+    assert services.message_metadata_set(message_id=uuid.uuid4(), key="k", value=1) is False
+    assert services.message_id_with_metadata(conversation=conversation, key="capture_key", value="hook:1") == message.pk
+    assert services.message_id_with_metadata(conversation=conversation, key="capture_key", value="hook:2") is None
+    assert services.message_metadata_values(conversation=conversation, key="capture_key") == {"hook:1"}
+
+
+def test_a_session_is_found_by_its_client_and_the_recall_scope_leaves_it_out():
+    mine = services.conversation_begin(session_id="s1", metadata={"source": "claude-code"})
+    other = services.conversation_begin(session_id="s2", metadata={"source": "claude-code"})
+    assert services.conversation_for_session(session_id="s1", source="claude-code") == mine
+    assert services.conversation_for_session(session_id="s1", source="codex") is None
+    assert services.conversation_find(conversation_id=other.id) == other
+    for conversation in (mine, other):
+        services.message_store(conversation_id=conversation.id, role="user", content="q")
+        services.message_store(conversation_id=conversation.id, role="tool", content="t")
+    scope = services.message_recall_scope(project=None, excluding_session="s1")
+    assert {(m.conversation_id, m.role) for m in scope} == {(other.id, "user"), (other.id, "tool")}
+    spoken = services.message_recall_scope(project=None, spoken_only=True)
+    assert sorted(m.role for m in spoken) == ["user", "user"]
+    assert services.conversations_by_id(ids=[mine.id, uuid.uuid4()]) == {mine.id: mine}
+
+
+def test_activity_counts_the_messages_of_the_given_clients_since_a_time():
+    captured = services.conversation_begin(session_id="s1", metadata={"source": "claude-code"})
+    services.conversation_begin(session_id="s2", metadata={"source": "rest"})
+    services.message_store(conversation_id=captured.id, role="user", content="old", created_at="2026-01-01T00:00:00Z")
+    services.message_store(conversation_id=captured.id, role="user", content="new", created_at="2026-03-02T00:00:00Z")
+    activity = services.conversation_activity(sources=("claude-code",), since=dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc))
+    assert list(activity) == [None] and activity[None]["events_today"] == 1
+    assert activity[None]["last_event_at"] == Conversation.objects.get(pk=captured.pk).updated_at

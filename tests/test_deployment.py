@@ -81,7 +81,7 @@ def test_runtime_code_imports_no_development_tool_when_imported():
     dev_modules = {module for module, dists in owners.items()
                    if all(re.sub(r"[-_.]+", "-", dist).lower() in dev for dist in dists)}
     assert {"pytest", "schemathesis", "hypothesis", "playwright"} <= dev_modules
-    product = ["core", "winni_site", "winni_client", *{app.split(".")[0] for app in settings.WINNI_APPS}]
+    product = ["core", "agents", "winni_site", "winni_client", *{app.split(".")[0] for app in settings.WINNI_APPS}]
     problems = []
     for path in sorted(p for name in product for p in (ROOT / name).rglob("*.py")):
         for line, module in _import_time_imports(ast.parse(path.read_text(encoding="utf-8"))):

@@ -157,7 +157,7 @@ def test_every_model_of_every_store_is_exported_or_deliberately_left_out():
     covered = set()
     for store in portable.installed_stores():
         covered |= {apps.get_model(label)._meta.label_lower for label in [store.model, *store.children.values()]}
-    for app_name in ["core", "winni_site", *settings.WINNI_APPS]:
+    for app_name in ["core", "agents", "winni_site", *settings.WINNI_APPS]:
         for model in apps.get_containing_app_config(app_name).get_models():
             label = model._meta.label_lower
             assert label in covered or label in portable.NOT_EXPORTED, (

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall
+from agents.models import Injection
 from conversations.models import Message
 from core import paths, projects
 from medallions import services as medallions
 from medallions.models import MedallionJob
-from winni_site import autorecall
-from winni_site.models import Injection
 
 ROOT = "/home/me/shop"
 SESSION = "5b1f0a52-43aa-4c1e-9d5e-000000000043"
@@ -71,7 +71,7 @@ def test_path_area_never_names_an_anchor(path, area):
 
 
 def tool(name: str, tool_input: dict[str, Any], response: Any = None) -> str:
-    """A tool turn as capture stores it (winni_site.capture._tool_content)."""
+    """A tool turn as capture stores it (agents.capture._tool_content)."""
     return "tool: " + json.dumps({"tool_name": name, "tool_input": tool_input, "tool_response": response},
                                  ensure_ascii=False)
 
@@ -300,7 +300,7 @@ def test_undecodable_bytes_in_a_sessions_paths_are_captured_and_checkpointed(api
 
 @pytest.mark.django_db
 def test_an_imported_transcript_with_undecodable_bytes_checkpoints(django_capture_on_commit_callbacks):
-    from winni_site import capture
+    from agents import capture
 
     root = "/home/me/caf\\udcff"
     lines = [json.dumps({"type": kind, "uuid": f"u-{n}", "sessionId": "imported", "cwd": root,

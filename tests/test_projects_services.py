@@ -338,7 +338,7 @@ class TestCapture:
         (repository / "src").mkdir()
         line = {"type": "user", "uuid": "u-1", "sessionId": "s-1", "cwd": str(repository / "src"),
                 "message": {"role": "user", "content": "hello"}}
-        from winni_site import capture
+        from agents import capture
 
         capture.transcript_import_lines([json.dumps(line)])
         found = projects.project_find("tool")
@@ -346,7 +346,7 @@ class TestCapture:
         assert conversations.conversation_list(project="tool")[1] == 1
 
     def test_the_proxy_stores_its_sessions_in_its_project(self):
-        from winni_site import capture
+        from agents import capture
 
         projects.project_create(name="app")
         capture.capture_proxy_message(upstream="gh", client_session="c1", direction="call", request_id=1,
@@ -356,7 +356,7 @@ class TestCapture:
             call_command("mcp_proxy", "--upstream", "gh=http://127.0.0.1:9", "--project", "nope")
 
     def test_a_session_that_names_its_place_late_gets_its_project(self):
-        from winni_site import capture
+        from agents import capture
 
         payload = {"session_id": "late", "hook_event_name": "UserPromptSubmit", "prompt": "first"}
         capture.capture_hook_event(payload=payload)

@@ -16,13 +16,13 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
+from agents.models import Injection
 from conversations.admin import transcript_url
 from conversations.models import Conversation
 from medallions.models import Medallion, MedallionJob
 from tests.claude_cli import claude_env, run_claude
 from tests.fake_anthropic import USE_TOOL, FakeAnthropic
 from tests.support import LiveServer
-from winni_site.models import Injection
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 

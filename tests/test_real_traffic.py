@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from agents import dialects as agent_dialects
+from agents import transcripts as agent_transcripts
 from conversations.models import Conversation, Message
 from tests.traffic_corpus import (
     DECISION_WORDS,
@@ -25,7 +27,6 @@ from tests.traffic_corpus import (
     corpus_dirs,
     hook_calls,
 )
-from winni_site import agent_dialects, agent_transcripts
 
 FOLDERS = corpus_dirs()
 RECORDED = [f for f in FOLDERS if f.parent == TRAFFIC]
@@ -235,7 +236,7 @@ NEWER_PROMPTS = {
 @pytest.mark.parametrize("shape", NEWER_PROMPTS)
 def test_a_prompt_of_a_newer_shape_is_captured_through_the_hook_and_directly(api, tmp_path, shape, caplog,
                                                                            monkeypatch):
-    from winni_site import capture
+    from agents import capture
 
     monkeypatch.setattr(capture, "_warned", set())
     payload = NEWER_PROMPTS[shape]
@@ -321,7 +322,7 @@ def test_the_hook_program_keeps_a_prompt_of_a_newer_shape(winni_server, live_tok
     import subprocess
     import sys
 
-    from winni_site.management.commands.install_claude_hooks import HOOK_SCRIPT
+    from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token,
            "WINNI_HOOK_SPOOL": str(tmp_path / "spool.jsonl"), "WINNI_HOOK_LOG": str(tmp_path / "hook.log")}

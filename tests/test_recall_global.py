@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall
 from conversations.models import Message
 from core import access, projects
 from memory import services as memories
 from memory.librarian.services.ask import knowledge_answer
 from memory.models import Memory
 from tests.support import McpClient
-from winni_site import auth, autorecall
+from winni_site import auth
 
 GLOBAL = "Money is integer cents: amounts are stored as integer cents, never as floats."
 OTHER = "Money in the garden ledger is stored as decimal euros with two digits."

@@ -17,6 +17,7 @@ import sys
 import pytest
 from django.db import connection
 
+from agents import capture
 from contexts import services as contexts
 from conversations import services as conversations
 from conversations.models import Conversation, FiedlerResult, Message
@@ -31,7 +32,6 @@ from memory.librarian.models import QueryMemory
 from memory.models import Memory
 from tests.medallion_support import document
 from tests.support import ROOT, structured
-from winni_site import capture
 
 RNG = random.Random(2121_21)
 B62 = string.ascii_letters + string.digits

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall, capture
 from conversations.models import Message
 from conversations.toolcalls import tool_line
 from tests.support import McpClient
-from winni_site import autorecall, capture
 
 CWD = "/home/dev/shop"
 

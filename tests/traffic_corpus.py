@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agents import dialects as agent_dialects
+from agents import hook as claude_hook
 from tests.support import ROOT
-from winni_site import agent_dialects, claude_hook
 
 TRAFFIC = ROOT / "tests" / "data" / "traffic"
 STABLE_ROOT = "/home/dev"

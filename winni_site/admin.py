@@ -151,7 +151,7 @@ class ProjectForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from winni_site.autorecall import project_recall_enabled
+        from agents.autorecall import project_recall_enabled
 
         self.fields["recall_inject"].initial = project_recall_enabled(self.instance if self.instance.pk else None)
 
@@ -191,7 +191,7 @@ class ProjectAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Project, form: Any, change: bool) -> None:
         if change:
             if "recall_inject" in form.changed_data:
-                from winni_site.autorecall import project_recall_set
+                from agents.autorecall import project_recall_set
 
                 obj.settings = project_recall_set(project=obj.slug, enabled=form.cleaned_data["recall_inject"]).settings
             if "name" not in form.changed_data:

@@ -45,8 +45,8 @@ def changelist_url(model: type[Model]) -> str | None:
 def capture_by_project() -> list[dict[str, Any]]:
     """The dashboard's capture table: per project, the last captured event and today's count,
     most recent first (sessions without a project last)."""
+    from agents.capture import capture_activity
     from core.models import Project
-    from winni_site.capture import capture_activity
 
     activity = capture_activity()
     names = dict(Project.objects.filter(pk__in=[key for key in activity if key]).values_list("pk", "slug"))
@@ -99,7 +99,7 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
     capture_rows: list[dict[str, Any]] = []
     failures: list[dict[str, Any]] = []
     if can_view(request, Conversation) and can_view(request, Message):
-        from winni_site.capture import checkpoint_failures
+        from agents.capture import checkpoint_failures
 
         capture_rows = capture_by_project()
         failures = [{**failure, "url": reverse("admin:medallions_medallionjob_change", args=[failure["job_id"]])}

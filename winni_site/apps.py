@@ -11,39 +11,19 @@ class WinniSiteConfig(AppConfig):
 
     def ready(self) -> None:
         pre_migrate.connect(_backup_before_migrate, sender=self, dispatch_uid="winni_backup_before_migrate")
+        # The transcript page shows what automatic recall added to each prompt: the assembly wires
+        # the agents' notes into the conversations admin (agents read the apps through their services only).
+        from agents.autorecall import transcript_notes
         from conversations.admin import TRANSCRIPT_NOTES
-        from winni_site.autorecall import transcript_notes
 
         if transcript_notes not in TRANSCRIPT_NOTES:
             TRANSCRIPT_NOTES.append(transcript_notes)
-        from core import health
         from core.projects import ProjectStore, register_store
         from winni_site.models import ApiToken
-
-        health.register_check("capture", _capture_health)
-        health.register_check("recall", _recall_health)
 
         # A token limited to a project that is merged away is limited to the target instead.
         register_store(ProjectStore(label="api_tokens", model=ApiToken.projects.through, counted=False,
                                     merge=_tokens_merge))
-
-
-def _capture_health() -> dict[str, Any]:
-    from winni_site.capture import capture_health
-
-    return capture_health()
-
-
-def _recall_health() -> dict[str, Any]:
-    """Whether this process warmed the recall path before it listened (winni_site.asgi), and in how
-    long: a web process reports "ok" from its first answer on."""
-    from winni_site import autorecall
-
-    report = autorecall.warm_up_report
-    if report is None:
-        return {"status": "cold", "warmed_in_ms": None}
-    return {"status": report["status"], "warmed_in_ms": report.get("duration_ms"),
-            **({"error": report["error"]} if "error" in report else {})}
 
 
 def _tokens_merge(source: Any, target: Any) -> int:

@@ -128,7 +128,7 @@ def _warm_before_startup(receive):  # type: ignore[no-untyped-def]
     async def wrapped():  # type: ignore[no-untyped-def]
         message = await receive()
         if message["type"] == "lifespan.startup":
-            from winni_site import autorecall
+            from agents import autorecall
 
             await asyncio.to_thread(autorecall.recall_warm_up)
         return message

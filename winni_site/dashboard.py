@@ -116,8 +116,8 @@ def messages_per_day(days: int = 30, project: Any = None) -> list[tuple[dt.date,
 def recall_per_day(days: int = 30) -> list[tuple[dt.date, int, float | None]]:
     """(day, blocks delivered, share of the day's captured prompts that received one) for each of the
     last `days` days (UTC), oldest first; the share is None on a day without prompts."""
+    from agents.models import Injection
     from conversations.models import Message
-    from winni_site.models import Injection
 
     today = timezone.now().date()
     first = today - dt.timedelta(days=days - 1)

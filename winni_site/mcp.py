@@ -9,6 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
+from agents import mcp as agents_mcp
 from core.mcp import McpRegistry, strict_tool, with_access
 from winni_site import projects, recall, toolsets
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
@@ -22,8 +23,8 @@ INSTRUCTIONS = (
 
 
 def registries() -> list[McpRegistry]:
-    """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's and
-    winni_projects'."""
+    """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's, the
+    agents' (winni_context) and winni_projects'."""
     found = []
     for app_name in settings.WINNI_APPS:
         module_name = f"{app_name}.mcp"
@@ -34,7 +35,7 @@ def registries() -> list[McpRegistry]:
                 continue
             raise
         found.append(module.MCP)
-    return [*found, recall.MCP, projects.MCP]
+    return [*found, recall.MCP, agents_mcp.MCP, projects.MCP]
 
 
 def build_mcp_server() -> MCPServer:

@@ -80,7 +80,7 @@ STORES: list[Portable] = [
 # decision.
 NOT_EXPORTED = {
     "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
-    "winni_site.injection",
+    "agents.injection",
 }
 
 

@@ -1,7 +1,7 @@
 """Recall's interfaces. winni_recall (MCP) and REST `GET|POST /api/v1/recall`: one hybrid, ranked
-list over every searchable kind (the service is core.recall). winni_context (MCP) and REST
-`POST /api/v1/recall/context`: the short block automatic recall adds to a prompt (the service is
-winni_site.autorecall). Both span every app, so their interfaces belong to the assembly."""
+list over every searchable kind (the service is core.recall). It spans every app, so its
+interfaces belong to the assembly; automatic recall's (winni_context, `POST /api/v1/recall/context`)
+are the agents' (agents/mcp.py, agents/api.py)."""
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -25,7 +25,6 @@ from core.rest import (
     project_only_field,
     recency_field,
 )
-from winni_site.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
 
 
 @read_tool
@@ -66,30 +65,7 @@ def winni_recall(
                   include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only)
 
 
-@read_tool
-def winni_context(
-    prompt: str,
-    project: str | None = None,
-    session_id: str | None = None,
-    max_chars: int | None = None,
-    as_of: str | None = None,
-    project_only: bool = False,
-) -> ContextDict:
-    """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
-    the project's active decisions, invariants and open questions, past turns of other sessions and
-    a cached answer to the same question, each with its source (kind, id, date, session, turn).
-    Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
-    (unknown or none: the whole store); its memories come with the global ones (no project) unless
-    project_only. session_id: leaves out that session's own turns and what was
-    already given to it (then records what it gives). max_chars 200-50000 (default
-    WINNI_RECALL_INJECT_MAX_CHARS). Time words in the prompt ("what did we decide last week") are
-    read relative to as_of (ISO 8601, default now) and rank items of that time higher, as in
-    winni_recall; time_filter in the result says what was understood and done."""
-    return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars,
-                              as_of=as_of, project_only=project_only)
-
-
-MCP = McpRegistry(tools=[winni_recall, winni_context])
+MCP = McpRegistry(tools=[winni_recall])
 
 
 RECALL_DESCRIPTION = (
@@ -172,38 +148,3 @@ class RecallApi(APIView):
     )
     def get(self, request: Request) -> Response:
         return self._answer(request.query_params)
-
-
-class RecallContextApi(APIView):
-    token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
-
-    class InputSerializer(StrictSerializer):
-        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True,
-                                       help_text="the user's prompt (blank or null: nothing to add)")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                               help_text="the session's project (slug or name)")
-        project_only = project_only_field()
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
-                                           help_text="what was given earlier in this session is not given again")
-        max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
-                                             max_value=MAX_CHARS_MAX, help_text="budget of the text")
-        as_of = as_of_field(allow_null=True)
-
-    @extend_schema(
-        operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",
-        description="Automatic recall (`winni_context`, docs/autorecall.md): what Winni knows that is relevant "
-                    "to the prompt, within `max_chars`, gated (empty when nothing is relevant) and never "
-                    "repeated within a session; `gate` says why. Time words in the prompt (\"what did we decide "
-                    "last week\") are read relative to `as_of` and rank items of that time higher, as in "
-                    "`/api/v1/recall`; `time_filter` says what was done.",
-        request=InputSerializer,
-        examples=[OpenApiExample("a prompt", request_only=True,
-                                 value={"prompt": "How do we store money amounts?", "session_id": "demo"})],
-        responses={200: answer(ContextDict, "the text to add (empty: nothing)", {
-            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"},
-            "time_filter": None})},
-    )
-    def post(self, request: Request) -> Response:
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        return Response(context_for_prompt(**data.validated_data))

@@ -12,7 +12,7 @@ folder remembers the failure: the next start with the same migrations (same name
 stops at once with the same message instead of backing up and failing again (under the user
 service that would be a loop pruning older backups); changed migration files, or `--retry-
 migrations`, try again. Meanwhile Claude Code's hooks find no server and spool their events
-(winni_site.claude_hook); they are sent once Winni runs again."""
+(agents.hook); they are sent once Winni runs again."""
 from __future__ import annotations
 
 import datetime as dt

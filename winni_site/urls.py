@@ -8,10 +8,16 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from agents.api import (
+    CaptureEventApi,
+    CaptureEventBatchApi,
+    CaptureHookApi,
+    CaptureSessionStartApi,
+    RecallContextApi,
+)
 from core.health import health_report
-from winni_site.capture_api import CaptureEventApi, CaptureEventBatchApi, CaptureHookApi, CaptureSessionStartApi
 from winni_site.projects import ProjectDetailApi, ProjectListApi, ProjectMergeApi
-from winni_site.recall import RecallApi, RecallContextApi
+from winni_site.recall import RecallApi
 from winni_site.tokens import ExportApi, ImportApi, TokenListCreateApi, TokenRevokeApi
 
 

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Count, DateTimeField, IntegerField, OuterRef, Subquery, TextField, Value
+from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, Subquery, TextField, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
@@ -117,6 +117,66 @@ def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: An
         messages = list(messages)
         log["messages"] = len(messages)
     return conversation, messages
+
+
+def conversation_find(*, conversation_id: Any) -> Conversation | None:
+    """The conversation with this id (its project loaded), or None."""
+    return Conversation.objects.filter(id=conversation_id).select_related("project").first()
+
+
+def conversation_for_session(*, session_id: str, source: str) -> Conversation | None:
+    """The first conversation of a client's session (`metadata.source` names the client), with its
+    project, or None."""
+    return (Conversation.objects.filter(session_id=session_id, metadata__source=source)
+            .select_related("project").order_by("created_at").first())
+
+
+def conversation_activity(*, sources: tuple[str, ...], since: Any) -> dict[int | None, dict[str, Any]]:
+    """Per project (None: conversations without one), among the conversations whose
+    `metadata.source` is one of `sources`: the newest `updated_at` (a stored message moves it) and
+    how many of their messages were created since `since`. Cheap on a large database: the
+    second count reads only the messages since then (the created_at index)."""
+    sessions = Conversation.objects.filter(metadata__source__in=sources).order_by()
+    activity: dict[int | None, dict[str, Any]] = {}
+    for row in sessions.values("project").annotate(last=Max("updated_at")):
+        activity[row["project"]] = {"last_event_at": row["last"], "events_today": 0}
+    recent = Message.objects.filter(created_at__gte=since, conversation__metadata__source__in=sources)
+    for row in recent.order_by().values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    return activity
+
+
+def message_id_with_metadata(*, conversation: Conversation, key: str, value: Any) -> Any:
+    """The id of a message of `conversation` whose metadata holds `value` under `key`, or None."""
+    return (Message.objects.filter(conversation=conversation, **{f"metadata__{key}": value})
+            .values_list("pk", flat=True).first())
+
+
+def message_metadata_values(*, conversation: Conversation, key: str) -> set[Any]:
+    """The values under `key` in the metadata of `conversation`'s messages that have it."""
+    return set(Message.objects.filter(conversation=conversation, metadata__has_key=key)
+               .values_list(f"metadata__{key}", flat=True))
+
+
+def conversations_by_id(*, ids: list[Any]) -> dict[Any, Conversation]:
+    """id → conversation (its session id, metadata and project id only) of each of `ids` that exists."""
+    return {c.id: c for c in Conversation.objects.filter(id__in=ids).only("id", "session_id", "metadata", "project_id")}
+
+
+def message_metadata_value(*, message_id: Any, key: str) -> Any:
+    """The value under `key` in a message's metadata (None: no such message or key)."""
+    return Message.objects.filter(pk=message_id).values_list(f"metadata__{key}", flat=True).first()
+
+
+def message_metadata_set(*, message_id: Any, key: str, value: Any) -> bool:
+    """Set `key` in a message's metadata (the row locked: read-modify-write); False when there is no
+    such message. Runs in the caller's transaction when there is one."""
+    with transaction.atomic():
+        message = Message.objects.select_for_update().filter(pk=message_id).first()
+        if message is None:
+            return False
+        Message.objects.filter(pk=message.pk).update(metadata={**(message.metadata or {}), key: value})
+    return True
 
 
 # --- writes ----------------------------------------------------------------------------------

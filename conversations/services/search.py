@@ -368,6 +368,23 @@ def message_search(
                       max_chars)
 
 
+def message_recall_scope(*, project: Any, excluding_session: str | None = None,
+                         spoken_only: bool = False) -> Any:
+    """The messages a recall within `project` reads (all of them for None; a token limited to
+    projects reads only theirs: core.projects.search_scope), without the turns of the session
+    `excluding_session` (they are in its model's context already), and with `spoken_only` only the
+    user's and the assistant's turns (no tool calls)."""
+    messages = projects.search_scope(project, model=Message).apply(Message.objects.all())
+    if excluding_session:
+        # On the message's own column (a join to conversations would keep PostgreSQL from reading
+        # the scope as the messages table itself: BM25 hashed the project's rows first).
+        messages = messages.exclude(
+            conversation_id__in=Conversation.objects.filter(session_id=excluding_session).values("pk"))
+    if spoken_only:
+        messages = messages.filter(role__in=("user", "assistant"))
+    return messages
+
+
 def whole_conversations(scope: Any) -> bool:
     """Whether a Message queryset's filters each take or leave out whole conversations (a project, a
     session, a conversation, negated or not: every column they read is the conversation's), so
@@ -448,7 +465,7 @@ def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
 EMBED_TEXT_CHARS = 2_000
 EMBED_TOOL_INPUT_CHARS = 200
 EMBED_TOOL_OUTPUT_CHARS = 300
-# The stored shapes of a tool message (winni_site/capture.py, winni_site/agent_transcripts.py):
+# The stored shapes of a tool message (agents/capture.py, agents/transcripts.py):
 # hooks {"tool_name", "tool_input", "tool_response"}, transcripts {"tool_use", "input"} and
 # {"tool_result"}, other agents {"tool_call", "input"} / {"tool_result"}.
 _TOOL_NAME_KEYS = ("tool_name", "tool_use", "tool_call")

@@ -83,6 +83,8 @@ INSTALLED_APPS = [
     "core",
     "winni_site",
     *WINNI_APPS,
+    # The coding agents' side (capture, hooks, automatic recall): calls the apps, served by winni_site.
+    "agents",
 ]
 
 MIDDLEWARE = [
@@ -350,7 +352,7 @@ WINNI_RECALL_FTS_WEIGHT = env_float("WINNI_RECALL_FTS_WEIGHT", 0.65, minimum=0.0
 WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minimum=0.0, maximum=100.0)
 # Share of a message's score passed to the turns before and after it (0 = off).
 WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
-# Automatic recall (winni_site.autorecall): the hooks add what Winni knows about each prompt.
+# Automatic recall (agents.autorecall): the hooks add what Winni knows about each prompt.
 WINNI_RECALL_INJECT = env_bool("WINNI_RECALL_INJECT", True)
 # Characters of the block added to one prompt at most (≈ 1,000 tokens at the default).
 WINNI_RECALL_INJECT_MAX_CHARS = env_int("WINNI_RECALL_INJECT_MAX_CHARS", 4000, minimum=200, maximum=50000)

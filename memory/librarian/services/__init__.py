@@ -10,6 +10,7 @@ from memory.librarian.services.ask import (
     semantic_candidates,
 )
 from memory.librarian.services.entries import (
+    librarian_cached_answer,
     librarian_embed,
     librarian_embed_stale,
     librarian_evict,
@@ -37,6 +38,7 @@ __all__ = [
     "canonical_query",
     "embed_queries",
     "librarian_ask",
+    "librarian_cached_answer",
     "librarian_embed",
     "librarian_embed_stale",
     "librarian_evict",

@@ -23,6 +23,7 @@ from memory.librarian.services.policy import (
     higher_tier,
     rejected_by_feedback,
     schedule_embedding,
+    unexpired,
     validate_answer,
     validate_cached_query,
     vectors_fit,
@@ -43,6 +44,16 @@ def get_by_query(query: str, *, lock: bool = False, project: Project | None = No
     if entry is None:
         where = f" in project {project.slug!r}" if project else " among the global entries"
         raise NotFound(QUERY_UNKNOWN.format(query=text[:200]) + where, field="query")
+    return entry
+
+
+def librarian_cached_answer(*, question: str, project: Project | None, project_only: bool = False) -> QueryMemory | None:
+    """The unexpired answer cached for `question` (after normalisation: case, spacing), the entry of
+    `project` first, then a global one unless `project_only` (core.projects.search_scope); None."""
+    entry = (projects.search_scope(project, model=QueryMemory, project_only=project_only)
+             .apply(QueryMemory.objects.defer("embedding"))
+             .filter(unexpired(timezone.now()), query_hash=query_hash(question), answer__isnull=False)
+             .order_by("project_id").first())
     return entry
 
 

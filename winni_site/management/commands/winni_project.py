@@ -67,7 +67,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{verb} {options['source']} into {options['target']}: {rows}")
 
     def _recall(self, options: dict[str, Any]) -> None:
-        from winni_site import autorecall
+        from agents import autorecall
 
         project = autorecall.project_recall_set(project=options["project"], enabled=options["state"] == "on")
         self.stdout.write(f"automatic recall {options['state']} for {project.slug}")

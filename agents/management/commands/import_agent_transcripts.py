@@ -14,7 +14,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from winni_site import agent_transcripts, capture
+from agents import capture
+from agents import transcripts as agent_transcripts
 
 
 class Command(BaseCommand):

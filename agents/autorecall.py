@@ -3,14 +3,15 @@
 `context_for_prompt` is the one service behind every way in: the UserPromptSubmit hook (the block
 goes into Claude Code's `additionalContext`), the MCP tool `winni_context` and REST
 `POST /api/v1/recall/context`. It fans out over the stores of several apps (memories, the
-project's medallions, past turns of other sessions, the answer cache), so it lives in the assembly.
+project's medallions, past turns of other sessions, the answer cache), so it lives above the apps (agents/)
+and reads them through their services.
 
 What it does with a prompt:
 1. Its words: the english lexemes of the prompt (as full-text search indexes them), less the
    generic vocabulary of coding-agent instructions (GENERIC_WORDS: "run", "test", "fix", "commit"…
    learnt from bench/autorecall_generic.txt's calibration half). A prompt with fewer than two other
    words gets nothing ("run the tests", "thanks", "continue" never search), nor one close in
-   meaning to a generic instruction (winni_site/autorecall_generic.txt). Its time words ("what did
+   meaning to a generic instruction (agents/autorecall_generic.txt). Its time words ("what did
    we decide last week"), read relative to `as_of` (default now), follow winni_recall's rule
    (core.timerank): the named range boosts the candidates dated in or near it; the phrase itself
    is not one of the words an item must share; `time_filter` in the result says what was done.
@@ -26,7 +27,7 @@ What it does with a prompt:
    around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
-   recorded (winni_site.models.Injection)."""
+   recorded (agents.models.Injection)."""
 from __future__ import annotations
 
 import hashlib
@@ -42,8 +43,8 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from conversations.models import Conversation, Message
-from conversations.services import message_display
+from agents.models import Injection
+from conversations import services as conversations
 from core import paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -51,14 +52,10 @@ from core.models import Project
 from core.recall import rank
 from core.searchable import EmbeddingUnavailable
 from core.validation import validate_int_range, validate_storable
-from medallions.extractive import decision_statement
-from medallions.models import Medallion, Status
+from medallions import services as medallions
 from memory import embeddings
-from memory.librarian.models import QueryMemory
-from memory.librarian.services.policy import unexpired
-from memory.librarian.services.queries import query_hash
-from memory.models import Memory
-from winni_site.models import Injection
+from memory import services as memories
+from memory.librarian import services as librarian
 
 MAX_CHARS_MIN = 200
 MAX_CHARS_MAX = 50_000
@@ -187,13 +184,7 @@ def _project_of(project: Any) -> Project | None:
 
 def _lexemes_of(texts: list[str]) -> list[set[str]]:
     """The english lexemes of each text, with the parts of its paths (as search indexes them)."""
-    if not texts:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
-        return [{lexeme for lexeme in row[0] or [] if "\\" not in lexeme} for row in cursor.fetchall()]
+    return memories.text_lexemes(texts=texts)
 
 
 def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
@@ -202,18 +193,13 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
     (the same lexemes, indexed when the row was written); re-parsing their texts (tool outputs of up
     to 20,000 characters) cost more than the rest of a prompt's recall (20 candidates: ≈ 40 ms of
     to_tsvector). Other kinds (medallion items, a cached answer): from their short texts."""
-    stored = {"message": Message._meta.db_table, "memory": Memory._meta.db_table}
+    stored = ("message", "memory")
     by_kind: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         by_kind.setdefault(candidate.kind if candidate.kind in stored else "", []).append(candidate)
-    words = sorted(wanted)
     for kind, group in by_kind.items():
         if kind:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT id::text, tsvector_to_array(ts_filter(setweight(search_vector, 'A', %s::text[]), "
-                    f"'{{a}}')) FROM {stored[kind]} WHERE id = ANY(%s::uuid[])", [words, [c.id for c in group]])
-                found = {key: set(lexemes or []) for key, lexemes in cursor.fetchall()}
+            found = memories.stored_lexemes(kind=kind, ids=[c.id for c in group], wanted=wanted)
             for candidate in group:
                 candidate.lexemes = found.get(candidate.id, set())
         else:
@@ -224,9 +210,7 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
 def _weights(lexemes: set[str]) -> dict[str, float]:
     """Each specific lexeme's weight: its inverse document frequency among past turns (ANALYZE's
     statistics; a lexeme they do not list as common is rare). Generic words weigh nothing."""
-    from memory.retrieval import lexeme_frequencies
-
-    frequencies = lexeme_frequencies(Message._meta.db_table)
+    frequencies = memories.lexeme_frequencies(kind="message")
     floor = min(frequencies.values()) / 2 if frequencies else 0.001
     return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6))
             for lexeme in lexemes if lexeme not in GENERIC_WORDS}
@@ -267,13 +251,8 @@ def _scopes(project: Project | None, session_id: str | None, project_only: bool 
     # Within a project: its past turns, its memories and the global ones unless project_only; a
     # token limited to projects reads only theirs (core.projects.search_scope, the one rule every
     # search follows). Superseded memories are not brought back (memory.models: current()).
-    messages = projects.search_scope(project, model=Message).apply(Message.objects.all())
-    memories = projects.search_scope(project, model=Memory, project_only=project_only).apply(Memory.objects.current())
-    if session_id:
-        # On the message's own column (a join to conversations would keep PostgreSQL from reading
-        # the scope as the messages table itself: BM25 hashed the project's rows first).
-        messages = messages.exclude(conversation_id__in=Conversation.objects.filter(session_id=session_id).values("pk"))
-    return {"message": messages, "memory": memories}
+    return {"message": conversations.message_recall_scope(project=project, excluding_session=session_id),
+            "memory": memories.memory_recall_scope(project=project, project_only=project_only)}
 
 
 def _date(value: Any) -> str | None:
@@ -306,18 +285,13 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     if boosts:
         hits = timerank.reweigh(hits, time, score=lambda hit: hit.fused,  # type: ignore[arg-type]
                                 created=lambda hit: hit.obj.created_at)[:CANDIDATES]
-    conversations = {}
     conversation_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
-    if conversation_ids:
-        from conversations.models import Conversation
-
-        conversations = {c.id: c for c in Conversation.objects.filter(id__in=conversation_ids).only(
-            "id", "session_id", "metadata")}
+    by_id = conversations.conversations_by_id(ids=conversation_ids) if conversation_ids else {}
     found = []
     for hit in hits:
         obj = hit.obj
         if hit.kind == "message":
-            conversation = conversations.get(obj.conversation_id)
+            conversation = by_id.get(obj.conversation_id)
             source: Source = {"kind": "message", "id": str(obj.id), "date": _date(obj.created_at),
                               "session_id": conversation.session_id if conversation else None,
                               "conversation_id": str(obj.conversation_id), "turn": obj.turn_number,
@@ -326,7 +300,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             shown = ""
             if obj.role == "tool" and conversation is not None:
                 obj.conversation = conversation  # its cwd: paths are shown relative to it
-                shown = message_display(obj) or ""
+                shown = conversations.message_display(obj) or ""
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text, shown = obj.content, ""
@@ -344,19 +318,7 @@ def _stored_similarities(query_vector: list[float], candidates: list[Candidate])
     closeness in meaning, and "not among the nearest 50" is not "unrelated"."""
     if not candidates:
         return
-    from memory import vectors
-
-    model = vectors.ActiveModel().model
-    dims = int(model.dimensions)
-    if len(query_vector) != dims:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
-            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
-            [vectors.vector_literal(query_vector), model.name, sorted({c.kind for c in candidates}),
-             [c.id for c in candidates]])
-        found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
+    found = memories.stored_similarities(query_vector=query_vector, keys=[(c.kind, c.id) for c in candidates])
     for candidate in candidates:
         candidate.similarity = found.get((candidate.kind, candidate.id), candidate.similarity)
 
@@ -387,14 +349,12 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
     if project is None:
         return []
     found = []
-    rows = (projects.scope_queryset(Medallion.objects.filter(project=project, status=Status.ACTIVE), None)
-            .defer("search_vector").order_by("-updated_at")[:MEDALLIONS])
-    for medallion in rows:
+    for medallion in medallions.medallions_active_for_project(project=project, limit=MEDALLIONS):
         base: Source = {"medallion_id": str(medallion.id), "date": _date(medallion.updated_at)}
         for decision in medallion.decisions or []:
             if decision.get("status", "active") not in ("active", "proposed"):
                 continue
-            text = f"Decision: {decision_statement(str(decision.get('statement', '')))}"
+            text = f"Decision: {medallions.decision_statement(str(decision.get('statement', '')))}"
             if decision.get("rationale"):
                 text += f" (why: {decision['rationale']})"
             item_id = f"{medallion.id}:{decision.get('id', '')}"
@@ -418,10 +378,7 @@ def _cached_answer(prompt: str, project: Project | None, project_only: bool = Fa
     """The librarian's cached answer when the prompt repeats a cached question (after
     normalisation: case, spacing): the project's entry first, then a global one (unless
     `project_only`)."""
-    entry = (projects.search_scope(project, model=QueryMemory, project_only=project_only)
-             .apply(QueryMemory.objects.defer("embedding"))
-             .filter(unexpired(timezone.now()), query_hash=query_hash(prompt), answer__isnull=False)
-             .order_by("project_id").first())
+    entry = librarian.librarian_cached_answer(question=prompt, project=project, project_only=project_only)
     if entry is None:
         return None
     source: Source = {"kind": "answer", "id": str(entry.pk), "date": _date(entry.last_asked)}
@@ -626,8 +583,7 @@ def injection_record(result: ContextDict, *, session_id: str | None, project: Pr
     if result["text"] and session_id:
         undelivered = ""
         if message_id is not None:
-            undelivered = (Message.objects.filter(pk=message_id).values_list(
-                f"metadata__{UNDELIVERED_KEY}", flat=True).first() or "")
+            undelivered = conversations.message_metadata_value(message_id=message_id, key=UNDELIVERED_KEY) or ""
         Injection.objects.create(
             session_id=session_id, trigger=trigger, project=project, message_id=message_id,
             file_path=file_path, text=result["text"], items=result["items"],
@@ -645,12 +601,10 @@ def injections_undelivered(*, message_id: Any, reason: str) -> int:
     after this report) not delivered; returns how many blocks were marked."""
     reason = reason.strip()[:300] or "the hook gave up waiting"
     with storage_op("autorecall.undelivered", message_id=str(message_id)) as log, transaction.atomic():
-        message = Message.objects.select_for_update().filter(pk=message_id).first()
-        if message is None:
+        if not conversations.message_metadata_set(message_id=message_id, key=UNDELIVERED_KEY, value=reason):
             log["marked"] = 0
             return 0
-        Message.objects.filter(pk=message.pk).update(metadata={**(message.metadata or {}), UNDELIVERED_KEY: reason})
-        marked = Injection.objects.filter(message_id=message.pk).update(delivered=False, undelivered_reason=reason)
+        marked = Injection.objects.filter(message_id=message_id).update(delivered=False, undelivered_reason=reason)
         log["marked"] = marked
     return marked
 

@@ -2,7 +2,7 @@
 (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl), Gemini CLI's saved chats
 (~/.gemini/tmp/<project>/chats/*.json[l]) and Copilot CLI's session events
 (~/.copilot/session-state/<session>/events.jsonl); Claude Code's JSONL transcripts keep their own
-parser (winni_site.capture). Each file becomes one conversation per session, metadata.source
+parser (agents.capture). Each file becomes one conversation per session, metadata.source
 "<agent source>-transcript" (codex-transcript, gemini-cli-transcript, copilot-cli-transcript,
 claude-code-transcript).
 
@@ -19,10 +19,10 @@ from typing import Any
 
 from django.conf import settings
 
+from agents import capture
+from agents.capture import ImportStats, TranscriptMessage, cap_text
+from agents.dialects import CLAUDE, CODEX, COPILOT, GEMINI, SOURCES, strip_hook_context
 from core.errors import InvalidInput
-from winni_site import capture
-from winni_site.agent_dialects import CLAUDE, CODEX, COPILOT, GEMINI, SOURCES, strip_hook_context
-from winni_site.capture import ImportStats, TranscriptMessage, cap_text
 
 TRANSCRIPT_SOURCES = {agent: f"{SOURCES[agent]}-transcript" for agent in (CLAUDE, CODEX, GEMINI, COPILOT)}
 IMPORTABLE = tuple(TRANSCRIPT_SOURCES)

@@ -2,12 +2,12 @@
 
 Why: every turn should be stored as it happens, whichever agent the developer uses that day
 (issue 25). Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI each run
-`winni_site/claude_hook.py --agent NAME` on each prompt, reply, tool call and session start; this
+`agents/hook.py --agent NAME` on each prompt, reply, tool call and session start; this
 command merges those hooks and Winni's MCP server into the agent's files, keeping the user's other
 settings, writes the hook's config file (URL, token; mode 600) and prints what it changed. Hooks
 and MCP entry share one token (the hook config's, else the one in an existing MCP entry, else a
 new one), so installing after `claude mcp add`, or twice, makes no second token. `--uninstall` removes exactly what it added.
-See winni_site/agent_install.py for the files of each agent."""
+See agents/install.py for the files of each agent."""
 from __future__ import annotations
 
 import json
@@ -19,9 +19,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents import dialects
+from agents import install as agent_install
 from core.errors import ApplicationError
-from winni_site import agent_dialects as dialects
-from winni_site import agent_install, auth
+from winni_site import auth
 
 DEFAULT_CONFIG = Path("~/.config/winni/claude-hook.json")
 
@@ -44,7 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--python", default=os.path.realpath(getattr(sys, "_base_executable", sys.executable)),
                             help="Python 3 interpreter that runs the hook")
         parser.add_argument("--hook-type", choices=("command", "http"), default="command",
-                            help="Claude Code only. command: run claude_hook.py (spools events while Winni is down; "
+                            help="Claude Code only. command: run agents/hook.py (spools events while Winni is down; "
                                  "the default); http: Claude Code posts each event to Winni itself (docs/capture.md)")
         parser.add_argument("--dry-run", action="store_true", help="print the files instead of writing them")
 

@@ -1,4 +1,5 @@
-"""REST endpoints the Claude Code hook program calls (winni_site/claude_hook.py)."""
+"""REST endpoints the hook program calls (agents/hook.py), and automatic recall's
+(`POST /api/v1/recall/context`)."""
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field, extend_schema_serializer
@@ -8,6 +9,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from typing_extensions import NotRequired, TypedDict
 
+from agents import capture
+from agents import dialects as agent_dialects
+from agents.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
+from core import access
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
 from core.rest import (
@@ -17,8 +22,9 @@ from core.rest import (
     ProjectField,
     StrictSerializer,
     answer,
+    as_of_field,
+    project_only_field,
 )
-from winni_site import agent_dialects, capture
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
 
@@ -289,3 +295,38 @@ class CaptureHookApi(APIView):
     )
     def post(self, request: Request) -> Response:
         return Response(capture.http_hook(payload=request.data, actor=actor_name_from_rest(request)))
+
+
+class RecallContextApi(APIView):
+    token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
+
+    class InputSerializer(StrictSerializer):
+        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True,
+                                       help_text="the user's prompt (blank or null: nothing to add)")
+        project = ProjectField(required=False, allow_null=True, allow_blank=True,
+                               help_text="the session's project (slug or name)")
+        project_only = project_only_field()
+        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                                           help_text="what was given earlier in this session is not given again")
+        max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
+                                             max_value=MAX_CHARS_MAX, help_text="budget of the text")
+        as_of = as_of_field(allow_null=True)
+
+    @extend_schema(
+        operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",
+        description="Automatic recall (`winni_context`, docs/autorecall.md): what Winni knows that is relevant "
+                    "to the prompt, within `max_chars`, gated (empty when nothing is relevant) and never "
+                    "repeated within a session; `gate` says why. Time words in the prompt (\"what did we decide "
+                    "last week\") are read relative to `as_of` and rank items of that time higher, as in "
+                    "`/api/v1/recall`; `time_filter` says what was done.",
+        request=InputSerializer,
+        examples=[OpenApiExample("a prompt", request_only=True,
+                                 value={"prompt": "How do we store money amounts?", "session_id": "demo"})],
+        responses={200: answer(ContextDict, "the text to add (empty: nothing)", {
+            "text": "", "items": [], "gate": {"injected": False, "reason": "nothing relevant"},
+            "time_filter": None})},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(context_for_prompt(**data.validated_data))

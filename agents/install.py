@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from winni_site import agent_dialects as dialects
+from agents import dialects
 
-HOOK_SCRIPT = Path(__file__).resolve().parent / "claude_hook.py"
+HOOK_SCRIPT = Path(__file__).resolve().parent / "hook.py"
+# What a hook command of Winni's runs: this hook program, or the path hooks installed before it
+# moved to agents/ still name (winni_site/claude_hook.py, which runs it).
+HOOK_COMMAND_MARKS = (f"{HOOK_SCRIPT.parent.name}{os.sep}{HOOK_SCRIPT.name}", "claude_hook.py")
 MCP_NAME = "winni"
 MARK = "added by Winni (install_agent_hooks)"
 HOOK_TIMEOUT_SECONDS = 10
@@ -61,7 +64,7 @@ def hook_command(*, python: str, config: Path, agent: str, event: str | None = N
 
 
 def is_winni_command(command: Any) -> bool:
-    return HOOK_SCRIPT.name in str(command or "")
+    return any(mark in str(command or "") for mark in HOOK_COMMAND_MARKS)
 
 
 # Claude Code also runs hooks of type http: it posts the event to Winni itself (docs/capture.md).

@@ -1,5 +1,5 @@
 """The coding agents' hook dialects, mapped to one common hook event. Standard library only: the hook
-program (claude_hook.py, run as `python3 -I -S`) imports it, and so does the server.
+program (agents/hook.py, run as `python3 -I -S`) imports it, and so does the server.
 
 Claude Code, Codex CLI, Gemini CLI and GitHub Copilot CLI each pipe one JSON event to their hook
 command, with their own event names and field names (docs/capture.md, "Other agents"). `normalize`
@@ -64,7 +64,7 @@ TRANSCRIPT_WAIT_SECONDS = 5.0
 
 
 # Gemini CLI's file tools under the names of Claude Code's (which Copilot CLI uses too): the hook
-# asks automatic recall about the file they touch (claude_hook.FILE_TOOLS). The agent's own name
+# asks automatic recall about the file they touch (agents/hook.py's FILE_TOOLS). The agent's own name
 # is kept (agent_tool_name).
 TOOL_NAMES = {GEMINI: {"read_file": "Read", "write_file": "Write", "replace": "Edit"}}
 

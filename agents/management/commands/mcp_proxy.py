@@ -10,9 +10,9 @@ from typing import Any
 import uvicorn
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agents.proxy import ProxyLog, Upstream, build_proxy_app
 from core import projects
 from core.errors import ApplicationError
-from winni_site.mcp_proxy import ProxyLog, Upstream, build_proxy_app
 
 
 def parse_upstreams(specs: list[str], header_specs: list[str]) -> dict[str, Upstream]:

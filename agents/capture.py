@@ -21,9 +21,10 @@ from typing import Any, Callable
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
+from agents import autorecall, hook
+from agents import dialects as agent_dialects
 from contexts import services as contexts
 from conversations import services as conversations
-from conversations.models import Conversation, Message
 from core import paths, projects
 from core.connections import in_background, run_unchecked
 from core.errors import ApplicationError, InvalidInput
@@ -31,7 +32,6 @@ from core.logs import storage_op
 from core.models import Project
 from core.redaction import Redacted, redact_json
 from medallions import services as medallions
-from winni_site import agent_dialects, autorecall, claude_hook
 
 CLAUDE_CODE = "claude-code"
 CLAUDE_TRANSCRIPT = "claude-code-transcript"
@@ -98,14 +98,13 @@ def _advisory_lock(key: str) -> None:
 ProjectOf = Callable[[], Project | None]
 
 
-def session_conversation_find(*, source: str, session_id: str) -> Conversation | None:
+def session_conversation_find(*, source: str, session_id: str) -> Any:
     """The conversation of a client session, if it has one (with its project)."""
-    return (Conversation.objects.filter(session_id=session_id, metadata__source=source)
-            .select_related("project").order_by("created_at").first())
+    return conversations.conversation_for_session(session_id=session_id, source=source)
 
 
 def session_conversation(*, source: str, session_id: str, metadata: dict[str, Any] | None = None,
-                         project: ProjectOf | None = None) -> Conversation:
+                         project: ProjectOf | None = None) -> Any:
     """The conversation of a client session (one per `source` and `session_id`), created on first
     use in the project `project()` names. Must run inside a transaction: the advisory lock keeps
     racing hooks from creating two."""
@@ -152,7 +151,7 @@ def session_identity(*, cwd: Any, repository: Any = None) -> projects.Identity:
                                field=f"repository.{unknown[0]}")
         values = {key: repository.get(key) for key in ("git_root", "remote", "root_commit")}
     elif isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
-        found = claude_hook.repository(cwd)
+        found = hook.repository(cwd)
         values = {key: found[key] for key in ("git_root", "remote", "root_commit")}
     else:
         values = {}
@@ -188,7 +187,8 @@ def store_in_session(
     with transaction.atomic():
         conversation = session_conversation(source=source, session_id=session_id, metadata=session_metadata,
                                             project=project)
-        if dedupe_key and Message.objects.filter(conversation=conversation, metadata__capture_key=dedupe_key).exists():
+        if dedupe_key and conversations.message_id_with_metadata(conversation=conversation, key="capture_key",
+                                                                  value=dedupe_key) is not None:
             return CaptureResult(stored=False, conversation_id=str(conversation.id), reason="duplicate")
         message = conversations.message_store(
             conversation_id=conversation.id,
@@ -400,7 +400,7 @@ def capture_hook_event(
     return result
 
 
-# Hook events whose capture may bring back what Winni knows (winni_site.autorecall).
+# Hook events whose capture may bring back what Winni knows (agents.autorecall).
 RECALL_EVENTS = ("UserPromptSubmit", "PostToolUse")
 
 
@@ -418,7 +418,7 @@ def hook_recall(*, payload: Any, result: CaptureResult) -> str:
     injects nothing and is logged."""
     if not isinstance(payload, dict) or payload.get("hook_event_name") not in RECALL_EVENTS:
         return ""
-    conversation = (Conversation.objects.filter(id=result.conversation_id).select_related("project").first()
+    conversation = (conversations.conversation_find(conversation_id=result.conversation_id)
                     if result.conversation_id else None)
     project = conversation.project if conversation else None
     if not recall_enabled(project):
@@ -506,8 +506,9 @@ def recall_undelivered(*, payload: Any, event_id: str | None, reason: str,
     if not event_id or source is None or not isinstance(session_id, str):
         return 0
     conversation = session_conversation_find(source=source, session_id=session_id)
-    message_id = (Message.objects.filter(conversation=conversation, metadata__capture_key=f"hook:{event_id}")
-                  .values_list("pk", flat=True).first() if conversation is not None else None)
+    message_id = (conversations.message_id_with_metadata(conversation=conversation, key="capture_key",
+                                                         value=f"hook:{event_id}")
+                  if conversation is not None else None)
     if message_id is None:
         return 0
     return autorecall.injections_undelivered(message_id=message_id, reason=reason)
@@ -723,7 +724,7 @@ def transcript_import_lines(
 ) -> ImportStats:
     """Import the lines of one JSONL transcript, in order, into one conversation per session
     (metadata source `source`: "claude-code-transcript" for Claude Code's, whose lines `parse`
-    reads by default; winni_site.agent_transcripts brings the other agents' parsers). Idempotent:
+    reads by default; agents.transcripts brings the other agents' parsers). Idempotent:
     a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
     already present is skipped. A malformed line is counted and skipped; the rest of the file is
     still imported."""
@@ -765,10 +766,7 @@ def _import_session(session_id: str, items: list[TranscriptMessage], stats: Impo
             source=source, session_id=session_id, metadata=items[0].session_metadata,
             project=lambda: session_project(cwd=cwd),
         )
-        known = set(
-            Message.objects.filter(conversation=conversation, metadata__has_key="capture_key")
-            .values_list("metadata__capture_key", flat=True)
-        )
+        known = conversations.message_metadata_values(conversation=conversation, key="capture_key")
         for item in items:
             if item.key in known:
                 stats.duplicates += 1
@@ -835,18 +833,10 @@ def capture_activity() -> dict[int | None, dict[str, Any]]:
     /healthz on a large database: the last arrival is the newest `updated_at` (a stored message
     moves it) among the captured conversations, and today's count reads only today's messages
     (the created_at index)."""
-    from django.db.models import Count, Max
     from django.utils import timezone
 
-    sessions = Conversation.objects.filter(metadata__source__in=CAPTURE_SOURCES).order_by()
     midnight = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
-    activity: dict[int | None, dict[str, Any]] = {}
-    for row in sessions.values("project").annotate(last=Max("updated_at")):
-        activity[row["project"]] = {"last_event_at": row["last"], "events_today": 0}
-    today = Message.objects.filter(created_at__gte=midnight, conversation__metadata__source__in=CAPTURE_SOURCES)
-    for row in today.order_by().values("conversation__project").annotate(n=Count("*")):
-        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
-    return activity
+    return conversations.conversation_activity(sources=CAPTURE_SOURCES, since=midnight)
 
 
 # A failed checkpoint shows on /healthz and the dashboard for this long.

@@ -1,8 +1,8 @@
 """`import_claude_transcripts PATH...`: the earlier name of `import_agent_transcripts --agent claude`
 (kept as an alias). Backfills Claude Code JSONL transcripts (~/.claude/projects/<project>/<session>.jsonl);
 re-running is safe, malformed lines are counted and skipped."""
-from winni_site.agent_dialects import CLAUDE
-from winni_site.management.commands.import_agent_transcripts import Command as AgentCommand
+from agents.dialects import CLAUDE
+from agents.management.commands.import_agent_transcripts import Command as AgentCommand
 
 
 class Command(AgentCommand):

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from winni_site import capture
+from agents import capture
 
 logger = logging.getLogger("winni.mcp_proxy")
 
