@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from core import access, searchable
 from core.mcp import McpRegistry, read_tool
-from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
+from core.recall import DETAILS, LIMIT_DEFAULT, LIMIT_MAX, MODES, Detail, ItemDict, Mode, RecallDict, get_item, recall
 from core.rest import (
     DateBoundField,
     ProjectField,
@@ -45,25 +45,26 @@ def winni_recall(
     as_of: str | None = None,
     recency: float | None = None,
     project_only: bool = False,
+    detail: Detail = "compact",
 ) -> RecallDict:
-    """Search everything Winni keeps (past messages, memories, and any other registered store)
-    at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
-    some of message, memory, … (default all). limit 1-100 (default 10). session_id,
-    conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
-    name: its rows, and the global memories and startup contexts, which apply in every project;
-    project_only: its rows alone) to every kind. Superseded memories and medallions that are not active are
-    left out unless include_superseded (a superseded memory then names its successor). Time words
-    in the query ("last week", "in March", "before the migration's date") are read relative to
-    as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
-    ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
-    recency (a half-life in days) favours newer hits. A question about the asker's own doings
-    ("how many hours have I spent…", not addressed to "you") ranks the user's turns higher.
-    time_filter in the result says what was understood and done."""
+    """Search everything kept (messages, memories, medallions, startup contexts), best first. Rows
+    are compact (one line, size in tokens): read one with winni_get, a message's turns with
+    dewey_get_conversation; detail=full gives text and scores. kinds: message, memory, medallion,
+    context. Time words ("last week") are read as of as_of; recency: a half-life in days."""
+    # session_id, conversation_id and role apply to messages, tags to memories (the other kinds drop
+    # out with such a filter); project also takes the global memories and contexts unless
+    # project_only; a question about order ("which came first") gets time_filter.timeline.
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only)
+                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only,
+                  detail=detail)
+
+
+@read_tool
+def winni_get(kind: str, id: str) -> ItemDict:
+    """One item of a winni_recall row whole (its kind and id)."""
+    return get_item(kind=kind, item_id=id)
 
 
 @read_tool
@@ -75,21 +76,13 @@ def winni_context(
     as_of: str | None = None,
     project_only: bool = False,
 ) -> ContextDict:
-    """What Winni knows about a prompt, as the short block automatic recall adds to it: memories,
-    the project's active decisions, invariants and open questions, past turns of other sessions and
-    a cached answer to the same question, each with its source (kind, id, date, session, turn).
-    Empty (text "") when nothing is relevant enough (see gate). project: a project's slug or name
-    (unknown or none: the whole store); its memories come with the global ones (no project) unless
-    project_only. session_id: leaves out that session's own turns and what was
-    already given to it (then records what it gives). max_chars 200-50000 (default
-    WINNI_RECALL_INJECT_MAX_CHARS). Time words in the prompt ("what did we decide last week") are
-    read relative to as_of (ISO 8601, default now) and rank items of that time higher, as in
-    winni_recall; time_filter in the result says what was understood and done."""
+    """What Winni knows about a prompt, as a short block citing its sources; text "" when nothing
+    is relevant. With session_id, nothing given twice in a session. Time words read as of as_of."""
     return context_for_prompt(prompt=prompt, project=project, session_id=session_id, max_chars=max_chars,
                               as_of=as_of, project_only=project_only)
 
 
-MCP = McpRegistry(tools=[winni_recall, winni_context])
+MCP = McpRegistry(tools=[winni_recall, winni_get, winni_context])
 
 
 RECALL_DESCRIPTION = (
@@ -139,6 +132,9 @@ class RecallApi(APIView):
                                                       help_text="also memories a newer one superseded")
         as_of = as_of_field(allow_null=True)
         recency = recency_field(allow_null=True)
+        detail = serializers.ChoiceField(choices=list(DETAILS), required=False, default="full",
+                                         help_text="full hits (text, scores) or compact rows (one line, size in "
+                                                   "tokens; MCP's default)")
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -149,7 +145,8 @@ class RecallApi(APIView):
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded", "project_only")}
+        head = {name: values.pop(name)
+                for name in ("query", "limit", "mode", "include_superseded", "project_only", "detail")}
         head.update({name: values.pop(name, None) for name in ("as_of", "recency")})
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
