@@ -42,7 +42,7 @@ def asks_about_self(query: str) -> bool:
 SNIPPET_CHARS = 300
 TEXT_CHARS = 2000
 # A compact row's one line (detail="compact"): enough to tell which hit to open.
-LINE_CHARS = 160
+LINE_CHARS = 120
 Detail = Literal["compact", "full"]
 DETAILS = ("compact", "full")
 
@@ -166,17 +166,17 @@ class RecallHitDict(TypedDict):
 
 class CompactHitDict(TypedDict, total=False):
     """One hit as an index row (progressive disclosure, as claude-mem's search → get): which item,
-    from when and where, one line of it, and what reading it whole costs (`tokens`); `get_item`
-    (MCP winni_get) or, for a message, its conversation's turns read the rest."""
+    from when and where, one line of it (ending in "…" when cut), and what reading it whole costs
+    (`tokens`); get_item (MCP winni_get) reads the rest, and names a message's conversation and
+    turn for reading the turns around it. Empty fields are left out: every character of a page is
+    read by the agent's model."""
 
     kind: str
     id: str
-    date: str | None  # YYYY-MM-DD
-    project: str | None  # its slug
+    date: str  # YYYY-MM-DD
+    project: str  # its slug
     line: str
     tokens: int  # the full item's text, ≈ 4 characters a token
-    conversation_id: str  # a message: where its turns are read (dewey_get_conversation)
-    turn: int
     superseded_by: str  # a superseded memory (include_superseded): the one that replaced it
 
 
@@ -287,31 +287,27 @@ def compact_rows(hits: list[Hit]) -> list[CompactHitDict]:
     for hit in hits:
         spec, obj = searchable.get(hit.kind), hit.obj
         text = spec.text(obj) or ""
-        shown = (spec.display(obj) if spec.display else None) or text
-        line = " ".join(shown.split())
+        line = " ".join(((spec.display(obj) if spec.display else None) or text).split())
         created = getattr(obj, "created_at", None)
-        row: CompactHitDict = {
-            "kind": hit.kind, "id": hit.key, "date": created.date().isoformat() if created else None,
-            "project": slugs.get(getattr(obj, "project_id", None)),
-            "line": line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…", "tokens": tokens_of(text),
-        }
-        extra = spec.hit_fields(obj) if spec.hit_fields else {}
-        row.update({key: value for key, value in extra.items() if value is not None})  # type: ignore[typeddict-item]
-        rows.append(row)
+        row = {"kind": hit.kind, "id": hit.key, "date": created.date().isoformat() if created else None,
+               "project": slugs.get(getattr(obj, "project_id", None)),
+               "line": line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…", "tokens": tokens_of(text),
+               "superseded_by": (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")}
+        rows.append({key: value for key, value in row.items() if value is not None})  # type: ignore[misc]
     return rows
 
 
-class ItemDict(TypedDict):
-    kind: str
-    id: str
+class ItemDict(TypedDict, total=False):
+    """An item whole (its kind and id are the caller's); empty fields left out. A message names its
+    conversation and turn (the turns around it: dewey_get_conversation)."""
+
     label: str
     text: str
-    created_at: str | None
-    project: str | None
-    tokens: int
-    conversation_id: str | None
-    turn: int | None
-    superseded_by: str | None
+    created_at: str
+    project: str
+    conversation_id: str
+    turn: int
+    superseded_by: str
 
 
 def get_item(*, kind: Any, item_id: Any) -> ItemDict:
@@ -328,13 +324,11 @@ def get_item(*, kind: Any, item_id: Any) -> ItemDict:
     spec = searchable.get(kind)
     text = spec.text(obj) or ""
     created = getattr(obj, "created_at", None)
-    item: ItemDict = {"kind": kind, "id": str(obj.pk), "label": spec.label(obj), "text": text,
-                      "created_at": created.isoformat() if created else None,
-                      "project": _project_slugs([obj]).get(getattr(obj, "project_id", None)),
-                      "tokens": tokens_of(text), "conversation_id": None, "turn": None, "superseded_by": None}
+    item: dict[str, Any] = {"label": spec.label(obj), "text": text, "created_at": created.isoformat() if created else None,
+                            "project": _project_slugs([obj]).get(getattr(obj, "project_id", None))}
     if spec.hit_fields is not None:
-        item.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
-    return item
+        item.update(spec.hit_fields(obj))
+    return {key: value for key, value in item.items() if value is not None}  # type: ignore[return-value]
 
 
 def recall(

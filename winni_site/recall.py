@@ -47,10 +47,10 @@ def winni_recall(
     project_only: bool = False,
     detail: Detail = "compact",
 ) -> RecallDict:
-    """Search everything kept (messages, memories, medallions, startup contexts), best first. Rows
-    are compact (one line, size in tokens): read one with winni_get, a message's turns with
-    dewey_get_conversation; detail=full gives text and scores. kinds: message, memory, medallion,
-    context. Time words ("last week") are read as of as_of; recency: a half-life in days."""
+    """Search everything kept (messages, memories, medallions, startup contexts), best first, as
+    compact rows (a line, "…" when cut; tokens: the item's size): winni_get reads one whole.
+    detail=full: texts and scores. kinds: message, memory, medallion, context. Time words ("last
+    week") are read as of as_of; recency: a half-life in days."""
     # session_id, conversation_id and role apply to messages, tags to memories (the other kinds drop
     # out with such a filter); project also takes the global memories and contexts unless
     # project_only; a question about order ("which came first") gets time_filter.timeline.
@@ -63,7 +63,8 @@ def winni_recall(
 
 @read_tool
 def winni_get(kind: str, id: str) -> ItemDict:
-    """One item of a winni_recall row whole (its kind and id)."""
+    """A winni_recall row's item whole (its kind and id); a message's conversation and turn lead
+    to the turns around it (dewey_get_conversation)."""
     return get_item(kind=kind, item_id=id)
 
 
