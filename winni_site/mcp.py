@@ -15,7 +15,7 @@ from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
     "Winni is the agent's long-term memory; its hooks store every turn. Search before re-investigating "
-    "(winni_recall, dewey_search), remember decisions and conventions (store_memory), load the startup "
+    "(winni_recall's one-line rows, then winni_get for the ones needed; dewey_search), remember decisions and conventions (store_memory), load the startup "
     "context (dewey_get_startup_context) and the project's medallions (medallion_load_for_scope), and "
     "checkpoint a finished task (medallion_checkpoint_session)."
 )
