@@ -184,10 +184,22 @@ class RecallDict(TypedDict):
     query: str
     mode: str
     kinds: list[str]
-    results: list[RecallHitDict] | list[CompactHitDict]
+    results: list[RecallHitDict]
     count: int
     degraded: bool
     time_filter: dict[str, Any] | None  # what the query's time words (and recency) did: core.timerank
+
+
+class CompactRecallDict(TypedDict):
+    """RecallDict with compact rows (detail="compact")."""
+
+    query: str
+    mode: str
+    kinds: list[str]
+    results: list[CompactHitDict]
+    count: int
+    degraded: bool
+    time_filter: dict[str, Any] | None
 
 
 def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
@@ -343,7 +355,7 @@ def recall(
     recency: Any = None,
     project_only: Any = False,
     detail: Any = "full",
-) -> RecallDict:
+) -> RecallDict | CompactRecallDict:
     """`filters["project"]`: that project's rows, with the memories and startup contexts of no
     project unless `project_only` (core.projects.search_scope). `include_superseded`: also rows
     that no longer hold (superseded memories, medallions that are not active); each such memory hit names its successor (`superseded_by`). The query's time
@@ -390,7 +402,9 @@ def recall(
             hits = sorted(hits, key=lambda hit: -score(hit))
         hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
         log["results"] = len(hits)
-    results = compact_rows(hits) if detail == "compact" else [_hit_dict(hit) for hit in hits]
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
-    return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
-            "degraded": degraded, "time_filter": time.report(timeline)}
+    head = {"query": query, "mode": mode, "kinds": kinds}
+    tail = {"count": len(hits), "degraded": degraded, "time_filter": time.report(timeline)}
+    if detail == "compact":
+        return {**head, "results": compact_rows(hits), **tail}  # type: ignore[typeddict-item]
+    return {**head, "results": [_hit_dict(hit) for hit in hits], **tail}  # type: ignore[typeddict-item]

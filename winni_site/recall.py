@@ -13,7 +13,17 @@ from rest_framework.views import APIView
 
 from core import access, searchable
 from core.mcp import McpRegistry, read_tool
-from core.recall import DETAILS, LIMIT_DEFAULT, LIMIT_MAX, MODES, Detail, ItemDict, Mode, RecallDict, get_item, recall
+from core.recall import (
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    MODES,
+    Detail,
+    ItemDict,
+    Mode,
+    RecallDict,
+    get_item,
+    recall,
+)
 from core.rest import (
     DateBoundField,
     ProjectField,
@@ -46,7 +56,7 @@ def winni_recall(
     recency: float | None = None,
     project_only: bool = False,
     detail: Detail = "compact",
-) -> RecallDict:
+) -> dict[str, Any]:  # CompactRecallDict, or RecallDict with detail=full: an object either way (no wrapping)
     """Search everything kept (messages, memories, medallions, startup contexts), best first, as
     compact rows (a line, "…" when cut; tokens: the item's size): winni_get reads one whole.
     detail=full: texts and scores. kinds: message, memory, medallion, context. Time words ("last
@@ -133,9 +143,6 @@ class RecallApi(APIView):
                                                       help_text="also memories a newer one superseded")
         as_of = as_of_field(allow_null=True)
         recency = recency_field(allow_null=True)
-        detail = serializers.ChoiceField(choices=list(DETAILS), required=False, default="full",
-                                         help_text="full hits (text, scores) or compact rows (one line, size in "
-                                                   "tokens; MCP's default)")
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -146,8 +153,7 @@ class RecallApi(APIView):
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        head = {name: values.pop(name)
-                for name in ("query", "limit", "mode", "include_superseded", "project_only", "detail")}
+        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded", "project_only")}
         head.update({name: values.pop(name, None) for name in ("as_of", "recency")})
         kinds = values.pop("kinds", None)
         return Response(recall(**head, kinds=kinds, filters=values))
