@@ -102,3 +102,8 @@ def test_doctor_with_no_hooks_names_the_install_commands(winni_server, home, set
     status, out, _ = doctor()
     assert status == 1 and "No agent's Winni hooks are installed" in out
     assert "./winni manage install_agent_hooks --agent gemini" in out
+    # A config file no agent can read is named, with its line.
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text('{"hooks": {\n')
+    status, out, _ = doctor()
+    assert status == 1 and f"PROBLEM: Gemini CLI: {home}/.gemini/settings.json, line 2" in out

@@ -387,7 +387,12 @@ def doctor(*, home: Path, project: Path | None, cwd: str, prompt: str, default_u
 
     started = time.perf_counter()
     tools_list.cache_clear()
-    found = [(agent, hook) for agent in dialects.AGENTS for hook in installed_hooks(agent, home, project)]
+    found, unreadable = [], []
+    for agent in dialects.AGENTS:
+        try:
+            found += [(agent, hook) for hook in installed_hooks(agent, home, project)]
+        except agent_install.ConfigError as exc:
+            unreadable.append(f"{NAMES[agent]}: {exc}")
     urls = dict.fromkeys([hook_url(hook, default_url) for _, hook in found] or [default_url])
     for url in urls:
         down = winni_up(url)
@@ -397,13 +402,16 @@ def doctor(*, home: Path, project: Path | None, cwd: str, prompt: str, default_u
             return 1
         write(f"Winni at {url}: running")
     write(f"MCP tool sets served (WINNI_MCP_TOOLSETS): {', '.join(settings.WINNI_MCP_TOOLSETS)}")
+    for problem in unreadable:
+        write(f"PROBLEM: {problem.replace('; nothing was changed', '')}")
+        write("  fix: correct the file by hand (the agent cannot read it either)")
     if not found:
         where = f"project {project}" if project else str(home)
         write(f"No agent's Winni hooks are installed ({where}).")
         for agent in dialects.AGENTS:
             write(f"  {NAMES[agent]}: {install_command(agent, project)}")
         return 1
-    problems = 0
+    problems = len(unreadable)
     for agent, hook in found:
         report = examine(agent, hook, home=home, project=project, cwd=cwd, prompt=prompt, default_url=default_url)
         write("")
