@@ -228,3 +228,23 @@ def test_an_unknown_set_stops_start_up_naming_the_sets():
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "WINNI_MCP_TOOLSETS": "default,fiedlr"}, timeout=120)
     assert result.returncode != 0 and "no tool set named 'fiedlr'" in result.stderr
+
+
+@pytest.mark.live
+def test_a_token_limited_to_a_set_sees_and_calls_only_its_tools(winni_server, transactional_db):
+    from core.errors import InvalidInput
+    from tests.support import McpClient
+    from winni_site import auth
+    from winni_site.toolsets import TOOLSETS
+
+    _, secret = auth.token_create(name="session-bot", toolsets=["default"])
+    client = McpClient(winni_server.url, secret)
+    assert sorted(client.list_tools()) == sorted(TOOLSETS["default"][1])
+    assert client.call("winni_recall", {"query": "anything"})["results"] == []
+    assert client.call_error("dewey_store_fiedler_result", {"correlation_id": "c", "model": "m", "output": "x"}) == (
+        "forbidden: the tool dewey_store_fiedler_result is in the tool set 'fiedler'; this token (session-bot) may "
+        "use the tool sets default (a token for it: `./winni manage winni_token create NAME --toolset fiedler`)")
+    _, every = auth.token_create(name="every-set")
+    assert "dewey_store_fiedler_result" in McpClient(winni_server.url, every).list_tools()
+    with pytest.raises(InvalidInput, match="^toolsets: no tool set named 'fiedlr'; the sets are default"):
+        auth.token_create(name="typo", toolsets=["fiedlr"])
