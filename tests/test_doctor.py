@@ -58,7 +58,7 @@ def test_doctor_shows_what_each_agent_receives_and_what_is_wrong(winni_server, l
     assert f"Winni at {winni_server.url}: running" in out
     for name in ("Claude Code", "Codex CLI", "Gemini CLI", "Copilot CLI"):
         section = out.split(f"\n{name}\n", 1)[1].split("\n\n", 1)[0]
-        assert "hook latency: " in section and "token: alice, scope write; projects: all" in section, section
+        assert "hook latency: " in section and "token: alice, scope write; projects: all, and the global rows; tool sets: every served set" in section, section
         assert f"MCP: {winni_server.url}/mcp, tool sets " in section and "tools/list " in section, section
         assert "the agent receives:\n" in section and f"] {MEMORY}" in section and "PROBLEM" not in section, section
     assert "No problems found" in out

@@ -316,7 +316,8 @@ def examine(agent: str, hook: InstalledHook, *, home: Path, project: Path | None
                                        "the hook has no token", fix))
     else:
         projects = ", ".join(sorted(token.projects.values_list("slug", flat=True))) or "all, and the global rows"
-        report.lines.append(f"token: {token.name}, scope {token.scope}; projects: {projects}")
+        sets = ", ".join(token.toolsets) or "every served set"
+        report.lines.append(f"token: {token.name}, scope {token.scope}; projects: {projects}; tool sets: {sets}")
         if token.scope == "read":
             report.problems.append(Problem(f"the token {token.name} is read-only: capture is refused",
                                            f"./winni manage winni_token create {agent}-hooks --scope write, then "
