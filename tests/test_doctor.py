@@ -107,3 +107,20 @@ def test_doctor_with_no_hooks_names_the_install_commands(winni_server, home, set
     (home / ".gemini" / "settings.json").write_text('{"hooks": {\n')
     status, out, _ = doctor()
     assert status == 1 and f"PROBLEM: Gemini CLI: {home}/.gemini/settings.json, line 2" in out
+
+
+def test_doctor_posts_claude_codes_http_hook_as_claude_code_would(winni_server, live_token, home, tmp_path):
+    from memory import services as memory
+    from memory import vectors
+
+    project = tmp_path / "shop"
+    project.mkdir()
+    stored, _, _ = memory.memory_remember(content=MEMORY, tags=["decision"])
+    vectors.embedding_store(kind="memory", ids=[stored.pk], build_index=False)
+    call_command("install_agent_hooks", "--agent", "claude", "--hook-type", "http", "--url", winni_server.url,
+                 "--token", live_token, stdout=io.StringIO())
+    status, out, _ = doctor("--cwd", str(project), "--prompt", PROMPT)
+    assert status == 0, out
+    claude = out.split("\nClaude Code\n", 1)[1].split("\n\n", 1)[0]
+    assert f"] {MEMORY}" in claude and "token: alice" in claude, claude
+    assert "Not installed: Codex CLI, Gemini CLI, Copilot CLI" in out
