@@ -103,7 +103,8 @@ def test_a_tool_can_be_called_on_its_own():
 @pytest.mark.django_db(transaction=True)
 def test_answers_are_compact_json_text_beside_the_structured_content():
     """The SDK writes a tool's text indented; strict_tool sends the same data compact, and keeps
-    structuredContent where the tool publishes an output schema (an Optional answer wrapped)."""
+    structuredContent where the SDK can derive the answer's shape (an Optional answer wrapped), though no
+    output schema is published (core.mcp.strict_tool)."""
     server = MCPServer("compact", tools=[strict_tool(fn) for fn in (
         contexts_mcp.dewey_set_startup_context, contexts_mcp.dewey_get_startup_context, dewey_search)])
 
