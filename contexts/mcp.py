@@ -8,8 +8,7 @@ NO_ACTIVE_CONTEXT = "No startup context is active."
 
 @read_tool
 def dewey_get_startup_context(name: str | None = None, project: str | None = None) -> outputs.ContextDict | None:
-    """The active startup context, or the one named; null when none is active. project: that
-    project's contexts (its slug or name); omitted: the global ones."""
+    """The active startup context (or the one named), global or project's; null when none."""
     context = services.context_get(name=name, project=project)
     return outputs.context_dict(context) if context else None
 

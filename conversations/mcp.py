@@ -58,9 +58,8 @@ def dewey_store_message(
 @read_tool
 def dewey_get_conversation(conversation_id: str, turn_from: int | None = None, turn_to: int | None = None,
                            max_chars: int = READ_MAX_CHARS) -> outputs.ConversationDict:
-    """A conversation with its messages in turn order, or those from turn_from to turn_to (both
-    included). The result holds at most max_chars characters of JSON: long messages are cut to fit
-    (truncated, content_length); ask the turn of one (turn_from = turn_to) to read it whole."""
+    """A conversation's messages in turn order, or turns turn_from to turn_to (inclusive). Long
+    messages are cut to fit max_chars of JSON; one turn (turn_from = turn_to) comes whole."""
     conversation, messages = services.conversation_get(conversation_id=conversation_id, turn_from=turn_from,
                                                        turn_to=turn_to, max_chars=max_chars)
     return outputs.conversation_dict(conversation, messages, max_chars)
@@ -128,19 +127,9 @@ def dewey_search(
     recency: float | None = None,
     max_chars: int = READ_MAX_CHARS,
 ) -> outputs.SearchPageDict:
-    """Full-text search over past messages (web-search syntax: "exact phrase", -exclude, or).
-    Ranked by relevance among the most recent matches, newer first on ties. Dates are ISO 8601;
-    a date alone covers the whole day. Each hit has a **highlighted** snippet and up to
-    context_lines messages before and after it. mode: fts (full text only), semantic (by meaning)
-    or hybrid (both fused; best on the retrieval benchmark). Omitted: the server's default
-    (WINNI_SEARCH_DEFAULT_MODE, hybrid unless configured). project: only that project's
-    conversations. Time words in the query ("last week", "in March") are read relative to as_of
-    (ISO 8601, default now) and rank messages of that time higher within the page; for an order
-    question ("which came first") time_filter.timeline lists them oldest first; recency (a
-    half-life in days) favours newer ones; time_filter in the result says what was done. The page
-    holds at most max_chars characters of JSON: the messages' content is cut to fit (truncated,
-    content_length); for more ask a larger max_chars, or a hit's turn whole with
-    dewey_get_conversation (turn_from = turn_to = the hit's turn)."""
+    """Search past messages; each hit with context_lines turns around it. mode: hybrid (default),
+    fts or semantic; "a phrase", -word. Dates ISO 8601. Time words ("last week") are read as of
+    as_of; recency: a half-life in days. Long messages are cut to fit max_chars of JSON."""
     page = services.message_search(
         query=query,
         session_id=session_id,

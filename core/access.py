@@ -31,6 +31,7 @@ class Access:
     scope: str = WRITE
     project_ids: frozenset[int] | None = None  # None: every project (and the global rows)
     project_slugs: tuple[str, ...] = ()
+    toolsets: tuple[str, ...] = ()  # the MCP tool sets it may use (winni_site.toolsets); empty: every served set
 
     def allows(self, needed: str) -> bool:
         return _RANK[self.scope] >= _RANK[needed]
@@ -52,10 +53,12 @@ def set_current(granted: Access | None) -> None:
 def from_scopes(client_id: str, scopes: list[str]) -> Access:
     """The access an MCP AccessToken carries (winni_site.auth.access_scopes)."""
     scope = WRITE
-    ids, slugs, limited = [], [], False
+    ids, slugs, limited, sets = [], [], False, []
     for item in scopes:
         if item.startswith("winni:scope:"):
             scope = item.removeprefix("winni:scope:")
+        elif item.startswith("winni:toolset:"):
+            sets.append(item.removeprefix("winni:toolset:"))
         elif item == "winni:project:limited":
             limited = True
         elif item.startswith("winni:project:"):
@@ -63,8 +66,9 @@ def from_scopes(client_id: str, scopes: list[str]) -> Access:
             ids.append(int(pk))
             slugs.append(slug)
     if not limited:
-        return Access(token=client_id, scope=scope)
-    return Access(token=client_id, scope=scope, project_ids=frozenset(ids), project_slugs=tuple(slugs))
+        return Access(token=client_id, scope=scope, toolsets=tuple(sets))
+    return Access(token=client_id, scope=scope, project_ids=frozenset(ids), project_slugs=tuple(slugs),
+                  toolsets=tuple(sets))
 
 
 @contextmanager

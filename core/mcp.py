@@ -229,15 +229,38 @@ class PlainTool(Tool):
             raise
 
 
-def untitled(schema: Any) -> Any:
-    """A JSON schema without pydantic's "title" keywords ("Session Id" beside the property
-    session_id, "store_memoryArguments"): they repeat the names, and every session's tools/list
-    carries them (≈ 3,000 of the default set's 20,800 characters). A property named "title" stays."""
-    if isinstance(schema, list):
-        return [untitled(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    return {key: untitled(value) for key, value in schema.items() if not (key == "title" and isinstance(value, str))}
+def lean_schema(schema: Any) -> Any:
+    """A tool's JSON schema as the agent's model needs it, every session: without pydantic's
+    "title" keywords ("Session Id" beside the property session_id; a property named "title"
+    stays), an optional argument as its own type (`{"type": "string"}`, not `anyOf` with null and
+    `"default": null`: leaving it out is how it is omitted; the server still takes null), and
+    nested models written in place instead of `$defs` and `$ref` (strict validators and some
+    clients resolve no references). Together a third of the default set's tools/list."""
+    definitions = schema.get("$defs", {}) if isinstance(schema, dict) else {}
+
+    def lean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lean(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            return lean({**definitions[node["$ref"].rsplit("/", 1)[-1]],
+                         **{key: value for key, value in node.items() if key != "$ref"}})
+        options = node.get("anyOf")
+        if isinstance(options, list) and {"type": "null"} in options and node.get("default", None) is None:
+            kept = [option for option in options if option != {"type": "null"}]
+            rest = {key: value for key, value in node.items() if key not in ("anyOf", "default")}
+            return lean({**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **rest})
+        return {key: lean(value) for key, value in node.items()
+                if key != "$defs" and not (key == "title" and isinstance(value, str))}
+
+    return lean(schema)
+
+
+def plain_description(text: str | None) -> str | None:
+    """A docstring as one paragraph: its indentation and line breaks are characters every
+    session's tools/list carries and the model does not need."""
+    return " ".join(text.split()) if text else text
 
 
 def strict_tool(fn: Callable[..., Any]) -> Tool:
@@ -248,7 +271,7 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     no option to forbid extra arguments: a misspelt one ("rolle") would be dropped silently and
     the call would go on without it. Its FuncMetadata reads `arg_model` live on each call (its
     documented contract), so the model is replaced here by a subclass with extra="forbid"; the
-    published JSON schema stays the SDK's, less its "title" keywords (`untitled`). The tools go
+    published JSON schema is the SDK's, made lean (`lean_schema`). The tools go
     to the server through the public
     `MCPServer(tools=...)`, never through its private tool manager.
     tests/test_mcp_tools.py fails if the SDK stops honouring this.
@@ -266,10 +289,13 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     tool.fn_metadata.arg_model = type(loose.__name__, (loose,), {
         "__module__": loose.__module__, "model_config": ConfigDict(extra="forbid"),
     })
-    tool.parameters = untitled(tool.parameters)
-    if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = untitled(tool.fn_metadata.output_schema)
-    structured = tool.output_schema is not None
+    tool.parameters = lean_schema(tool.parameters)
+    tool.description = plain_description(tool.description)
+    # The answer's shape is not published (outputSchema): the model reads the answer itself, and
+    # the shapes cost every session's tools/list a seventh of its size; REST's OpenAPI schema
+    # has them. structuredContent still travels where the SDK could derive a shape.
+    structured = tool.fn_metadata.output_schema is not None
+    tool.fn_metadata.output_schema = None
     wrapped = tool.fn_metadata.wrap_output  # an Optional answer's structuredContent is {"result": ...}
 
     @functools.wraps(fn)

@@ -16,10 +16,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
 from core import projects, searchable, timerank
-from core.errors import InvalidInput
+from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
-from core.validation import parse_date_range, validate_query
+from core.validation import NOT_ONE_OF, parse_date_range, parse_uuid, shown_value, validate_query
 
 Mode = Literal["fts", "semantic", "hybrid"]
 MODES = ("fts", "semantic", "hybrid")
@@ -41,6 +41,10 @@ def asks_about_self(query: str) -> bool:
 
 SNIPPET_CHARS = 300
 TEXT_CHARS = 2000
+# A compact row's one line (detail="compact"): enough to tell which hit to open.
+LINE_CHARS = 120
+Detail = Literal["compact", "full"]
+DETAILS = ("compact", "full")
 
 
 class Engine(Protocol):
@@ -160,6 +164,22 @@ class RecallHitDict(TypedDict):
     superseded_by: str | None  # a superseded memory (include_superseded): the memory that replaced it
 
 
+class CompactHitDict(TypedDict, total=False):
+    """One hit as an index row (progressive disclosure, as claude-mem's search → get): which item,
+    from when and where, one line of it (ending in "…" when cut), and what reading it whole costs
+    (`tokens`); get_item (MCP winni_get) reads the rest, and names a message's conversation and
+    turn for reading the turns around it. Empty fields are left out: every character of a page is
+    read by the agent's model."""
+
+    kind: str
+    id: str
+    date: str  # YYYY-MM-DD
+    project: str  # its slug
+    line: str
+    tokens: int  # the full item's text, ≈ 4 characters a token
+    superseded_by: str  # a superseded memory (include_superseded): the one that replaced it
+
+
 class RecallDict(TypedDict):
     query: str
     mode: str
@@ -168,6 +188,18 @@ class RecallDict(TypedDict):
     count: int
     degraded: bool
     time_filter: dict[str, Any] | None  # what the query's time words (and recency) did: core.timerank
+
+
+class CompactRecallDict(TypedDict):
+    """RecallDict with compact rows (detail="compact")."""
+
+    query: str
+    mode: str
+    kinds: list[str]
+    results: list[CompactHitDict]
+    count: int
+    degraded: bool
+    time_filter: dict[str, Any] | None
 
 
 def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
@@ -249,6 +281,68 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
     return result
 
 
+def _project_slugs(objects: list[Any]) -> dict[Any, str]:
+    from core.models import Project
+
+    ids = {getattr(obj, "project_id", None) for obj in objects} - {None}
+    return dict(Project.objects.filter(pk__in=ids).values_list("pk", "slug")) if ids else {}
+
+
+def tokens_of(text: str) -> int:
+    """What reading `text` costs a model, ≈ 4 characters a token (the measure docs/benchmarks.md uses)."""
+    return -(-len(text) // 4)
+
+
+def compact_rows(hits: list[Hit]) -> list[CompactHitDict]:
+    slugs = _project_slugs([hit.obj for hit in hits])
+    rows: list[CompactHitDict] = []
+    for hit in hits:
+        spec, obj = searchable.get(hit.kind), hit.obj
+        text = spec.text(obj) or ""
+        line = " ".join(((spec.display(obj) if spec.display else None) or text).split())
+        created = getattr(obj, "created_at", None)
+        row = {"kind": hit.kind, "id": hit.key, "date": created.date().isoformat() if created else None,
+               "project": slugs.get(getattr(obj, "project_id", None)),
+               "line": line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…", "tokens": tokens_of(text),
+               "superseded_by": (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")}
+        rows.append({key: value for key, value in row.items() if value is not None})  # type: ignore[misc]
+    return rows
+
+
+class ItemDict(TypedDict, total=False):
+    """An item whole (its kind and id are the caller's); empty fields left out. A message names its
+    conversation and turn (the turns around it: dewey_get_conversation)."""
+
+    label: str
+    text: str
+    created_at: str
+    project: str
+    conversation_id: str
+    turn: int
+    superseded_by: str
+
+
+def get_item(*, kind: Any, item_id: Any) -> ItemDict:
+    """One searchable item whole (a recall row's `kind` and `id`), if the caller may read it:
+    the same scope as recall's (a token limited to projects reads only theirs)."""
+    known = searchable.kinds()
+    if kind not in known:
+        raise InvalidInput("kind: " + NOT_ONE_OF.format(choices=", ".join(known), got=shown_value(kind)), field="kind")
+    key = parse_uuid(item_id, field="id")
+    scopes, _ = recall_scopes([kind], {})
+    obj = scopes[kind].filter(pk=key).first() if kind in scopes else None
+    if obj is None:
+        raise NotFound(f"id: no {kind} with id {str(key)!r}", field="id")
+    spec = searchable.get(kind)
+    text = spec.text(obj) or ""
+    created = getattr(obj, "created_at", None)
+    item: dict[str, Any] = {"label": spec.label(obj), "text": text, "created_at": created.isoformat() if created else None,
+                            "project": _project_slugs([obj]).get(getattr(obj, "project_id", None))}
+    if spec.hit_fields is not None:
+        item.update(spec.hit_fields(obj))
+    return {key: value for key, value in item.items() if value is not None}  # type: ignore[return-value]
+
+
 def recall(
     *,
     query: str,
@@ -260,14 +354,19 @@ def recall(
     as_of: Any = None,
     recency: Any = None,
     project_only: Any = False,
-) -> RecallDict:
+    detail: Any = "full",
+) -> RecallDict | CompactRecallDict:
     """`filters["project"]`: that project's rows, with the memories and startup contexts of no
     project unless `project_only` (core.projects.search_scope). `include_superseded`: also rows
     that no longer hold (superseded memories, medallions that are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
     list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
-    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST)."""
+    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST).
+    `detail`: "full" hits (text, snippet, scores) or "compact" index rows (compact_rows)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
+    if detail not in DETAILS:
+        raise InvalidInput("detail: " + NOT_ONE_OF.format(choices=" or ".join(map(repr, DETAILS)),
+                                                          got=shown_value(detail)), field="detail")
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     time = timerank.plan(query, as_of=as_of, recency=recency)
@@ -303,7 +402,9 @@ def recall(
             hits = sorted(hits, key=lambda hit: -score(hit))
         hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
         log["results"] = len(hits)
-    results = [_hit_dict(hit) for hit in hits]
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
-    return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
-            "degraded": degraded, "time_filter": time.report(timeline)}
+    head = {"query": query, "mode": mode, "kinds": kinds}
+    tail = {"count": len(hits), "degraded": degraded, "time_filter": time.report(timeline)}
+    if detail == "compact":
+        return {**head, "results": compact_rows(hits), **tail}  # type: ignore[typeddict-item]
+    return {**head, "results": [_hit_dict(hit) for hit in hits], **tail}  # type: ignore[typeddict-item]

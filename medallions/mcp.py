@@ -11,7 +11,7 @@ from medallions import outputs, services
 
 
 class ScopeArg(BaseModel):
-    """Graph nodes (e.g. "repo:winni", "module:cli") and tags (e.g. "project_state")."""
+    """graph_nodes (e.g. "repo:winni") and tags."""
 
     model_config = ConfigDict(extra="forbid")
     graph_nodes: list[str] = Field(default_factory=list)
@@ -19,13 +19,15 @@ class ScopeArg(BaseModel):
 
 
 class EvidenceArg(BaseModel):
-    """What happened in the session: a summary, transcript segments (text or {role, content}
-    messages), artefacts (text or objects such as {path, kind, content}), or a stored conversation."""
+    """A summary, transcripts (text or {role, content}), artefacts (text or {path, kind, content})
+    or a stored conversation's id."""
 
     model_config = ConfigDict(extra="forbid")
     session_summary: str = ""
-    transcripts: list[Any] = Field(default_factory=list)
-    artefacts: list[Any] = Field(default_factory=list)
+    # Each item typed (not `Any`, whose schema `{}` strict schema checks refuse: the MCP Inspector's
+    # --strict complaint about this tool).
+    transcripts: list[str | dict[str, Any]] = Field(default_factory=list)
+    artefacts: list[str | dict[str, Any]] = Field(default_factory=list)
     conversation_id: str | None = None
 
 
@@ -33,10 +35,8 @@ class EvidenceArg(BaseModel):
 def medallion_checkpoint_session(
     scope: ScopeArg, evidence: EvidenceArg | None = None, wait_seconds: int = Field(default=0, ge=0, le=120)
 ) -> outputs.JobDict:
-    """Checkpoint the session into the medallion for exactly this scope: the active one is
-    updated (its previous version kept as a revision), or a new one is generated. Runs as a
-    background job: returns the job at once, or waits up to wait_seconds (max 120) and then
-    includes the medallion. Poll medallion_job_status with the job_id."""
+    """Update (or create) the medallion for exactly this scope from the session, as a background
+    job: returns the job, or waits up to wait_seconds; then medallion_job_status(job_id)."""
     evidence_data = evidence.model_dump(exclude_none=True) if evidence else {}
     job = services.medallion_checkpoint(scope=scope.model_dump(), evidence=evidence_data,
                                         wait_seconds=wait_seconds, actor=actor_name_from_mcp())
@@ -47,10 +47,8 @@ def medallion_checkpoint_session(
 def medallion_load_for_scope(
     scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
 ) -> outputs.MedallionListDict:
-    """The latest active medallions for a scope, newest first. A medallion matches when the
-    requested graph nodes are a subset of its nodes and the requested tags a subset of its tags;
-    an empty list matches everything on that axis. project: only that project's medallions (those
-    whose scope names it as repo:<slug>). as_text adds compact markdown in `text`."""
+    """The latest active medallions whose scope contains the given graph nodes and tags (empty:
+    any), newest first; as_text adds markdown in text."""
     medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit, project=project)
     text = "\n".join(services.medallion_as_text(m) for m in medallions) if as_text else None
     return outputs.medallion_list_dict(medallions, text)
@@ -58,14 +56,13 @@ def medallion_load_for_scope(
 
 @read_tool
 def medallion_get(medallion_id: str) -> outputs.MedallionDict:
-    """One medallion by id: meta, scope, summary, decisions, open_questions, affordances."""
+    """One medallion by id."""
     return outputs.medallion_dict(services.medallion_get(medallion_id=medallion_id))
 
 
 @read_tool
 def medallion_job_status(job_id: str) -> outputs.JobDict:
-    """A checkpoint job: pending, running, done (with the medallion) or failed (with scope,
-    operation and cause)."""
+    """A checkpoint job: pending, running, done (with the medallion) or failed (with the cause)."""
     return outputs.job_dict(services.medallion_job_get(job_id=job_id))
 
 

@@ -20,14 +20,9 @@ def store_memory(
     project: str | None = None,
     supersedes: list[str] | None = None,
 ) -> outputs.StoredMemoryDict:
-    """Remember a fact, preference or decision for future sessions. Tags: up to 10, each 1-50
-    characters (e.g. preference, decision). project: an existing project's slug or name; omitted,
-    the project of conversation_id (or message_id), else a global memory. The same content stored
-    twice in one project returns the existing memory (duplicate: true). supersedes: ids of older
-    memories this one replaces ("we moved from Fabric to Ansible"): they are kept but leave
-    search_memory and winni_recall (unless include_superseded). The answer lists `similar`
-    memories that may already say this (or an older version of it): update_memory one of them or
-    supersede it instead of keeping near-copies."""
+    """Remember a fact, decision or preference. tags: up to 10. project: a slug (default: the
+    conversation's, else global). supersedes: ids of memories this one replaces. The answer lists
+    similar memories: update_memory one instead of storing a near-copy."""
     memory, created, similar = services.memory_remember(
         content=content, tags=tags, metadata=metadata, conversation_id=conversation_id, message_id=message_id,
         project=project, supersedes=supersedes)
@@ -40,14 +35,9 @@ def search_memory(
     start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
     as_of: str | None = None, recency: float | None = None, project_only: bool = False,
 ) -> outputs.SearchMemoryDict:
-    """Search memories by meaning. limit 1-20 (default 5); tags: only memories carrying all of
-    them; project: that project's memories and the global ones (no project), which apply in every
-    project (project_only: the project's alone); start_date/end_date (ISO 8601; a date alone is the whole
-    day): only memories stored in that range. Each result has a relevance_score 0-100; results
-    under 30 are left out. Superseded memories are left out unless include_superseded (each then
-    names its successor in superseded_by). Time words in the query ("last week", "in March") are
-    read relative to as_of (ISO 8601, default now) and rank memories of that time higher; recency
-    (a half-life in days) favours newer ones; time_filter in the result says what was done."""
+    """Memories by meaning, relevance_score 0-100 (under 30 left out). With project: also the global
+    ones unless project_only. Superseded ones only with include_superseded. Dates ISO 8601;
+    time words read as of as_of; recency: a half-life in days."""
     time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
     hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
                                   end_date=end_date, include_superseded=include_superseded, time=time,
@@ -59,11 +49,8 @@ def search_memory(
 def update_memory(
     memory_id: str, content: str | None = None, tags: list[str] | None = None, reason: str | None = None,
 ) -> outputs.UpdatedMemoryDict:
-    """Correct or change a memory in place (memories are never deleted): new content and/or tags
-    (tags replace the old list). The memory keeps its id; its previous text becomes a version
-    (memory_history) with who changed it, when and why (reason). The same content and tags change
-    nothing (changed: false). For a new fact that replaces an old one, store it with
-    store_memory(supersedes=[old id]) instead."""
+    """Change a memory in place (same id; the old text kept as a version, with reason). Tags replace
+    the old list."""
     memory, changed = services.memory_update(memory_id=memory_id, content=content, tags=tags, reason=reason,
                                              actor=actor_name_from_mcp())
     return outputs.updated_memory_dict(memory, changed)
@@ -71,8 +58,7 @@ def update_memory(
 
 @read_tool
 def memory_history(memory_id: str) -> outputs.MemoryHistoryDict:
-    """Every version of a memory, the current one first: content, tags, when and by whom each was
-    written and why, and when it was replaced."""
+    """Every version of a memory, the current one first."""
     memory, versions = services.memory_history(memory_id=memory_id)
     return outputs.memory_history_dict(memory, versions)
 

@@ -92,7 +92,7 @@ def test_mcp_tools_share_the_rule(mcp_legacy):
     assert [hit["content"] for hit in searched["results"]] == ["kiwi late note"]
     fiedler = mcp_legacy.call("dewey_query_fiedler_results", IN_RANGE)
     assert [r["output"] for r in fiedler["results"]] == ["kiwi late answer"]
-    recalled = mcp_legacy.call("winni_recall", {"query": "kiwi", "mode": "fts", **IN_RANGE})
+    recalled = mcp_legacy.call("winni_recall", {"query": "kiwi", "mode": "fts", "detail": "full", **IN_RANGE})
     assert sorted(hit["text"] for hit in recalled["results"]) == ["kiwi late memory", "kiwi late note"]
     found = mcp_legacy.call("search_memory", {"query": "kiwi late memory", **IN_RANGE})
     assert [r["content"] for r in found["results"]] == ["kiwi late memory"]

@@ -34,11 +34,30 @@ def test_winni_recall_over_messages_and_memories(mcp):
     cid = mcp.call("dewey_begin_conversation", {"session_id": "s-recall"})["conversation_id"]
     mcp.call("dewey_store_message", {"conversation_id": cid, "role": "user", "content": "the invoice service timed out"})
     mcp.call("store_memory", {"content": "invoice service owners are the billing team"})
-    out = mcp.call("winni_recall", {"query": "invoice service", "limit": 5})
+    out = mcp.call("winni_recall", {"query": "invoice service", "limit": 5, "detail": "full"})
     assert {hit["kind"] for hit in out["results"]} == {"message", "memory"}
     message = next(hit for hit in out["results"] if hit["kind"] == "message")
     assert message["conversation_id"] == cid and message["turn"] == 1
     assert set(message["scores"]) == {"fused", "fts", "fts_rank", "vector_similarity", "vector_rank", "context"}
+    # Progressive disclosure: compact rows by default (one line, the full item's size in tokens),
+    # the same hits in the same order; winni_get reads one whole.
+    compact = mcp.call("winni_recall", {"query": "invoice service", "limit": 5})["results"]
+    assert [(row["kind"], row["id"]) for row in compact] == [(hit["kind"], hit["id"]) for hit in out["results"]]
+    row = next(row for row in compact if row["kind"] == "message")
+    assert row == {"kind": "message", "id": message["id"], "date": message["created_at"][:10],
+                   "line": "the invoice service timed out", "tokens": 8}
+    whole = mcp.call("winni_get", {"kind": "message", "id": row["id"]})
+    assert whole == {"label": "turn 1 (user)", "text": "the invoice service timed out",
+                     "created_at": message["created_at"], "conversation_id": cid, "turn": 1}
+    memory = next(row for row in compact if row["kind"] == "memory")
+    assert mcp.call("winni_get", {"kind": "memory", "id": memory["id"]})["text"] == (
+        "invoice service owners are the billing team")
+    assert mcp.call_error("winni_get", {"kind": "memory", "id": row["id"]}) == (
+        f"not_found: id: no memory with id '{row['id']}'")
+    assert mcp.call_error("winni_get", {"kind": "note", "id": row["id"]}) == (
+        "invalid: kind: must be one of context, medallion, memory, message, got 'note'")
+    assert mcp.call_error("winni_recall", {"query": "x", "detail": "short"}) == (
+        "invalid: detail: must be one of 'compact' or 'full', got 'short'")
     only = mcp.call("winni_recall", {"query": "invoice", "session_id": "s-recall", "mode": "fts"})
     assert [hit["kind"] for hit in only["results"]] == ["message"]
     searched = mcp.call("dewey_search", {"query": "invoice service", "mode": "hybrid", "session_id": "s-recall"})

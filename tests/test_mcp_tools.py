@@ -28,8 +28,8 @@ def test_the_sdk_alone_drops_an_unknown_argument_strict_tool_refuses_it():
     with pytest.raises(ValidationError, match="rolle"):
         strict.fn_metadata.validate_arguments({**ARGUMENTS, "rolle": "user"})
     assert strict.fn_metadata.validate_arguments(ARGUMENTS)["role"] == "user"
-    # The published schema is the SDK's own, less pydantic's titles (they repeat the names).
-    assert strict.parameters == core_mcp.untitled(loose.parameters) and "title" not in json.dumps(strict.parameters)
+    # The published schema is the SDK's own, made lean (no titles, no null branches).
+    assert strict.parameters == core_mcp.lean_schema(loose.parameters) and "title" not in json.dumps(strict.parameters)
     assert set(strict.parameters["properties"]) == set(loose.parameters["properties"])
 
 
@@ -103,7 +103,8 @@ def test_a_tool_can_be_called_on_its_own():
 @pytest.mark.django_db(transaction=True)
 def test_answers_are_compact_json_text_beside_the_structured_content():
     """The SDK writes a tool's text indented; strict_tool sends the same data compact, and keeps
-    structuredContent where the tool publishes an output schema (an Optional answer wrapped)."""
+    structuredContent where the SDK can derive the answer's shape (an Optional answer wrapped), though no
+    output schema is published (core.mcp.strict_tool)."""
     server = MCPServer("compact", tools=[strict_tool(fn) for fn in (
         contexts_mcp.dewey_set_startup_context, contexts_mcp.dewey_get_startup_context, dewey_search)])
 
@@ -133,23 +134,82 @@ def test_every_registered_tool_is_in_exactly_one_set():
     assert sorted(in_sets) == sorted(registered)
 
 
-def test_the_default_set_is_what_an_agent_uses_in_a_session(settings):
+def listed_json(settings, sets: tuple[str, ...]) -> tuple[list, str]:
+    """The tools of `sets` and their tools/list JSON, as a client receives it."""
     from mcp.types import ListToolsResult
 
-    settings.WINNI_MCP_TOOLSETS = ("default",)
+    settings.WINNI_MCP_TOOLSETS = sets
     tools = asyncio.run(assembly.build_mcp_server().list_tools())
+    return tools, ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
+
+
+# What each set's tools/list costs every session's model, in characters (≈ 4 a token; README and
+# docs/benchmarks.md give the figures): budgets, so that a new tool or a longer description is a
+# decision. The default set's is well within the issue's ≤ 2,500 tokens (10,000 characters).
+SET_BUDGETS = {"default": 9_000, "conversations": 2_800, "contexts": 1_100, "fiedler": 1_900, "cache": 2_100,
+               "delete": 750}
+
+
+def test_the_default_set_is_what_an_agent_uses_in_a_session(settings):
+    tools, listed = listed_json(settings, ("default",))
     assert sorted(tool.name for tool in tools) == sorted([
-        "winni_recall", "dewey_search", "dewey_get_conversation", "store_memory", "update_memory", "search_memory",
-        "memory_history", "medallion_load_for_scope", "medallion_get", "medallion_checkpoint_session",
-        "medallion_job_status", "winni_context", "winni_projects", "dewey_get_startup_context", "librarian_ask"])
-    listed = ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
-    # What every session's model reads (README: 17,725 characters, ≈ 4,400 tokens; all 30 tools:
-    # 40,809). A budget, so that a new default tool or a longer description is a decision.
-    assert len(listed) <= 18_500, len(listed)
-    settings.WINNI_MCP_TOOLSETS = ("default", "fiedler", "delete")
-    names = {tool.name for tool in asyncio.run(assembly.build_mcp_server().list_tools())}
+        "winni_recall", "winni_get", "dewey_search", "dewey_get_conversation", "store_memory", "update_memory",
+        "search_memory", "memory_history", "medallion_load_for_scope", "medallion_get",
+        "medallion_checkpoint_session", "medallion_job_status", "winni_context", "winni_projects",
+        "dewey_get_startup_context"])
+    assert len(listed) <= SET_BUDGETS["default"], len(listed)
+    _, default_and_more = listed_json(settings, ("default", "fiedler", "delete"))
+    names = {tool["name"] for tool in json.loads(default_and_more)["tools"]}
     assert {"dewey_store_fiedler_result", "dewey_delete_conversation", "winni_recall"} <= names
     assert "librarian_remember" not in names and "dewey_store_message" not in names
+
+
+def test_each_sets_tools_list_keeps_its_budget(settings):
+    from winni_site.toolsets import TOOLSETS
+
+    assert set(SET_BUDGETS) == set(TOOLSETS)
+    for name, budget in SET_BUDGETS.items():
+        _, listed = listed_json(settings, (name,))
+        assert len(listed) <= budget, (name, len(listed))
+
+
+def _loose_parts(schema, where: str):
+    """Where a schema leaves a value's type open (`{}` or `true`, a missing type, `$ref`): what
+    strict checks (the MCP Inspector's --strict, Claude Code's own) refuse."""
+    if isinstance(schema, bool) or schema == {}:
+        yield f"{where}: an untyped schema"
+        return
+    assert isinstance(schema, dict), where
+    if "$ref" in schema or "$defs" in schema:
+        yield f"{where}: a reference"
+    if "type" not in schema and "anyOf" not in schema and "enum" not in schema:
+        yield f"{where}: no type"
+    for key, value in schema.get("properties", {}).items():
+        yield from _loose_parts(value, f"{where}.{key}")
+    if "items" in schema:
+        yield from _loose_parts(schema["items"], f"{where}[]")
+    for number, option in enumerate(schema.get("anyOf", [])):
+        yield from _loose_parts(option, f"{where}|{number}")
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        yield from _loose_parts(extra, f"{where}{{}}")
+
+
+def test_every_tools_schema_passes_strict_checks(settings):
+    """Each inputSchema is a valid JSON Schema (2020-12, the MCP spec's dialect) whose every value
+    has a type; a description is one paragraph without the docstring's indentation."""
+    import jsonschema
+
+    from winni_site.toolsets import TOOLSETS
+
+    tools, _ = listed_json(settings, tuple(TOOLSETS))
+    for tool in tools:
+        jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.input_schema["type"] == "object" and tool.output_schema is None, tool.name
+        assert list(_loose_parts(tool.input_schema, tool.name)) == [], tool.name
+        assert tool.description and "\n" not in tool.description and "  " not in tool.description, tool.name
+    assert list(_loose_parts({"type": "object", "properties": {"x": {"items": {}, "type": "array"}}}, "t")) == [
+        "t.x[]: an untyped schema"]
 
 
 def test_an_unknown_set_stops_start_up_naming_the_sets():
@@ -169,3 +229,23 @@ def test_an_unknown_set_stops_start_up_naming_the_sets():
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "WINNI_MCP_TOOLSETS": "default,fiedlr"}, timeout=120)
     assert result.returncode != 0 and "no tool set named 'fiedlr'" in result.stderr
+
+
+@pytest.mark.live
+def test_a_token_limited_to_a_set_sees_and_calls_only_its_tools(winni_server, transactional_db):
+    from core.errors import InvalidInput
+    from tests.support import McpClient
+    from winni_site import auth
+    from winni_site.toolsets import TOOLSETS
+
+    _, secret = auth.token_create(name="session-bot", toolsets=["default"])
+    client = McpClient(winni_server.url, secret)
+    assert sorted(client.list_tools()) == sorted(TOOLSETS["default"][1])
+    assert client.call("winni_recall", {"query": "anything"})["results"] == []
+    assert client.call_error("dewey_store_fiedler_result", {"correlation_id": "c", "model": "m", "output": "x"}) == (
+        "forbidden: the tool dewey_store_fiedler_result is in the tool set 'fiedler'; this token (session-bot) may "
+        "use the tool sets default (a token for it: `./winni manage winni_token create NAME --toolset fiedler`)")
+    _, every = auth.token_create(name="every-set")
+    assert "dewey_store_fiedler_result" in McpClient(winni_server.url, every).list_tools()
+    with pytest.raises(InvalidInput, match="^toolsets: no tool set named 'fiedlr'; the sets are default"):
+        auth.token_create(name="typo", toolsets=["fiedlr"])

@@ -445,6 +445,7 @@ READ_TOOLS = {
     "librarian_memory_stats": {},
     "librarian_ask": {"query": "what is zebracorn"},
     "winni_recall": {"query": "zebracorn"},
+    "winni_get": {"kind": "memory", "id": "{memory}"},
     "winni_context": {"prompt": "what is the zebracorn release codename"},
     "winni_projects": {},
 }

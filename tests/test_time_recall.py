@@ -95,7 +95,7 @@ def test_rest_recall_takes_as_of_and_recency(api, dated):
 
 @pytest.mark.live
 def test_mcp_winni_recall_with_time(mcp_legacy, dated):
-    out = mcp_legacy.call("winni_recall", {"query": "the cache last week", "mode": "fts", "as_of": AS_OF})
+    out = mcp_legacy.call("winni_recall", {"query": "the cache last week", "mode": "fts", "as_of": AS_OF, "detail": "full"})
     assert out["time_filter"]["from_text"] == "last week"
     assert out["results"][0]["text"] == "we bought the new car and discussed the cache eviction policy"
     unread = mcp_legacy.call("winni_recall", {"query": "the cache in Q3", "mode": "fts"})

@@ -168,7 +168,9 @@ def test_mcp_snippets_show_the_line(live_session, mcp: McpClient):
     found = mcp.call("dewey_search", {"query": "invoice cents rounding"})
     assert LINE in [hit["snippet"] for hit in found["results"] if hit["role"] == "tool"]
     assert all('{"tool_name"' not in hit["snippet"] for hit in found["results"])
-    recall = mcp.call("winni_recall", {"query": "invoice cents rounding", "kinds": ["message"]})
+    recall = mcp.call("winni_recall", {"query": "invoice cents rounding", "kinds": ["message"], "detail": "full"})
     assert LINE in [hit["snippet"] for hit in recall["results"]]
+    rows = mcp.call("winni_recall", {"query": "invoice cents rounding", "kinds": ["message"]})["results"]
+    assert LINE in [row["line"] for row in rows]  # the compact row shows the same readable line
     context = mcp.call("winni_context", {"prompt": PROMPT})
     assert LINE in context["text"] and '{"tool_name"' not in context["text"]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, transaction
 from django.utils import timezone
 from mcp.server.auth.provider import AccessToken
@@ -20,6 +21,7 @@ from core import access
 from core import projects as core_projects
 from core.connections import run_unchecked
 from core.errors import Conflict, InvalidInput, NotFound
+from winni_site import toolsets as toolsets_module
 from winni_site.models import ApiToken
 
 TOKEN_PREFIX = "winni_"
@@ -34,10 +36,12 @@ def _digest(secret: str) -> str:
 
 
 @transaction.atomic
-def token_create(*, name: str, scope: str = access.WRITE, projects: list[str] | None = None) -> tuple[ApiToken, str]:
+def token_create(*, name: str, scope: str = access.WRITE, projects: list[str] | None = None,
+                 toolsets: list[str] | None = None) -> tuple[ApiToken, str]:
     """Create a token; returns it with its secret, which is shown once and never stored. `scope`:
     read, write (default) or admin; `projects`: names (slug, name or alias) of existing projects
-    the token is limited to (none: every project). Nothing is created when any is wrong."""
+    the token is limited to (none: every project); `toolsets`: the MCP tool sets it may use (none:
+    every set the server serves). Nothing is created when any is wrong."""
     name = name.strip()
     if not NAME_PATTERN.match(name):
         raise InvalidInput(
@@ -47,10 +51,14 @@ def token_create(*, name: str, scope: str = access.WRITE, projects: list[str] | 
         raise InvalidInput(f"scope must be one of {', '.join(access.SCOPES)}, got {str(scope)[:40]!r}", field="scope")
     # An unknown project is a 404, like any reference to a row that does not exist (issue #24).
     limited = [core_projects.project_get(name=value, field="project", error=NotFound) for value in projects or []]
+    try:
+        sets = list(toolsets_module.parse_toolsets(toolsets)) if toolsets else []
+    except ImproperlyConfigured as exc:
+        raise InvalidInput("toolsets: " + str(exc).removeprefix("WINNI_MCP_TOOLSETS: "), field="toolsets") from None
     if ApiToken.objects.filter(name=name).exists():
         raise Conflict(f"a token named {name!r} already exists", field="name")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(name=name, secret_sha256=_digest(secret), scope=scope)
+    token = ApiToken.objects.create(name=name, secret_sha256=_digest(secret), scope=scope, toolsets=sets)
     if limited:
         token.projects.set(limited)
     return token, secret
@@ -60,9 +68,9 @@ def token_access(token: ApiToken) -> access.Access:
     """What a token may do, for core.access."""
     limited = list(token.projects.order_by("pk").values_list("pk", "slug"))
     if not limited:
-        return access.Access(token=token.name, scope=token.scope)
+        return access.Access(token=token.name, scope=token.scope, toolsets=tuple(token.toolsets))
     return access.Access(token=token.name, scope=token.scope, project_ids=frozenset(pk for pk, _ in limited),
-                         project_slugs=tuple(slug for _, slug in limited))
+                         project_slugs=tuple(slug for _, slug in limited), toolsets=tuple(token.toolsets))
 
 
 def token_revoke(*, name: str) -> ApiToken:
@@ -136,19 +144,20 @@ def _access_of_secret(secret: str) -> access.Access | None:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT t.id, t.name, t.scope, t.last_used_at, ARRAY(SELECT p.id {projects_of_t}), "
-            f"ARRAY(SELECT p.slug {projects_of_t}) "
+            f"ARRAY(SELECT p.slug {projects_of_t}), t.toolsets "
             f"FROM {ApiToken._meta.db_table} t WHERE t.secret_sha256 = %s AND t.revoked_at IS NULL",
             [_digest(secret)])
         row = cursor.fetchone()
     if row is None:
         return None
-    pk, name, scope, last_used_at, project_ids, slugs = row
+    pk, name, scope, last_used_at, project_ids, slugs, sets = row
     now = timezone.now()
     if last_used_at is None or now - last_used_at > LAST_USED_RESOLUTION:
         ApiToken.objects.filter(pk=pk).update(last_used_at=now)
     if not project_ids:
-        return access.Access(token=name, scope=scope)
-    return access.Access(token=name, scope=scope, project_ids=frozenset(project_ids), project_slugs=tuple(slugs))
+        return access.Access(token=name, scope=scope, toolsets=tuple(sets))
+    return access.Access(token=name, scope=scope, project_ids=frozenset(project_ids), project_slugs=tuple(slugs),
+                         toolsets=tuple(sets))
 
 
 def _verify_sync(secret: str) -> access.Access | None:
@@ -161,10 +170,11 @@ def _verify_sync(secret: str) -> access.Access | None:
 # the SDK's AccessToken: "winni", "winni:scope:<read|write|admin>", "winni:project:<id>:<slug>".
 SCOPE_PREFIX = "winni:scope:"
 PROJECT_PREFIX = "winni:project:"
+TOOLSET_PREFIX = "winni:toolset:"
 
 
 def access_scopes(granted: access.Access) -> list[str]:
-    scopes = [MCP_SCOPE, SCOPE_PREFIX + granted.scope]
+    scopes = [MCP_SCOPE, SCOPE_PREFIX + granted.scope, *(TOOLSET_PREFIX + name for name in granted.toolsets)]
     if granted.project_ids is not None:
         scopes += [f"{PROJECT_PREFIX}{pk}:{slug}" for pk, slug in zip(sorted(granted.project_ids),
                                                                       granted.project_slugs, strict=False)]

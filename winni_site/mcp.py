@@ -2,21 +2,24 @@
 `MCP` registry (core.mcp.McpRegistry); this module builds the server from them, plus the
 assembly's own cross-app tools (winni_recall, winni_projects), and its streamable-HTTP app."""
 from importlib import import_module
+from typing import Any
 
 from django.conf import settings
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import Tool as MCPTool
 from starlette.applications import Starlette
 
 from agents import mcp as agents_mcp
-from core.mcp import McpRegistry, strict_tool, with_access
+from core.errors import Forbidden
+from core.mcp import McpRegistry, strict_tool, token_access, tool_error, with_access
 from winni_site import projects, recall, toolsets
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
     "Winni is the agent's long-term memory; its hooks store every turn. Search before re-investigating "
-    "(winni_recall, dewey_search), remember decisions and conventions (store_memory), load the startup "
+    "(winni_recall's one-line rows, then winni_get for the ones needed; dewey_search), remember decisions and conventions (store_memory), load the startup "
     "context (dewey_get_startup_context) and the project's medallions (medallion_load_for_scope), and "
     "checkpoint a finished task (medallion_checkpoint_session)."
 )
@@ -38,12 +41,41 @@ def registries() -> list[McpRegistry]:
     return [*found, recall.MCP, agents_mcp.MCP, projects.MCP]
 
 
+TOOLSET_OUTSIDE = ("the tool {tool} is in the tool set {set!r}; this token ({token}) may use the tool sets {sets} "
+                   "(a token for it: `./winni manage winni_token create NAME --toolset {set}`)")
+
+
+class WinniMcpServer(MCPServer):
+    """The SDK's server, each token seeing only its tool sets (ApiToken.toolsets; none: every
+    served set): tools/list lists no other tool, and calling one is refused naming its set."""
+
+    async def list_tools(self) -> list[MCPTool]:
+        allowed = _token_tools()
+        return [tool for tool in await super().list_tools() if allowed is None or tool.name in allowed]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        allowed = _token_tools()
+        if allowed is not None and name not in allowed:
+            granted = token_access()
+            home = next((set_name for set_name, (_, tools) in toolsets.TOOLSETS.items() if name in tools), None)
+            if home is not None and granted is not None:
+                raise tool_error(Forbidden(TOOLSET_OUTSIDE.format(tool=name, set=home, token=granted.token,
+                                                                  sets=", ".join(granted.toolsets))))
+        return await super().call_tool(name, arguments, context)
+
+
+def _token_tools() -> set[str] | None:
+    """The tools the calling token's sets hold; None: no limit (no token sets, or no token)."""
+    granted = token_access()
+    return None if granted is None or not granted.toolsets else toolsets.tool_names(granted.toolsets)
+
+
 def build_mcp_server() -> MCPServer:
     """The server with the tools of the sets WINNI_MCP_TOOLSETS names (winni_site/toolsets.py),
     and every prompt and resource."""
     surfaces = registries()
     served = toolsets.tool_names(settings.WINNI_MCP_TOOLSETS)
-    server = MCPServer(
+    server = WinniMcpServer(
         "winni",
         instructions=INSTRUCTIONS,
         token_verifier=ApiTokenVerifier(),

@@ -1,3 +1,4 @@
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 
@@ -12,6 +13,9 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100, unique=True)
     secret_sha256 = models.CharField(max_length=64, unique=True)
     scope = models.CharField(max_length=8, choices=Scope.choices, default=Scope.WRITE)
+    # The MCP tool sets (winni_site/toolsets.py) this token may list and call; empty: every set the
+    # server serves (WINNI_MCP_TOOLSETS). An agent given only `default` never sees the others.
+    toolsets = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     # Limited to these projects' rows everywhere (core.access); none: every project and the global rows.
     projects = models.ManyToManyField("core.Project", blank=True, related_name="api_tokens")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -54,10 +54,8 @@ def project_list_dict(project: Any = None) -> ProjectListDict:
 
 @read_tool
 def winni_projects(project: str | None = None) -> ProjectListDict:
-    """The projects Winni knows (one per repository: found by its git remote, root commit or
-    path when a session starts in it), most recently active first, each with its slug (what
-    every `project` argument takes), identity keys, last activity and rows per store. project:
-    only that one (slug, name or an alias)."""
+    """The projects (one per repository), most recently active first: the slug every project
+    argument takes, keys, last activity, rows per store."""
     return project_list_dict(project)
 
 

@@ -13,7 +13,17 @@ from rest_framework.views import APIView
 
 from core import access, searchable
 from core.mcp import McpRegistry, read_tool
-from core.recall import LIMIT_DEFAULT, LIMIT_MAX, MODES, Mode, RecallDict, recall
+from core.recall import (
+    LIMIT_DEFAULT,
+    LIMIT_MAX,
+    MODES,
+    Detail,
+    ItemDict,
+    Mode,
+    RecallDict,
+    get_item,
+    recall,
+)
 from core.rest import (
     DateBoundField,
     ProjectField,
@@ -44,28 +54,30 @@ def winni_recall(
     as_of: str | None = None,
     recency: float | None = None,
     project_only: bool = False,
-) -> RecallDict:
-    """Search everything Winni keeps (past messages, memories, and any other registered store)
-    at once: one ranked list fusing full-text (BM25) and semantic similarity. kinds: restrict to
-    some of message, memory, … (default all). limit 1-100 (default 10). session_id,
-    conversation_id and role apply to messages, tags to memories (other kinds drop out when
-    such a filter is given); start_date/end_date (ISO 8601; a date alone covers the whole day) and project (a project's slug or
-    name: its rows, and the global memories and startup contexts, which apply in every project;
-    project_only: its rows alone) to every kind. Superseded memories and medallions that are not active are
-    left out unless include_superseded (a superseded memory then names its successor). Time words
-    in the query ("last week", "in March", "before the migration's date") are read relative to
-    as_of (ISO 8601, default now) and rank hits of that time higher; for a question about order
-    ("which came first") time_filter.timeline lists the best hits oldest first with their dates;
-    recency (a half-life in days) favours newer hits. A question about the asker's own doings
-    ("how many hours have I spent…", not addressed to "you") ranks the user's turns higher.
-    time_filter in the result says what was understood and done."""
+    detail: Detail = "compact",
+) -> dict[str, Any]:  # CompactRecallDict, or RecallDict with detail=full: an object either way (no wrapping)
+    """Search everything kept (messages, memories, medallions, startup contexts), best first, as
+    compact rows (a line, "…" when cut; tokens: the item's size): winni_get reads one whole.
+    detail=full: texts and scores. kinds: message, memory, medallion, context. Time words ("last
+    week") are read as of as_of; recency: a half-life in days."""
+    # session_id, conversation_id and role apply to messages, tags to memories (the other kinds drop
+    # out with such a filter); project also takes the global memories and contexts unless
+    # project_only; a question about order ("which came first") gets time_filter.timeline.
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
     return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only)
+                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only,
+                  detail=detail)
 
 
-MCP = McpRegistry(tools=[winni_recall])
+@read_tool
+def winni_get(kind: str, id: str) -> ItemDict:
+    """A winni_recall row's item whole (its kind and id); a message's conversation and turn lead
+    to the turns around it (dewey_get_conversation)."""
+    return get_item(kind=kind, item_id=id)
+
+
+MCP = McpRegistry(tools=[winni_recall, winni_get])
 
 
 RECALL_DESCRIPTION = (

@@ -29,6 +29,7 @@ def token_dict(token: ApiToken) -> dict[str, Any]:
         "name": token.name,
         "scope": token.scope,
         "projects": list(token.projects.order_by("slug").values_list("slug", flat=True)),
+        "toolsets": list(token.toolsets),
         "active": token.revoked_at is None,
         "created_at": token.created_at.isoformat(),
         "last_used_at": token.last_used_at.isoformat() if token.last_used_at else None,
@@ -37,7 +38,7 @@ def token_dict(token: ApiToken) -> dict[str, Any]:
 
 TOKENS = ["tokens"]
 NAME_SCHEMA = {"type": "string", "pattern": auth.NAME_PATTERN.pattern}
-TOKEN = {"name": "ci-bot", "scope": "read", "projects": ["winni"], "active": True,
+TOKEN = {"name": "ci-bot", "scope": "read", "projects": ["winni"], "toolsets": [], "active": True,
          "created_at": "2026-11-24T10:00:00+00:00", "last_used_at": None}
 
 
@@ -45,6 +46,7 @@ class TokenDict(TypedDict):
     name: str
     scope: str
     projects: list[str]
+    toolsets: list[str]  # the MCP tool sets it may use; empty: every set the server serves
     active: bool
     created_at: str
     last_used_at: str | None
@@ -71,6 +73,9 @@ class TokenListCreateApi(APIView):
                                                         f"{', '.join(access.SCOPES)}, got {{input!r}}"})
         projects = serializers.ListField(child=ProjectField(), required=False, default=list,
                                          help_text="limit the token to these existing projects (404 if one is not)")
+        toolsets = serializers.ListField(child=serializers.CharField(), required=False, default=list,
+                                         help_text="limit the token's MCP tools to these tool sets (default, "
+                                                   "conversations, contexts, fiedler, cache, delete)")
 
     @extend_schema(operation_id="tokens_list", tags=TOKENS, summary="List API tokens",
                    description="Every token (admin tokens only): name, scope, projects, whether it is active and "

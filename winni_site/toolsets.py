@@ -12,10 +12,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 TOOLSETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "default": ("what an agent uses in a session: recall, search, memories, medallions, the startup context", (
-        "winni_recall", "winni_context", "winni_projects", "dewey_search", "dewey_get_conversation",
+        "winni_recall", "winni_get", "winni_context", "winni_projects", "dewey_search", "dewey_get_conversation",
         "dewey_get_startup_context", "store_memory", "update_memory", "search_memory", "memory_history",
         "medallion_load_for_scope", "medallion_get", "medallion_checkpoint_session", "medallion_job_status",
-        "librarian_ask",
     )),
     "conversations": ("storing and listing conversations by hand, which the hooks already do", (
         "dewey_begin_conversation", "dewey_store_message", "dewey_store_messages_bulk", "dewey_list_conversations",
@@ -24,8 +23,8 @@ TOOLSETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "fiedler": ("the multi-model orchestrator Fiedler's results", (
         "dewey_store_fiedler_result", "dewey_get_fiedler_results", "dewey_query_fiedler_results",
     )),
-    "cache": ("the answer cache's administration", (
-        "librarian_remember", "librarian_forget", "librarian_feedback", "librarian_memory_stats",
+    "cache": ("the answer cache: asking it (winni_context already gives its answers) and administering it", (
+        "librarian_ask", "librarian_remember", "librarian_forget", "librarian_feedback", "librarian_memory_stats",
     )),
     "delete": ("deleting conversations and startup contexts", ("dewey_delete_conversation", "dewey_delete_startup_context")),
 }
