@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, TypedDict
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from core import projects, searchable, timerank
+from core import anchors, projects, searchable, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
@@ -158,6 +158,8 @@ class RecallHitDict(TypedDict):
     conversation_id: str | None
     turn: int | None
     superseded_by: str | None  # a superseded memory (include_superseded): the memory that replaced it
+    # Files it names that changed since it was written (core.anchors): possibly stale; None: it holds.
+    stale: list[anchors.MarkDict] | None
 
 
 class RecallDict(TypedDict):
@@ -243,6 +245,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "conversation_id": None,
         "turn": None,
         "superseded_by": None,
+        "stale": None,
     }
     if spec.hit_fields is not None:
         result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
@@ -266,7 +269,9 @@ def recall(
     that no longer hold (superseded memories, medallions that are not active); each such memory hit names its successor (`superseded_by`). The query's time
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
     list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
-    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST)."""
+    about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST). A hit
+    naming a file that changed since it was written is possibly stale (core.anchors): its `stale`
+    says what changed and when, and it comes after the hits that hold."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
@@ -302,8 +307,13 @@ def recall(
         if boost_self:
             hits = sorted(hits, key=lambda hit: -score(hit))
         hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
-        log["results"] = len(hits)
+        # A hit about a file that changed since ranks below every hit that still holds.
+        stale = anchors.marks_as_dicts(f"{hit.kind}:{hit.key}" for hit in hits)
+        hits = anchors.holding_first(hits, lambda hit: f"{hit.kind}:{hit.key}", stale)
+        log.update(results=len(hits), stale=len(stale))
     results = [_hit_dict(hit) for hit in hits]
+    for result in results:
+        result["stale"] = stale.get(f"{result['kind']}:{result['id']}")
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
     return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(results),
             "degraded": degraded, "time_filter": time.report(timeline)}

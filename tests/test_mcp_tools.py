@@ -141,7 +141,8 @@ def test_the_default_set_is_what_an_agent_uses_in_a_session(settings):
     assert sorted(tool.name for tool in tools) == sorted([
         "winni_recall", "dewey_search", "dewey_get_conversation", "store_memory", "update_memory", "search_memory",
         "memory_history", "medallion_load_for_scope", "medallion_get", "medallion_checkpoint_session",
-        "medallion_job_status", "winni_context", "winni_projects", "dewey_get_startup_context", "librarian_ask"])
+        "medallion_job_status", "winni_context", "winni_projects", "dewey_get_startup_context", "librarian_ask",
+        "winni_item_confirm"])
     listed = ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
     # What every session's model reads (README: 17,725 characters, ≈ 4,400 tokens; all 30 tools:
     # 40,809). A budget, so that a new default tool or a longer description is a decision.

@@ -29,13 +29,12 @@ What it does with a prompt:
    recorded (winni_site.models.Injection)."""
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -44,13 +43,14 @@ from django.utils import timezone
 
 from conversations.models import Conversation, Message
 from conversations.services import message_display
-from core import paths, projects, timerank
+from core import anchors, paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from core.recall import rank
 from core.searchable import EmbeddingUnavailable
 from core.validation import validate_int_range, validate_storable
+from medallions.anchoring import invariant_id
 from medallions.extractive import decision_statement
 from medallions.models import Medallion, Status
 from memory import embeddings
@@ -129,6 +129,7 @@ class Item(TypedDict):
     id: str
     score: float
     source: Source
+    stale: NotRequired[list[str]]  # what changed since, when a file it names did (core.anchors); absent: it holds
 
 
 class ContextDict(TypedDict):
@@ -401,7 +402,7 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
             found.append(Candidate(kind="decision", id=item_id, text=text,
                                    source={**base, "kind": "decision", "id": item_id}))
         for invariant in (medallion.affordances or {}).get("invariants", []):
-            item_id = f"{medallion.id}:inv-{hashlib.sha256(str(invariant).encode()).hexdigest()[:10]}"
+            item_id = invariant_id(medallion.id, invariant)
             found.append(Candidate(kind="invariant", id=item_id, text=f"Invariant: {invariant}",
                                    source={**base, "kind": "invariant", "id": item_id}))
         for question in medallion.open_questions or []:
@@ -867,6 +868,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     lines: list[str] = []
     items: list[Item] = []
     used = len(header) + 1
+    # An item about a file that changed since it was written says so and comes after those that hold.
+    stale = anchors.marks([c.key for c in fresh])
+    fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
     for candidate in fresh:
         room = max_chars - used - 160  # the source line's own length, roughly
         if room < 60:
@@ -874,12 +878,15 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
+        marks = stale.get(candidate.key, [])
+        if marks:
+            line += "\n  ⚠ possibly stale: " + "; ".join(mark.text for mark in marks[:3])
         if used + len(line) + 1 > max_chars:
             continue
         lines.append(line)
         used += len(line) + 1
         items.append({"kind": candidate.kind, "id": candidate.id, "score": round(candidate.score, 6),
-                      "source": candidate.source})
+                      "source": candidate.source, **({"stale": [mark.text for mark in marks]} if marks else {})})
     if not items:
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,

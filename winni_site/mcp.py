@@ -10,7 +10,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
 from core.mcp import McpRegistry, strict_tool, with_access
-from winni_site import projects, recall, toolsets
+from winni_site import projects, recall, stale, toolsets
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
@@ -23,7 +23,7 @@ INSTRUCTIONS = (
 
 def registries() -> list[McpRegistry]:
     """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's and
-    winni_projects'."""
+    winni_projects', then winni_item_confirm's."""
     found = []
     for app_name in settings.WINNI_APPS:
         module_name = f"{app_name}.mcp"
@@ -34,7 +34,7 @@ def registries() -> list[McpRegistry]:
                 continue
             raise
         found.append(module.MCP)
-    return [*found, recall.MCP, projects.MCP]
+    return [*found, recall.MCP, projects.MCP, stale.MCP]
 
 
 def build_mcp_server() -> MCPServer:
