@@ -167,8 +167,11 @@ def _expanded(change: Change) -> list[Change]:
     if not change.folder:
         return [change]
     prefix = change.path.rstrip("/") + "/"
-    inside = list(ProjectFile.objects.filter(project_id=change.project_id, path__startswith=prefix)
-                  .values_list("path", flat=True))
+    # The folder's files Winni knows: those captured, and those items name.
+    inside = sorted({*ProjectFile.objects.filter(project_id=change.project_id, path__startswith=prefix)
+                     .values_list("path", flat=True),
+                     *Anchor.objects.filter(project_id=change.project_id, path__startswith=prefix)
+                     .values_list("path", flat=True)})
     if not inside:
         renamed_to = change.renamed_to
         if renamed_to and ProjectFile.objects.filter(project_id=change.project_id,

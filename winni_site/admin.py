@@ -295,7 +295,7 @@ class PossiblyStaleFilter(admin.SimpleListFilter):
         return [("yes", "possibly stale"), ("no", "holds")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        since = Greatest("anchored_at", Coalesce("confirmed_at", "anchored_at"))
+        since = Greatest(OuterRef("anchored_at"), Coalesce(OuterRef("confirmed_at"), OuterRef("anchored_at")))
         changed = ProjectFile.objects.filter(project_id=OuterRef("project_id"), path=OuterRef("path"),
                                              changed_at__gt=since)
         if self.value() == "yes":
