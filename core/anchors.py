@@ -218,23 +218,6 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def _resolve_bare(project_id: int, files: list[str]) -> list[str]:
-    """A bare file name (`invoice.py`) as the one known file of that name (`src/invoice.py`), when
-    exactly one is known; else kept bare (a change of any file of that name then marks the item)."""
-    bare = [name for name in files if "/" not in name]
-    if not bare:
-        return files
-    query = Q()
-    for name in bare:
-        query |= Q(path=name) | Q(path__endswith=f"/{name}")
-    known: dict[str, set[str]] = {}
-    for path in ProjectFile.objects.filter(query, project_id=project_id).values_list("path", flat=True):
-        known.setdefault(path.rsplit("/", 1)[-1], set()).add(path)
-    resolved = [next(iter(known[name])) if "/" not in name and len(known.get(name, ())) == 1 else name
-                for name in files]
-    return list(dict.fromkeys(resolved))
-
-
 def items_anchor(items: list[Item]) -> int:
     """Anchor each item to the files its text names, as they are now (its text unchanged since it
     was anchored: nothing to do; a new text: anchored anew). Items of no project are not anchored
@@ -248,7 +231,9 @@ def items_anchor(items: list[Item]) -> int:
         if existing.filter(text_hash=digest).exists():
             continue
         roots = list(item.roots) or projects.project_roots([item.project_id])
-        files = _resolve_bare(item.project_id, named_files(item.text, roots))
+        # Kept as written: a file named by the end of its path (`invoice.py`, `billing/utils.py`) is
+        # matched when marks are read, against every file known by then.
+        files = named_files(item.text, roots)
         known = {row.path: row for row in ProjectFile.objects.filter(project_id=item.project_id, path__in=files)}
         live = _live(item.at)
         with transaction.atomic():
@@ -341,17 +326,15 @@ def marks(keys: Iterable[str]) -> dict[str, list[Mark]]:
     query = Q()
     for anchor in anchors:
         query |= Q(project_id=anchor.project_id, path=anchor.path)
-        if "/" not in anchor.path:
-            query |= Q(project_id=anchor.project_id, path__endswith=f"/{anchor.path}")
-    files: dict[tuple[int, str], list[ProjectFile]] = {}
-    for row in ProjectFile.objects.filter(query).exclude(changed_at=None):
-        files.setdefault((row.project_id, row.path), []).append(row)
-        files.setdefault((row.project_id, row.path.rsplit("/", 1)[-1]), []).append(row)
+        query |= Q(project_id=anchor.project_id, path__endswith=f"/{anchor.path}")
+    rows = list(ProjectFile.objects.filter(query))
     found: dict[str, list[Mark]] = {}
     for anchor in anchors:
-        candidates = files.get((anchor.project_id, anchor.path), [])
-        if "/" in anchor.path:
-            candidates = [row for row in candidates if row.path == anchor.path]
+        mine = [row for row in rows if row.project_id == anchor.project_id]
+        # The file of that path; else (a path named by its end) the files whose path ends so.
+        candidates = [row for row in mine if row.path == anchor.path] or [
+            row for row in mine if row.path.endswith(f"/{anchor.path}")]
+        candidates = [row for row in candidates if row.changed_at is not None]
         changed = max(candidates, key=lambda row: row.changed_at, default=None)
         mark = _mark(anchor, changed) if changed is not None else None
         if mark is not None:

@@ -121,3 +121,25 @@ class Anchor(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_key} → {self.path}"
+
+
+class ItemUse(models.Model):
+    """Whether the agent used one item automatic recall injected (an Injection's item, "<kind>:<id>"):
+    judged once the turn that followed is over (winni_site.injection_use). Its own table beside the
+    injections', keyed by the injection's id, so judging never rewrites what was injected."""
+
+    injection_id = models.BigIntegerField(db_index=True)
+    item_key = models.TextField()
+    kind = models.CharField(max_length=40)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_uses")
+    used = models.BooleanField()
+    # What showed the use ("fetched it by id", "edited src/invoice.py", "repeated `RATE_BASIS_POINTS`"); "" when ignored.
+    evidence = models.TextField(blank=True, default="")
+    judged_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["injection_id", "item_key"], name="item_use_unique")]
+        indexes = [models.Index(fields=["kind", "used"], name="item_use_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.item_key} {'used' if self.used else 'ignored'}"

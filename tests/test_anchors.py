@@ -213,7 +213,7 @@ def test_file_recall_shows_the_mark_after_the_items_that_hold(api, shop, django_
     holds = _memory(on_commit, project, "src/invoice.py now sums integer cents, no rounding.")
     found = context_for_file(file_path="src/invoice.py", project=project.slug, session_id="s-2")
     assert [f"{item['kind']}:{item['id']}" for item in found["items"]] == [holds, stale]
-    assert "stale" not in found["items"][0] and found["items"][1]["stale"][0].startswith("src/invoice.py changed since")
+    assert found["items"][0]["stale"] == [] and found["items"][1]["stale"][0].startswith("src/invoice.py changed since")
     assert "⚠ possibly stale: src/invoice.py changed since, in session s-1 on " in found["text"]
     assert found["text"].index(holds.split(":")[1]) < found["text"].index("⚠ possibly stale")
 

@@ -145,8 +145,9 @@ def test_the_default_set_is_what_an_agent_uses_in_a_session(settings):
         "winni_item_confirm"])
     listed = ListToolsResult(tools=tools).model_dump_json(by_alias=True, exclude_none=True)
     # What every session's model reads (README: 17,725 characters, ≈ 4,400 tokens; all 30 tools:
-    # 40,809). A budget, so that a new default tool or a longer description is a decision.
-    assert len(listed) <= 18_500, len(listed)
+    # 40,809). A budget, so that a new default tool or a longer description is a decision: the
+    # agent settles a possibly stale item in its session (winni_item_confirm, 695 characters).
+    assert len(listed) <= 18_800, len(listed)
     settings.WINNI_MCP_TOOLSETS = ("default", "fiedler", "delete")
     names = {tool.name for tool in asyncio.run(assembly.build_mcp_server().list_tools())}
     assert {"dewey_store_fiedler_result", "dewey_delete_conversation", "winni_recall"} <= names

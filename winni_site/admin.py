@@ -328,7 +328,7 @@ class AnchorAdmin(admin.ModelAdmin):
     @admin.display(description="what changed since")
     def mark(self, obj: Anchor) -> str:
         found = anchors.marks([obj.item_key]).get(obj.item_key, [])
-        return "; ".join(m.text for m in found if m.path == obj.path or "/" not in obj.path) or "—"
+        return "; ".join(m.text for m in found if m.path == obj.path or m.path.endswith(f"/{obj.path}")) or "—"
 
     @admin.action(description="Confirm: the selected items still hold")
     def confirm_items(self, request: HttpRequest, queryset: QuerySet[Anchor]) -> None:

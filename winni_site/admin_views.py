@@ -89,6 +89,11 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         panels["recall_share"] = charts.line_chart(
             [(day.strftime("%b %d"), share) for day, _, share in recall],
             title="Share of captured prompts that received a block", width=1100, label_every=5, fmt=charts.percent)
+        from winni_site import injection_use
+
+        # Injections whose turn is over are judged here (once each; kept in core.models.ItemUse).
+        injection_use.judge_pending()
+        panels["item_use"] = injection_use.use_counts(days=30)
     if request.user.is_superuser:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -129,7 +129,7 @@ class Item(TypedDict):
     id: str
     score: float
     source: Source
-    stale: NotRequired[list[str]]  # what changed since, when a file it names did (core.anchors); absent: it holds
+    stale: list[str]  # what changed since in the files it names (core.anchors); empty: it holds
 
 
 class ContextDict(TypedDict):
@@ -526,12 +526,15 @@ def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
     """The admin transcript's "Winni added" notes: what automatic recall added to each message
     (a prompt, a tool call that touched a file)."""
     notes: dict[Any, list[dict[str, str]]] = {}
-    rows = Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at")
+    from winni_site.injection_use import injections_judge, uses_said
+
+    rows = list(Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at"))
+    uses = injections_judge(rows)
     for injection in rows:
         count = len(injection.item_keys)
         what = f"{count} item{'s' if count != 1 else ''}" + (f" about {injection.file_path}" if injection.file_path else "")
         if injection.delivered:
-            title = f"Winni added {what} ({len(injection.text)} characters)"
+            title = f"Winni added {what} ({len(injection.text)} characters)" + uses_said(uses.get(injection.pk, []))
         else:
             title = f"Winni prepared {what}, not delivered: {injection.undelivered_reason or 'the hook gave up waiting'}"
         notes.setdefault(injection.message_id, []).append(
@@ -886,7 +889,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         lines.append(line)
         used += len(line) + 1
         items.append({"kind": candidate.kind, "id": candidate.id, "score": round(candidate.score, 6),
-                      "source": candidate.source, **({"stale": [mark.text for mark in marks]} if marks else {})})
+                      "source": candidate.source, "stale": [mark.text for mark in marks]})
     if not items:
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,

@@ -13,12 +13,9 @@ from core.mcp import McpRegistry, service_tool
 @service_tool
 def winni_item_confirm(item: str, action: Literal["confirm", "supersede"] = "confirm",
                        replacement: str | None = None) -> dict[str, Any]:
-    """Settle an item that recall or automatic recall showed as possibly stale (a file it names
-    changed since it was written). item: its key "<kind>:<id>" as recall names it (e.g.
-    "memory:9a4f…", "decision:<medallion id>:d1"). action "confirm": it still holds, the mark
-    clears until the file changes again. action "supersede": it no longer holds; replacement is
-    what holds now (required for a memory, which the replacement supersedes; a decision is marked
-    superseded, the replacement added as a new decision). A turn cannot be superseded."""
+    """Settle an item recall marked possibly stale (a file it names changed since). item: "<kind>:<id>"
+    as recall names it. confirm: it still holds (mark cleared until the next change). supersede: it
+    no longer holds; replacement: what holds now (required for a memory)."""
     actor = actor_name_from_mcp()
     if action == "supersede":
         return anchors.item_supersede(item=item, replacement=replacement, actor=actor)
