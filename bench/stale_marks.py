@@ -7,7 +7,8 @@ some files (the prompt names them), reads and edits files (a few hot files take 
 some are rewritten whole with Write), answers naming what it touched, and sometimes stores a memory
 or checkpoints a decision into the project's medallion (later decisions supersede earlier ones). In
 weeks 5-7 files are renamed (`git mv`, `mv` into a folder, a whole package moved) and deleted
-(`git rm`, `rm -r`). Items name their files the way people do: the project path, the absolute
+(`git rm`, `rm -r`); at the end of week 8 someone confirms ten flagged items still hold (they count
+as written then), and a ninth week of sessions follows. Items name their files the way people do: the project path, the absolute
 path, `./path`, the file name alone when it is unique, the end of the path for the utils.py files
 (`billing/utils.py`), and in 5 % of mentions a bare `utils.py` that is ambiguous on purpose. Some
 items name no file at all.
@@ -99,7 +100,8 @@ class Shop:
             self.history.files.add(path)
         # A few hot files take most edits (as real projects do).
         self.weights = {path: (40 if path in ("src/billing/service.py", "src/orders/models.py") else
-                               6 if path.endswith(("views.py", "service.py")) else 1) for path in files}
+                               6 if path.endswith(("views.py", "service.py")) else
+                               1 if path.startswith("src/") else 0.3) for path in files}
 
     # --- the file system the agent works on ---
 
@@ -274,6 +276,14 @@ def run(mode: str, seed: int, sessions_per_week: int) -> dict:
         if week == 7:
             shop.delete(["src/shipping/tasks.py"], "git rm src/shipping/tasks.py")
             shop.delete([p for p in list(shop.weights) if p.startswith("docs/")], "rm -rf docs")
+        if week == 8:
+            # Someone confirms ten flagged items still hold: they count as written now.
+            flagged_now = sorted(anchors.marks(list(shop.history.items)))
+            for key in shop.rng.sample(flagged_now, min(10, len(flagged_now))):
+                anchors.item_confirm(item=key, actor="bench")
+                shop.history.items[key] = (shop.history.tick(), shop.history.items[key][1])
+            for _ in range(sessions_per_week):
+                shop.work_session(9)
     elapsed = time.perf_counter() - started
     keys = list(shop.history.items)
     flagged = set(anchors.marks(keys))
