@@ -37,7 +37,10 @@ def call_changes(name: str, args: dict[str, Any]) -> list[RawChange]:
     if name in toolcalls.SHELL or name == "apply_patch":
         command = args.get("command", args.get("cmd", args.get("input", "")))
         if isinstance(command, list):
-            command = " ".join(str(part) for part in command)
+            # Codex runs `["bash", "-lc", "<script>"]`: the script is the command.
+            shell = len(command) == 3 and str(command[0]).rsplit("/", 1)[-1] in ("bash", "sh", "zsh") \
+                and command[1] in ("-c", "-lc")
+            command = str(command[2]) if shell else " ".join(str(part) for part in command)
         return shell_changes(str(command))
     return []
 

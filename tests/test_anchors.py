@@ -4,6 +4,7 @@ until it is confirmed or superseded. Captured through the real capture endpoint 
 Claude Code payloads (tests/data/traffic)."""
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -310,3 +311,20 @@ def test_the_agent_confirms_and_supersedes_through_mcp(winni_server, mcp_legacy,
     # The replacement, stored by the server, is anchored there too (anchor_on_commit).
     assert Anchor.objects.filter(item_key=done["replacement"], path="src/invoice.py").exists()
 
+
+
+def test_every_stored_shape_of_a_file_changing_call_is_read():
+    from conversations.filechanges import call_changes
+    from conversations.toolcalls import tool_call
+
+    hook = json.dumps({"tool_name": "Write", "tool_input": {"file_path": "/r/a.py", "content": "x"}, "tool_response": {}})
+    transcript = json.dumps({"tool_use": "MultiEdit", "id": "toolu_1", "input": {"file_path": "/r/b.py", "edits": []}})
+    codex = json.dumps({"tool_call": "shell", "call_id": "c1",
+                        "input": json.dumps({"command": ["bash", "-lc", "git rm c.py && ls"]})})
+    gemini = json.dumps({"tool_name": "replace", "tool_input": {"file_path": "/r/d.py"}, "tool_response": {}})
+    # A Write of a large file is cut by the capture limit: no longer JSON, its name and path still read.
+    cut = json.dumps({"tool_name": "Write", "tool_input": {"file_path": "/r/e.py", "content": "x" * 500}})[:200]
+    assert [call_changes(*tool_call(content)) for content in (hook, transcript, codex, gemini, cut)] == [
+        [("write", "/r/a.py", "", False)], [("edit", "/r/b.py", "", False)], [("delete", "c.py", "", False)],
+        [("edit", "/r/d.py", "", False)], [("write", "/r/e.py", "", False)]]
+    assert tool_call(json.dumps({"tool_result": "ok", "tool_use_id": "toolu_1"})) is None
