@@ -286,7 +286,12 @@ def run(mode: str, seed: int, sessions_per_week: int) -> dict:
                 shop.work_session(9)
     elapsed = time.perf_counter() - started
     keys = list(shop.history.items)
-    flagged = set(anchors.marks(keys))
+    found = anchors.marks(keys)
+    flagged = set(found)
+    basis: dict[str, int] = {}
+    for marks in found.values():
+        for mark in marks:
+            basis[mark.basis] = basis.get(mark.basis, 0) + 1
     counts = {"changed": [0, 0], "unchanged": [0, 0], "no file": [0, 0]}
     wrong: list[dict] = []
     by_kind: dict[str, dict[str, list[int]]] = {}
@@ -304,6 +309,7 @@ def run(mode: str, seed: int, sessions_per_week: int) -> dict:
         by_kind[kind][group][1] += key in flagged
     edits = sum(len(steps) for steps in shop.history.changed.values())
     return {"mode": mode, "seed": seed, "items": len(keys), "file_changes": edits, "seconds": round(elapsed, 1),
+            "marks_by_basis": basis,
             "flagged": {group: {"items": n, "flagged": f, "rate": round(f / n, 4) if n else None}
                         for group, (n, f) in counts.items()},
             "by_kind": {kind: {group: f"{f}/{n}" for group, (n, f) in groups.items()}

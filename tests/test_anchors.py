@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from conversations.filechanges import shell_changes
@@ -283,6 +284,8 @@ def test_the_admin_lists_possibly_stale_items_and_confirms_them(
     assert key in page and "src/invoice.py changed since, in session s-1" in page and "docs/notes.md" not in page
     memory_page = admin_client.get(f"/admin/memory/memory/{key.split(':')[1]}/change/").content.decode()
     assert "src/invoice.py changed since" in memory_page
+    searched = admin_client.get(reverse("admin:winni_search"), {"q": "invoice rounding"}).content.decode()
+    assert "possibly stale" in searched and "src/invoice.py changed since, in session s-1" in searched
     ids = list(Anchor.objects.filter(item_key=key).values_list("pk", flat=True))
     admin_client.post("/admin/core/anchor/", {"action": "confirm_items", "_selected_action": ids})
     assert anchors.marks([key]) == {}
