@@ -56,7 +56,10 @@ lock xml html htm css scss sass less svg csv tsv properties plist nix mk cmake d
 """.split())
 BARE_NAMES = frozenset({"Dockerfile", "Makefile", "Procfile", "Gemfile", "Rakefile", "Justfile", "Jenkinsfile",
                         "Containerfile", "Vagrantfile"})
-_PATH = re.compile(r"(?<![\w/\\.~@:-])((?:~|\.{1,2})?[/\\]?(?:[\w@+-][\w@.+-]*[/\\])*[\w@+-][\w@.+-]*)(?![\w/\\])")
+# A path: an optional start (`~`, `.`, `..`, a slash), folders, a file; a folder or file may be a
+# dot-name (`.github/workflows/ci.yml`).
+_PATH = re.compile(r"(?<![\w/\\.~@:-])((?:~|\.{1,2})?[/\\]?(?:\.?[\w@+-][\w@.+-]*[/\\])*\.?[\w@+-][\w@.+-]*)"
+                   r"(?![\w/\\])")
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,8 @@ def named_files(text: str, roots: Iterable[str] = ()) -> list[str]:
         name = re.split(r"[/\\]", token)[-1]
         has_folder = bool(re.search(r"[\w@+-][/\\][\w@.+-]", token))
         extension = name.rsplit(".", 1)[-1].lower() if "." in name.strip(".") else ""
-        if name not in BARE_NAMES and extension not in EXTENSIONS:
+        dot_file = bool(re.match(r"^\.[A-Za-z][\w.-]*$", name))  # .env, .gitignore, .env.example
+        if name not in BARE_NAMES and extension not in EXTENSIONS and not dot_file:
             continue
         if not has_folder and not re.match(r"^[\w@+-]", name):
             continue
@@ -190,6 +194,8 @@ def _record_one(change: Change) -> int:
     with transaction.atomic():
         row, _ = ProjectFile.objects.select_for_update().get_or_create(project_id=change.project_id,
                                                                         path=change.path)
+        if row.changed_at == change.at and row.change == change.change:
+            return 0  # the same event announced again (a re-embedding, a scrub): already kept
         row.changes += 1
         if row.changed_at is None or change.at >= row.changed_at:
             row.change, row.changed_at, row.session_id = change.change, change.at, change.session_id[:200]

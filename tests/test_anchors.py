@@ -33,6 +33,8 @@ def test_it_reads_the_files_a_text_names():
     assert anchors.named_files(text, roots=["/home/dev/shop"]) == [
         "src/invoice.py", "src/billing/tax.py", "docs/adr.md", "invoice.py", "Dockerfile"]
     assert anchors.named_files("We agreed to keep the API stable and answer in JSON.") == []
+    assert anchors.named_files("See ./.github/workflows/ci.yml and /home/dev/shop/.env.example.",
+                               roots=["/home/dev/shop"]) == [".github/workflows/ci.yml", ".env.example"]
 
 
 def test_it_reads_renames_and_deletions_out_of_shell_commands():
