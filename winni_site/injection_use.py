@@ -225,9 +225,9 @@ def uses_said(uses: list[ItemUse]) -> str:
 def judge_pending(*, limit: int = 500) -> int:
     """Judge the delivered injections whose turn is over and that have no judgment yet (the
     dashboard calls it before counting). Returns how many were judged."""
-    judged = set(ItemUse.objects.values_list("injection_id", flat=True).distinct())
-    pending = (Injection.objects.filter(delivered=True, message__isnull=False).exclude(pk__in=judged)
-               .exclude(item_keys=[]).order_by("created_at")[:limit])
+    pending = (Injection.objects.filter(delivered=True, message__isnull=False)
+               .exclude(pk__in=ItemUse.objects.values("injection_id")).exclude(item_keys=[])
+               .order_by("created_at")[:limit])
     return sum(1 for injection in pending if injection_judge(injection))
 
 
