@@ -145,7 +145,10 @@ def message_changes(messages: list[Message]) -> list[anchors.Change]:
 def message_items(messages: list[Message]) -> list[anchors.Item]:
     """The turns (user and assistant messages: what was said, not tool output) as items."""
     roots: dict[Any, tuple[str, ...]] = {}
+    # A turn names no file more often than not: its roots are looked up only when it does. A
+    # message is never rewritten, so one that names nothing has no anchor to clear either.
     return [anchors.Item(key=f"message:{message.pk}", project_id=message.project_id, text=message.content,
                          at=message.created_at, roots=_roots(message, roots))
             for message in messages
-            if message.role in (Role.USER, Role.ASSISTANT) and message.project_id is not None]
+            if message.role in (Role.USER, Role.ASSISTANT) and message.project_id is not None
+            and anchors.names_files(message.content)]

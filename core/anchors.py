@@ -24,10 +24,9 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Iterable, TypedDict
+from typing import Any, Callable, Iterable, Iterator, TypedDict
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from core import paths, projects
@@ -107,13 +106,8 @@ def register(anchoring: Anchoring) -> None:
 # --- reading file names ---------------------------------------------------------------------------
 
 
-def named_files(text: str, roots: Iterable[str] = ()) -> list[str]:
-    """The project files a text names, project-relative (core.paths.project_path), in order, at
-    most FILES_MAX: paths (`src/invoice.py`, `/home/me/shop/src/invoice.py`, `./src/a.ts`) and bare
-    file names with a known extension (`invoice.py`). Paths outside the project, URLs and dotted
-    names (`core.paths`) are not files of the project."""
-    found: list[str] = []
-    roots = list(roots)
+def _file_tokens(text: str) -> Iterator[str]:
+    """The tokens of a text that look like file paths or file names, as written."""
     for match in _PATH.finditer(text[:TEXT_CHARS]):
         token = match.group(1).rstrip(".")
         name = re.split(r"[/\\]", token)[-1]
@@ -122,8 +116,24 @@ def named_files(text: str, roots: Iterable[str] = ()) -> list[str]:
         dot_file = bool(re.match(r"^\.[A-Za-z][\w.-]*$", name))  # .env, .gitignore, .env.example
         if name not in BARE_NAMES and extension not in EXTENSIONS and not dot_file:
             continue
-        if not has_folder and not re.match(r"^[\w@+-]", name):
+        if not has_folder and not re.match(r"^[\w@+.-]", name):
             continue
+        yield token
+
+
+def names_files(text: str) -> bool:
+    """Whether a text names anything that looks like a file (a cheap test before named_files)."""
+    return next(_file_tokens(text), None) is not None
+
+
+def named_files(text: str, roots: Iterable[str] = ()) -> list[str]:
+    """The project files a text names, project-relative (core.paths.project_path), in order, at
+    most FILES_MAX: paths (`src/invoice.py`, `/home/me/shop/src/invoice.py`, `./src/a.ts`) and bare
+    file names with a known extension (`invoice.py`). Paths outside the project, URLs and dotted
+    names (`core.paths`) are not files of the project."""
+    found: list[str] = []
+    roots = list(roots)
+    for token in _file_tokens(text):
         path = paths.project_path(token, roots=roots)
         if not path or paths.outside_project(path) or path in found:
             continue
@@ -131,6 +141,10 @@ def named_files(text: str, roots: Iterable[str] = ()) -> list[str]:
         if len(found) >= FILES_MAX:
             break
     return found
+
+
+def file_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _content_hash(path: str, roots: Iterable[str]) -> str:
@@ -192,8 +206,8 @@ def _expanded(change: Change) -> list[Change]:
 def _record_one(change: Change) -> int:
     live = _live(change.at)
     with transaction.atomic():
-        row, _ = ProjectFile.objects.select_for_update().get_or_create(project_id=change.project_id,
-                                                                        path=change.path)
+        row, _ = ProjectFile.objects.select_for_update().get_or_create(
+            project_id=change.project_id, path=change.path, defaults={"name": file_name(change.path)})
         if row.changed_at == change.at and row.change == change.change:
             return 0  # the same event announced again (a re-embedding, a scrub): already kept
         row.changes += 1
@@ -214,7 +228,7 @@ def files_seen(*, project_id: int, paths_seen: Iterable[str]) -> None:
     """Files a tool call read or named without changing them: known, so a bare file name in an item
     can be found under its folder."""
     for path in paths_seen:
-        ProjectFile.objects.get_or_create(project_id=project_id, path=path)
+        ProjectFile.objects.get_or_create(project_id=project_id, path=path, defaults={"name": file_name(path)})
 
 
 # --- anchoring items ------------------------------------------------------------------------------
@@ -229,8 +243,12 @@ def items_anchor(items: list[Item]) -> int:
     was anchored: nothing to do; a new text: anchored anew). Items of no project are not anchored
     (their paths are relative to nothing). Returns the anchors written."""
     written = 0
+    unnamed: list[str] = []
     for item in items:
         if item.project_id is None or not item.key or len(item.key) > ITEM_KEY_MAX:
+            continue
+        if not names_files(item.text):
+            unnamed.append(item.key)  # names no file (now): no anchor, and none left from before
             continue
         digest = _text_hash(item.text)
         existing = Anchor.objects.filter(item_key=item.key)
@@ -251,6 +269,8 @@ def items_anchor(items: list[Item]) -> int:
                        last_change_session=known[path].session_id if path in known else "")
                 for path in files])
         written += len(files)
+    if unnamed:
+        Anchor.objects.filter(item_key__in=unnamed).delete()
     return written
 
 
@@ -329,11 +349,9 @@ def marks(keys: Iterable[str]) -> dict[str, list[Mark]]:
     anchors = list(Anchor.objects.filter(item_key__in=keys))
     if not anchors:
         return {}
-    query = Q()
-    for anchor in anchors:
-        query |= Q(project_id=anchor.project_id, path=anchor.path)
-        query |= Q(project_id=anchor.project_id, path__endswith=f"/{anchor.path}")
-    rows = list(ProjectFile.objects.filter(query))
+    # One indexed lookup by (project, file name); exact paths and path ends are told apart below.
+    rows = list(ProjectFile.objects.filter(project_id__in={a.project_id for a in anchors},
+                                           name__in={file_name(a.path) for a in anchors}))
     found: dict[str, list[Mark]] = {}
     for anchor in anchors:
         mine = [row for row in rows if row.project_id == anchor.project_id]

@@ -77,6 +77,8 @@ class ProjectFile(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="files")
     path = models.TextField()  # core.paths.project_path: relative to the project's root
+    # Its last part: an item naming a file by its name or the end of its path finds it by this.
+    name = models.TextField()
     change = models.CharField(max_length=8, choices=FileChange.choices, default=FileChange.SEEN)
     changed_at = models.DateTimeField(null=True, blank=True)  # None: seen, never changed
     session_id = models.TextField(blank=True, default="")  # the session of the latest change
@@ -90,6 +92,7 @@ class ProjectFile(models.Model):
             models.UniqueConstraint(fields=["project", "path"], name="project_file_unique"),
             models.CheckConstraint(condition=~Q(path=""), name="project_file_path_not_empty"),
         ]
+        indexes = [models.Index(fields=["project", "name"], name="project_file_name")]
 
     def __str__(self) -> str:
         return self.path
