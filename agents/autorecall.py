@@ -30,7 +30,6 @@ What it does with a prompt:
    recorded (agents.models.Injection)."""
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from django.utils import timezone
 
 from agents.models import Injection
 from conversations import services as conversations
-from core import paths, projects, timerank
+from core import anchors, paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -126,6 +125,7 @@ class Item(TypedDict):
     id: str
     score: float
     source: Source
+    stale: list[str]  # what changed since in the files it names (core.anchors); empty: it holds
 
 
 class ContextDict(TypedDict):
@@ -361,7 +361,7 @@ def _medallion_items(project: Project | None) -> list[Candidate]:
             found.append(Candidate(kind="decision", id=item_id, text=text,
                                    source={**base, "kind": "decision", "id": item_id}))
         for invariant in (medallion.affordances or {}).get("invariants", []):
-            item_id = f"{medallion.id}:inv-{hashlib.sha256(str(invariant).encode()).hexdigest()[:10]}"
+            item_id = medallions.invariant_id(medallion.id, invariant)
             found.append(Candidate(kind="invariant", id=item_id, text=f"Invariant: {invariant}",
                                    source={**base, "kind": "invariant", "id": item_id}))
         for question in medallion.open_questions or []:
@@ -482,12 +482,15 @@ def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
     """The admin transcript's "Winni added" notes: what automatic recall added to each message
     (a prompt, a tool call that touched a file)."""
     notes: dict[Any, list[dict[str, str]]] = {}
-    rows = Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at")
+    from agents.use import injections_judge, uses_said
+
+    rows = list(Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at"))
+    uses = injections_judge(rows)
     for injection in rows:
         count = len(injection.item_keys)
         what = f"{count} item{'s' if count != 1 else ''}" + (f" about {injection.file_path}" if injection.file_path else "")
         if injection.delivered:
-            title = f"Winni added {what} ({len(injection.text)} characters)"
+            title = f"Winni added {what} ({len(injection.text)} characters)" + uses_said(uses.get(injection.pk, []))
         else:
             title = f"Winni prepared {what}, not delivered: {injection.undelivered_reason or 'the hook gave up waiting'}"
         notes.setdefault(injection.message_id, []).append(
@@ -821,6 +824,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     lines: list[str] = []
     items: list[Item] = []
     used = len(header) + 1
+    # An item about a file that changed since it was written says so and comes after those that hold.
+    stale = anchors.marks([c.key for c in fresh])
+    fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
     for candidate in fresh:
         room = max_chars - used - 160  # the source line's own length, roughly
         if room < 60:
@@ -828,12 +834,15 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)
+        marks = stale.get(candidate.key, [])
+        if marks:
+            line += "\n  ⚠ possibly stale: " + "; ".join(mark.text for mark in marks[:3])
         if used + len(line) + 1 > max_chars:
             continue
         lines.append(line)
         used += len(line) + 1
         items.append({"kind": candidate.kind, "id": candidate.id, "score": round(candidate.score, 6),
-                      "source": candidate.source})
+                      "source": candidate.source, "stale": [mark.text for mark in marks]})
     if not items:
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,

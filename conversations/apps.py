@@ -8,8 +8,10 @@ class ConversationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from conversations import filechanges
         from conversations.models import Conversation, Message
         from conversations.services import message_display, message_embed_parts, message_surroundings
+        from core import anchors
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
 
@@ -23,6 +25,9 @@ class ConversationsConfig(AppConfig):
             project_column="project_id",
             project_indexes=True,
         ))
+        # Tool calls that change files record the change; turns that name files are anchored to them.
+        anchors.register(anchors.Anchoring(kind="message", load=filechanges.messages_load,
+                                           items=filechanges.message_items, changes=filechanges.message_changes))
         register_store(ProjectStore(label="conversations", model=Conversation))
         # Messages are in their conversation's project (Message.project, kept by the database):
         # counted and moved with it.

@@ -9,3 +9,10 @@ class CoreConfig(AppConfig):
     name = "core"
     verbose_name = "Projects"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from core import anchors
+        from core.searchable import searchable_changed
+
+        # Every committed write of a searchable kind: its file changes and its items' anchors.
+        searchable_changed.connect(anchors.on_changed, dispatch_uid="core.anchors")

@@ -60,3 +60,89 @@ class ProjectKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.value}"
+
+
+class FileChange(models.TextChoices):
+    SEEN = "seen"  # read or named by a tool call, never changed since Winni knows it
+    EDIT = "edit"  # Edit, MultiEdit, NotebookEdit, a patch
+    WRITE = "write"  # Write: created or rewritten whole
+    DELETE = "delete"  # rm, git rm, a patch's Delete File
+    RENAME = "rename"  # mv, git mv, a patch's Move to (renamed_to says where)
+
+
+class ProjectFile(models.Model):
+    """A file of a project as captured tool calls show it: its latest change only (a file edited a
+    thousand times is one row, so an item about it gets one mark, the latest change). core.anchors
+    writes it from every captured tool call that changes a file."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="files")
+    path = models.TextField()  # core.paths.project_path: relative to the project's root
+    # Its last part: an item naming a file by its name or the end of its path finds it by this.
+    name = models.TextField()
+    change = models.CharField(max_length=8, choices=FileChange.choices, default=FileChange.SEEN)
+    changed_at = models.DateTimeField(null=True, blank=True)  # None: seen, never changed
+    session_id = models.TextField(blank=True, default="")  # the session of the latest change
+    renamed_to = models.TextField(blank=True, default="")
+    # SHA-256 of the content after the latest change, when Winni could read the file; "" when not.
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    changes = models.PositiveIntegerField(default=0)  # how many changes Winni captured in all
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "path"], name="project_file_unique"),
+            models.CheckConstraint(condition=~Q(path=""), name="project_file_path_not_empty"),
+        ]
+        indexes = [models.Index(fields=["project", "name"], name="project_file_name")]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class Anchor(models.Model):
+    """What an item (a memory, a medallion decision, a turn, a digest: any "<kind>:<id>") knew of a
+    file it names when it was written: the file's content hash when Winni could read it, else the
+    time and session of the file's last captured change. A later change makes the item possibly
+    stale (core.anchors.marks) until someone confirms it still holds (confirmed_at)."""
+
+    item_key = models.TextField(db_index=True)  # "<kind>:<id>", as automatic recall names items
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="anchors")
+    path = models.TextField()  # project-relative; a bare file name when the item named only that
+    text_hash = models.CharField(max_length=16)  # the item's text when anchored: a new text re-anchors
+    anchored_at = models.DateTimeField()
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    last_change_at = models.DateTimeField(null=True, blank=True)
+    last_change_session = models.TextField(blank=True, default="")
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    confirmed_by = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["item_key", "path"], name="anchor_unique"),
+            models.CheckConstraint(condition=~Q(path=""), name="anchor_path_not_empty"),
+        ]
+        indexes = [models.Index(fields=["project", "path"], name="anchor_project_path")]
+
+    def __str__(self) -> str:
+        return f"{self.item_key} → {self.path}"
+
+
+class ItemUse(models.Model):
+    """Whether the agent used one item automatic recall injected (an Injection's item, "<kind>:<id>"):
+    judged once the turn that followed is over (winni_site.injection_use). Its own table beside the
+    injections', keyed by the injection's id, so judging never rewrites what was injected."""
+
+    injection_id = models.BigIntegerField(db_index=True)
+    item_key = models.TextField()
+    kind = models.CharField(max_length=40)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="item_uses")
+    used = models.BooleanField()
+    # What showed the use ("fetched it by id", "edited src/invoice.py", "repeated `RATE_BASIS_POINTS`"); "" when ignored.
+    evidence = models.TextField(blank=True, default="")
+    judged_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["injection_id", "item_key"], name="item_use_unique")]
+        indexes = [models.Index(fields=["kind", "used"], name="item_use_kind")]
+
+    def __str__(self) -> str:
+        return f"{self.item_key} {'used' if self.used else 'ignored'}"

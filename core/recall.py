@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, TypedDict
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import QuerySet
 
-from core import projects, searchable, timerank
+from core import anchors, projects, searchable, timerank
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.searchable import EmbeddingUnavailable, Hit
@@ -162,6 +162,8 @@ class RecallHitDict(TypedDict):
     conversation_id: str | None
     turn: int | None
     superseded_by: str | None  # a superseded memory (include_superseded): the memory that replaced it
+    # Files it names that changed since it was written (core.anchors): possibly stale; None: it holds.
+    stale: list[anchors.MarkDict] | None
 
 
 class CompactHitDict(TypedDict, total=False):
@@ -178,6 +180,7 @@ class CompactHitDict(TypedDict, total=False):
     line: str
     tokens: int  # the full item's text, ≈ 4 characters a token
     superseded_by: str  # a superseded memory (include_superseded): the one that replaced it
+    stale: list[anchors.MarkDict]  # files it names changed since it was written (core.anchors)
 
 
 class RecallDict(TypedDict):
@@ -275,6 +278,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "conversation_id": None,
         "turn": None,
         "superseded_by": None,
+        "stale": None,
     }
     if spec.hit_fields is not None:
         result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
@@ -362,7 +366,9 @@ def recall(
     words, read relative to `as_of` (default now), and `recency` (a half-life in days) reweigh and
     list the hits as core.timerank says; `time_filter` in the result tells what they did. A question
     about the asker's own doings weighs the user's turns more (asks_about_self, SELF_BOOST).
-    `detail`: "full" hits (text, snippet, scores) or "compact" index rows (compact_rows)."""
+    `detail`: "full" hits (text, snippet, scores) or "compact" index rows (compact_rows). A hit
+    naming a file that changed since it was written is possibly stale (core.anchors): its `stale`
+    says what changed and when, and it comes after the hits that hold."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
     if detail not in DETAILS:
         raise InvalidInput("detail: " + NOT_ONE_OF.format(choices=" or ".join(map(repr, DETAILS)),
@@ -401,10 +407,20 @@ def recall(
         if boost_self:
             hits = sorted(hits, key=lambda hit: -score(hit))
         hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]
-        log["results"] = len(hits)
+        # A hit about a file that changed since ranks below every hit that still holds.
+        stale = anchors.marks_as_dicts(f"{hit.kind}:{hit.key}" for hit in hits)
+        hits = anchors.holding_first(hits, lambda hit: f"{hit.kind}:{hit.key}", stale)
+        log.update(results=len(hits), stale=len(stale))
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
     head = {"query": query, "mode": mode, "kinds": kinds}
     tail = {"count": len(hits), "degraded": degraded, "time_filter": time.report(timeline)}
     if detail == "compact":
-        return {**head, "results": compact_rows(hits), **tail}  # type: ignore[typeddict-item]
-    return {**head, "results": [_hit_dict(hit) for hit in hits], **tail}  # type: ignore[typeddict-item]
+        rows = compact_rows(hits)
+        for row in rows:
+            if (marks := stale.get(f"{row['kind']}:{row['id']}")) is not None:
+                row["stale"] = marks
+        return {**head, "results": rows, **tail}  # type: ignore[typeddict-item]
+    results = [_hit_dict(hit) for hit in hits]
+    for result in results:
+        result["stale"] = stale.get(f"{result['kind']}:{result['id']}")
+    return {**head, "results": results, **tail}  # type: ignore[typeddict-item]

@@ -12,6 +12,7 @@ project even after it was renamed or merged. A `repo:` name that matches no proj
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import time
 import uuid
@@ -43,6 +44,12 @@ WAIT_RANGE = "wait_seconds must be an integer from 0 to 120"
 MAX_WAIT_SECONDS = 120
 EVIDENCE_KEYS = ("session_summary", "transcripts", "artefacts", "conversation_id")
 SECTIONS = ("summary", "decisions", "open_questions", "affordances")
+
+
+def invariant_id(medallion_id: Any, invariant: Any) -> str:
+    """An invariant's item id (automatic recall's and core.anchors' key): invariants have no id of
+    their own, so their text's hash is it."""
+    return f"{medallion_id}:inv-{hashlib.sha256(str(invariant).encode()).hexdigest()[:10]}"
 
 
 def failure_message(*, scope: dict[str, list[str]], operation: str, cause: str) -> str:

@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from core import anchors
 from core.errors import ApplicationError
 from memory import services
 from memory.models import EmbeddingModel, Memory, MemoryVersion
@@ -98,7 +99,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Memory | None = None) -> tuple[str, ...]:
         # Content and tags change through memory_update (a new version); the rest is fixed.
         return ("project", "metadata", "created_at", "version", "updated_at", "updated_by", "update_reason",
-                "superseded_by", "superseded_at", "conversation_id", "message_id") if obj else ()
+                "superseded_by", "superseded_at", "conversation_id", "message_id", "possibly_stale") if obj else ()
 
     def get_inline_instances(self, request: HttpRequest, obj: Memory | None = None) -> list[Any]:
         return super().get_inline_instances(request, obj) if obj is not None else []
@@ -106,7 +107,8 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
         if obj is None:
             return ["content", "project", "tags", "metadata"]
-        return ["content", "tags", "reason", "project", "metadata", "created_at", "version", "updated_at",
+        return ["content", "tags", "reason", "possibly_stale", "project", "metadata", "created_at", "version",
+                "updated_at",
                 "updated_by", "update_reason", "superseded_by", "superseded_at", "conversation_id", "message_id"]
 
     def get_actions(self, request: HttpRequest) -> dict:
@@ -117,6 +119,13 @@ class MemoryAdmin(admin.ModelAdmin):
     @admin.display(description="content")
     def short_content(self, obj: Memory) -> str:
         return obj.content[:100]
+
+    @admin.display(description="possibly stale")
+    def possibly_stale(self, obj: Memory) -> str:
+        """What changed since in the files it names (core.anchors); confirm or supersede it on the
+        Anchors page or with the MCP tool winni_item_confirm."""
+        marks = anchors.marks([f"memory:{obj.pk}"]).get(f"memory:{obj.pk}", [])
+        return "; ".join(mark.text for mark in marks) or "no: the files it names have not changed since"
 
     @admin.display(description="tags")
     def tag_list(self, obj: Memory) -> str:

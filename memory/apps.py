@@ -10,12 +10,18 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from django.db.backends.signals import connection_created
 
-        from core import health, recall, recall_across
+        from core import anchors, health, recall, recall_across
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register, searchable_changed
         from memory import embeddings, retrieval, vectors
         from memory.models import Memory
-        from memory.services import memories_merge, memory_successors
+        from memory.services import (
+            memories_load,
+            memories_merge,
+            memory_items,
+            memory_successors,
+            memory_supersede_item,
+        )
 
         register(Searchable(kind="memory", model=Memory, text=lambda m: m.content, label=lambda m: m.content[:80],
                             filters={"tags": "tags__contains", "project": "project"},
@@ -23,6 +29,10 @@ class MemoryConfig(AppConfig):
                             successors=memory_successors, hit_fields=_memory_hit_fields, project_column="project_id",
                             global_index=True))
         register_store(ProjectStore(label="memories", model=Memory, merge=memories_merge, global_applies=True))
+        # A memory naming files is anchored to them; superseding a possibly stale one takes its replacement.
+        anchors.register(anchors.Anchoring(kind="memory", load=memories_load, items=memory_items))
+        anchors.register_supersession(anchors.Supersession(kind="memory", supersede=memory_supersede_item,
+                                                           needs_replacement=True))
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
         recall.install_engine(retrieval.search)

@@ -13,7 +13,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core import projects, searchable, timerank
+from core import anchors, projects, searchable, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import redact, redact_json
@@ -459,6 +459,8 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
                     # within the project keeps its vectors by it (vectors.nearest_in_project).
                     Embedding.objects.create(kind=KIND, object_id=str(memory.pk), model=model.name,
                                              dimensions=model.dimensions, vector=vector, project_id=project_id)
+                    # Announced to no one (its vector is here): its files are anchored on commit.
+                    anchors.anchor_on_commit(KIND, [memory.pk])
                 else:
                     announce_changed(KIND, [memory.pk])
         except IntegrityError:
@@ -728,3 +730,26 @@ def memory_delete(*, memory_id: Any) -> None:
         vectors.embeddings_forget(kind=KIND, ids=[memory.pk])
         memory.delete()
         announce_changed(KIND, [memory.pk])
+
+
+# --- anchors (core.anchors) ----------------------------------------------------------------------
+
+
+def memories_load(ids: list[Any]) -> list[Memory]:
+    return list(Memory.objects.filter(pk__in=ids).defer("search_vector"))
+
+
+def memory_items(memories: list[Memory]) -> list[anchors.Item]:
+    """Each memory as an item whose text may name files, written at its last update."""
+    return [anchors.Item(key=f"{KIND}:{memory.pk}", project_id=memory.project_id, text=memory.content,
+                         at=memory.updated_at or memory.created_at) for memory in memories]
+
+
+def memory_supersede_item(*, item_id: str, replacement: str | None, actor: str) -> dict[str, Any]:
+    """A possibly stale memory no longer holds: `replacement` becomes the memory that supersedes
+    it (same project and tags), as store_memory(supersedes=[id]) does."""
+    old = memory_get(memory_id=item_id)
+    new, created = memory_store(content=replacement or "", tags=list(old.tags), project=old.project,
+                                supersedes=[str(old.pk)], metadata={"superseded_stale": str(old.pk),
+                                                                    **({"by": actor} if actor else {})})
+    return {"superseded": True, "replacement": f"{KIND}:{new.pk}", "created": created}

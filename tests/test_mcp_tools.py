@@ -156,7 +156,7 @@ def test_the_default_set_is_what_an_agent_uses_in_a_session(settings):
         "winni_recall", "winni_get", "dewey_search", "dewey_get_conversation", "store_memory", "update_memory",
         "search_memory", "memory_history", "medallion_load_for_scope", "medallion_get",
         "medallion_checkpoint_session", "medallion_job_status", "winni_context", "winni_projects",
-        "dewey_get_startup_context"])
+        "dewey_get_startup_context", "winni_item_confirm"])
     assert len(listed) <= SET_BUDGETS["default"], len(listed)
     _, default_and_more = listed_json(settings, ("default", "fiedler", "delete"))
     names = {tool["name"] for tool in json.loads(default_and_more)["tools"]}

@@ -428,6 +428,7 @@ WRITE_TOOLS = {
     "librarian_remember": {"query": "q", "answer": "a"},
     "librarian_forget": {"query": "what is zebracorn"},
     "librarian_feedback": {"query": "what is zebracorn", "helpful": False},
+    "winni_item_confirm": {"item": "memory:{memory}"},
 }
 READ_TOOLS = {
     "dewey_get_conversation": {"conversation_id": "{conversation}"},

@@ -3,17 +3,17 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Greatest
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
-from core import projects
+from core import anchors, projects
 from core.admin_mixins import ServiceErrorsAsMessages
 from core.errors import ApplicationError
-from core.models import Project, ProjectKey
+from core.models import Anchor, Project, ProjectFile, ProjectKey
 from winni_site import auth, charts, dashboard
 from winni_site.models import ApiToken, BackupRun
 
@@ -282,3 +282,71 @@ def project_page_context(request: HttpRequest, project: Project) -> dict[str, An
             [(day.strftime("%b %d"), n) for day, n in days],
             title=f"Messages per day in {project.slug} (last {ACTIVITY_DAYS} days, UTC)", width=1100, label_every=5)
     return context
+
+
+class PossiblyStaleFilter(admin.SimpleListFilter):
+    """Anchors whose file changed after the item was written or last confirmed (by path: the
+    column shows the exact mark, which also reads content hashes and bare file names)."""
+
+    title = "possibly stale"
+    parameter_name = "stale"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "possibly stale"), ("no", "holds")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        since = Greatest(OuterRef("anchored_at"), Coalesce(OuterRef("confirmed_at"), OuterRef("anchored_at")))
+        changed = ProjectFile.objects.filter(project_id=OuterRef("project_id"), path=OuterRef("path"),
+                                             changed_at__gt=since)
+        if self.value() == "yes":
+            return queryset.filter(Exists(changed))
+        if self.value() == "no":
+            return queryset.exclude(Exists(changed))
+        return queryset
+
+
+@admin.register(Anchor)
+class AnchorAdmin(admin.ModelAdmin):
+    """Items that name project files (memories, decisions, invariants, turns, digests) and what
+    changed since: confirm that one still holds (the mark clears until the next change) or
+    supersede it (core.anchors)."""
+
+    list_display = ("item_key", "path", "project", "anchored_at", "mark", "confirmed_at")
+    list_filter = (PossiblyStaleFilter, "project")
+    search_fields = ("item_key", "path")
+    list_select_related = ("project",)
+    ordering = ("-anchored_at",)
+    actions = ("confirm_items", "supersede_items")
+    readonly_fields = [f.name for f in Anchor._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="what changed since")
+    def mark(self, obj: Anchor) -> str:
+        found = anchors.marks([obj.item_key]).get(obj.item_key, [])
+        return "; ".join(m.text for m in found if m.path == obj.path or m.path.endswith(f"/{obj.path}")) or "—"
+
+    @admin.action(description="Confirm: the selected items still hold")
+    def confirm_items(self, request: HttpRequest, queryset: QuerySet[Anchor]) -> None:
+        keys = sorted(set(queryset.values_list("item_key", flat=True)))
+        for key in keys:
+            anchors.item_confirm(item=key, actor=str(request.user))
+        self.message_user(request, f"Confirmed {len(keys)} item(s): their marks clear until a file changes again.")
+
+    @admin.action(description="Supersede: the selected items no longer hold")
+    def supersede_items(self, request: HttpRequest, queryset: QuerySet[Anchor]) -> None:
+        done, refused = 0, []
+        for key in sorted(set(queryset.values_list("item_key", flat=True))):
+            try:
+                anchors.item_supersede(item=key, actor=str(request.user))
+                done += 1
+            except ApplicationError as exc:
+                refused.append(f"{key}: {exc.detail}")
+        if done:
+            self.message_user(request, f"Superseded {done} item(s).")
+        for reason in refused:
+            self.message_user(request, reason, messages.ERROR)

@@ -17,7 +17,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString, mark_safe
 
-from core import searchable
+from core import anchors, searchable
 from winni_site import charts, dashboard
 
 SEARCH_LIMIT = 20
@@ -89,6 +89,11 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         panels["recall_share"] = charts.line_chart(
             [(day.strftime("%b %d"), share) for day, _, share in recall],
             title="Share of captured prompts that received a block", width=1100, label_every=5, fmt=charts.percent)
+        from agents import use as injection_use
+
+        # Injections whose turn is over are judged here (once each; kept in core.models.ItemUse).
+        injection_use.judge_pending()
+        panels["item_use"] = injection_use.use_counts(days=30)
     if request.user.is_superuser:
         sizes = dashboard.table_sizes()
         panels["table_sizes"] = charts.hbar_chart(
@@ -203,6 +208,7 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
     words = _query_words(query)
     conversations = _conversations_of(result["results"])
     project_slugs = _projects_of(result["results"])
+    stale = anchors.marks(f"{hit['kind']}:{hit['id']}" for hit in result["results"])
     hits = []
     for hit in result["results"]:
         model = searchable.get(hit["kind"]).model
@@ -221,6 +227,9 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
                              ("source", source_title(conversation.source))]
         elif project_slugs.get((hit["kind"], hit["id"])):
             entry["meta"] = [("project", project_slugs[(hit["kind"], hit["id"])])]
+        marks = stale.get(f"{hit['kind']}:{hit['id']}", [])
+        if marks:
+            entry["meta"].append(("possibly stale", "; ".join(mark.text for mark in marks[:3])))
         hits.append(entry)
     return {"hits": hits, "per_kind": result["per_kind"], "degraded": result["degraded"]}
 

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from agents import mcp as agents_mcp
 from core.errors import Forbidden
 from core.mcp import McpRegistry, strict_tool, token_access, tool_error, with_access
-from winni_site import projects, recall, toolsets
+from winni_site import projects, recall, stale, toolsets
 from winni_site.auth import MCP_SCOPE, ApiTokenVerifier
 
 INSTRUCTIONS = (
@@ -27,7 +27,7 @@ INSTRUCTIONS = (
 
 def registries() -> list[McpRegistry]:
     """Each app's registry (`<app>.mcp.MCP`, in WINNI_APPS order), then winni_recall's, the
-    agents' (winni_context) and winni_projects'."""
+    agents' (winni_context), winni_projects' and winni_item_confirm's."""
     found = []
     for app_name in settings.WINNI_APPS:
         module_name = f"{app_name}.mcp"
@@ -38,7 +38,7 @@ def registries() -> list[McpRegistry]:
                 continue
             raise
         found.append(module.MCP)
-    return [*found, recall.MCP, agents_mcp.MCP, projects.MCP]
+    return [*found, recall.MCP, agents_mcp.MCP, projects.MCP, stale.MCP]
 
 
 TOOLSET_OUTSIDE = ("the tool {tool} is in the tool set {set!r}; this token ({token}) may use the tool sets {sets} "

@@ -15,6 +15,7 @@ TOOLSETS: dict[str, tuple[str, tuple[str, ...]]] = {
         "winni_recall", "winni_get", "winni_context", "winni_projects", "dewey_search", "dewey_get_conversation",
         "dewey_get_startup_context", "store_memory", "update_memory", "search_memory", "memory_history",
         "medallion_load_for_scope", "medallion_get", "medallion_checkpoint_session", "medallion_job_status",
+        "winni_item_confirm",
     )),
     "conversations": ("storing and listing conversations by hand, which the hooks already do", (
         "dewey_begin_conversation", "dewey_store_message", "dewey_store_messages_bulk", "dewey_list_conversations",

@@ -11,6 +11,7 @@ from conversations.services.fiedler import (
 )
 from conversations.services.messages import (
     MAX_BULK_MESSAGES,
+    FollowingTurn,
     conversation_activity,
     conversation_begin,
     conversation_delete,
@@ -21,6 +22,7 @@ from conversations.services.messages import (
     conversation_roots,
     conversation_set_project,
     conversations_by_id,
+    message_following_turn,
     message_id_with_metadata,
     message_metadata_set,
     message_metadata_value,
@@ -41,8 +43,12 @@ from conversations.services.search import (
     message_search_filters,
     message_surroundings,
 )
+from conversations.toolcalls import tool_call
 
 __all__ = [
+    "FollowingTurn",
+    "message_following_turn",
+    "tool_call",
     "MAX_BULK_MESSAGES",
     "SearchHit",
     "SearchPage",

@@ -3,6 +3,7 @@ Every interface (MCP, REST, admin, capture) calls these."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -205,6 +206,36 @@ def conversation_roots(conversation: Conversation) -> list[str]:
     roots = [reported] if isinstance(reported, str) and reported else []
     roots += projects.project_roots([conversation.project_id])
     return roots or ([cwd] if isinstance(cwd, str) and cwd else [])
+
+
+@dataclass
+class FollowingTurn:
+    """A prompt (or the message a file's recall followed) and the turn after it, up to the next
+    prompt: what automatic recall's use judgment (agents.use) reads."""
+
+    role: str
+    content: str
+    roots: list[str]  # the conversation's folders (conversation_roots)
+    cwd: str | None
+    turns: list[tuple[str, str]]  # (role, content) of the following messages, oldest first
+    closed: bool  # a later prompt ended the turn
+
+
+def message_following_turn(message_id: Any, *, limit: int) -> FollowingTurn | None:
+    """The message `message_id` with up to `limit` messages after it, up to its session's next
+    prompt; None when the message is gone."""
+    message = Message.objects.select_related("conversation").filter(pk=message_id).first()
+    if message is None:
+        return None
+    later = Message.objects.filter(conversation_id=message.conversation_id, turn_number__gt=message.turn_number)
+    next_prompt = later.filter(role="user").order_by("turn_number").values_list("turn_number", flat=True).first()
+    turn = later.filter(turn_number__lt=next_prompt) if next_prompt is not None else later
+    metadata = message.conversation.metadata if isinstance(message.conversation.metadata, dict) else {}
+    cwd = metadata.get("cwd")
+    return FollowingTurn(role=message.role, content=message.content, roots=conversation_roots(message.conversation),
+                         cwd=cwd if isinstance(cwd, str) else None,
+                         turns=list(turn.order_by("turn_number").values_list("role", "content")[:limit]),
+                         closed=next_prompt is not None)
 
 
 def conversation_set_project(*, conversation: Conversation, project: Any) -> Conversation:

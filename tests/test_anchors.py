@@ -1,0 +1,335 @@
+"""Anchors and stale marks (core.anchors): items that name project files remember them; a captured
+change of such a file marks the item possibly stale in recall, automatic recall and the admin,
+until it is confirmed or superseded. Captured through the real capture endpoint with the recorded
+Claude Code payloads (tests/data/traffic)."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from conversations.filechanges import shell_changes
+from conversations.models import Conversation, Message
+from core import anchors
+from core.models import Anchor, FileChange, ProjectFile
+from core.projects import project_create
+from core.recall import recall
+from medallions import services as medallions
+from memory import services as memories
+from tests.medallion_support import document
+from tests.traffic_corpus import TRAFFIC, hook_calls
+
+CLAUDE = TRAFFIC / "claude-2.1.197"
+SESSION = "fd5983ef-1af6-4cc6-865a-8cae08bdf08e"
+
+
+def test_it_reads_the_files_a_text_names():
+    text = ("Totals are rounded in src/invoice.py (see /home/dev/shop/src/billing/tax.py and ./docs/adr.md); "
+            "invoice.py again, e.g. core.paths, v1.2, https://example.com/a/b.html, ~/notes/todo.md, "
+            "../other/x.py, /etc/hosts.conf and the Dockerfile.")
+    assert anchors.named_files(text, roots=["/home/dev/shop"]) == [
+        "src/invoice.py", "src/billing/tax.py", "docs/adr.md", "invoice.py", "Dockerfile"]
+    assert anchors.named_files("We agreed to keep the API stable and answer in JSON.") == []
+    assert anchors.named_files("See ./.github/workflows/ci.yml and /home/dev/shop/.env.example.",
+                               roots=["/home/dev/shop"]) == [".github/workflows/ci.yml", ".env.example"]
+
+
+def test_it_reads_renames_and_deletions_out_of_shell_commands():
+    assert shell_changes("git mv src/a.py src/b.py && rm -f build.log") == [
+        ("rename", "src/a.py", "src/b.py", True), ("delete", "build.log", "", False)]
+    assert shell_changes("mv a.py b.py lib/") == [("rename", "a.py", "lib/a.py", True),
+                                                  ("rename", "b.py", "lib/b.py", True)]
+    assert shell_changes("rm -rf notebooks; git rm --cached x.py | cat") == [
+        ("delete", "notebooks", "", True), ("delete", "x.py", "", False)]
+    assert shell_changes("grep -rn mv src | head; echo 'rm x'; cat a.py") == []
+    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n*** Delete File: c.py\n"
+    assert shell_changes(patch) == [("edit", "a.py", "", False), ("rename", "a.py", "b.py", False),
+                                    ("delete", "c.py", "", False)]
+
+
+def _replay(api, calls, capture_on_commit, until=None):
+    for call in calls:
+        if call.body is None:
+            continue
+        if until is not None and until(call):
+            return
+        with capture_on_commit(execute=True):
+            response = api.post("/api/v1/capture/events", call.body, format="json")
+        assert response.status_code in (200, 201), response.content
+
+
+@pytest.mark.django_db
+def test_the_recorded_session_marks_its_first_decision_when_it_edits_the_file(
+        api, tmp_path, django_capture_on_commit_callbacks):
+    calls = hook_calls(CLAUDE, tmp_path)
+    _replay(api, calls, django_capture_on_commit_callbacks)
+    conversation = Conversation.objects.get(session_id=SESSION)
+    files = {row.path: row for row in ProjectFile.objects.filter(project=conversation.project)}
+    # The recorded Edit, Write and NotebookEdit; the note outside the project is not a project file.
+    assert files["src/invoice.py"].change == FileChange.EDIT and files["src/invoice.py"].session_id == SESSION
+    assert files["src/billing/tax.py"].change == FileChange.WRITE
+    assert files["notebooks/report.ipynb"].change == FileChange.EDIT
+    assert not any("notes/todo.md" in path for path in files)
+    # The first prompt ("We decided: money amounts in src/invoice.py are integer cents…") came before
+    # the Edit of src/invoice.py: possibly stale, based on edits only (Winni cannot read /home/dev).
+    decided = Message.objects.get(conversation=conversation, content__startswith="We decided")
+    [mark] = anchors.marks([f"message:{decided.pk}"])[f"message:{decided.pk}"]
+    assert mark.path == "src/invoice.py" and mark.basis == "edits"
+    assert mark.text.startswith(f"src/invoice.py changed since, in session {SESSION} on ")
+    assert mark.text.endswith("(from captured edits only: Winni cannot read the file)")
+    # The assistant's replies after the edit know the new state: they hold.
+    edit = Message.objects.get(conversation=conversation, role="tool", metadata__tool_name="Edit")
+    later = Message.objects.filter(conversation=conversation, role="assistant", content__icontains="invoice",
+                                   turn_number__gt=edit.turn_number)
+    assert later.exists() and not anchors.marks([f"message:{m.pk}" for m in later])
+
+
+def _session(api, capture_on_commit, root, session="s-1", **payload):
+    body = {"payload": {"session_id": session, "cwd": str(root), "transcript_path": "", **payload},
+            "agent": "claude", "repository": {"git_root": str(root)}, "git_branch": "main"}
+    with capture_on_commit(execute=True):
+        response = api.post("/api/v1/capture/events", body, format="json")
+    assert response.status_code in (200, 201), response.content
+    return response.json()
+
+
+def _edit(api, capture_on_commit, root, path, text, name="Edit"):
+    """The agent changes a file of the project (on disk, as the agent's tool did) and the hook
+    reports it with the path as the agent wrote it."""
+    (root / path).write_text(text)
+    return _tool(api, capture_on_commit, root, name, {"file_path": path, "old_string": "a", "new_string": "b"})
+
+
+def _tool(api, capture_on_commit, root, name, tool_input, session="s-1"):
+    return _session(api, capture_on_commit, root, session=session, hook_event_name="PostToolUse", tool_name=name,
+                    tool_input=tool_input, tool_response={"success": True})
+
+
+@pytest.fixture
+def shop(api, tmp_path, django_capture_on_commit_callbacks):
+    """A project whose files Winni can read (the test's folder is its git root)."""
+    root = tmp_path / "shop"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "invoice.py").write_text("def total(lines):\n    return round(sum(lines), 2)\n")
+    _session(api, django_capture_on_commit_callbacks, root, hook_event_name="UserPromptSubmit",
+             prompt="Where is the invoice total rounded?")
+    return root, Conversation.objects.get(session_id="s-1").project
+
+
+def _memory(capture_on_commit, project, content):
+    with capture_on_commit(execute=True):
+        memory, _ = memories.memory_store(content=content, project=project.slug)
+    return f"memory:{memory.pk}"
+
+
+@pytest.mark.django_db
+def test_a_readable_file_is_anchored_by_content_and_a_revert_is_no_change(
+        api, shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    key = _memory(on_commit, project, "The invoice total is rounded to 2 places in src/invoice.py.")
+    unrelated = _memory(on_commit, project, "Releases are tagged on Fridays.")
+    [anchor] = Anchor.objects.filter(item_key=key)
+    assert anchor.path == "src/invoice.py" and len(anchor.content_hash) == 64
+    assert not Anchor.objects.filter(item_key=unrelated).exists()
+
+    original = (root / "src" / "invoice.py").read_text()
+    (root / "src" / "invoice.py").write_text("def total(lines):\n    return sum(lines)\n")
+    _tool(api, on_commit, root, "Edit", {"file_path": str(root / "src" / "invoice.py"), "old_string": "round(",
+                                         "new_string": ""})
+    [mark] = anchors.marks([key, unrelated])[key]
+    assert mark.basis == "content" and "Winni cannot read" not in mark.text
+    assert unrelated not in anchors.marks([unrelated])
+
+    (root / "src" / "invoice.py").write_text(original)
+    _tool(api, on_commit, root, "Edit", {"file_path": str(root / "src" / "invoice.py"), "old_string": "sum(",
+                                         "new_string": "round(sum("})
+    assert anchors.marks([key]) == {}  # back to the content the memory knew
+
+
+@pytest.mark.django_db
+def test_a_file_edited_a_thousand_times_gives_one_mark_the_latest(shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    key = _memory(django_capture_on_commit_callbacks, project, "Totals are computed in src/orders.py.")
+    start = timezone.now() + timedelta(seconds=1)
+    anchors.changes_record([anchors.Change(project_id=project.pk, path="src/orders.py", change=FileChange.EDIT,
+                                           at=start + timedelta(seconds=n), session_id=f"s-{n}")
+                            for n in range(1000)])
+    [row] = ProjectFile.objects.filter(project=project, path="src/orders.py")
+    assert row.changes == 1000
+    [mark] = anchors.marks([key])[key]
+    assert mark.session_id == "s-999" and mark.changed_at == start + timedelta(seconds=999)
+
+
+@pytest.mark.django_db
+def test_renames_and_deletions_say_so(api, shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    moved = _memory(on_commit, project, "Tax rules live in src/invoice.py.")
+    gone = _memory(on_commit, project, "The notebook notebooks/report.ipynb prints totals.")
+    bare = _memory(on_commit, project, "helpers.py has the money formatting.")
+    _tool(api, on_commit, root, "Write", {"file_path": str(root / "lib" / "helpers.py"), "content": "x = 1\n"})
+    _tool(api, on_commit, root, "Bash", {"command": "git mv src/invoice.py src/billing/invoice.py && rm -r notebooks"})
+    found = anchors.marks([moved, gone, bare])
+    assert found[moved][0].text.startswith("src/invoice.py was renamed to src/billing/invoice.py since, in session s-1")
+    assert found[gone][0].text.startswith("notebooks/report.ipynb was deleted since")
+    # A bare file name matches the file of that name wherever it lives.
+    assert found[bare][0].path == "lib/helpers.py"
+    assert ProjectFile.objects.get(project=project, path="src/billing/invoice.py").change == FileChange.WRITE
+
+
+@pytest.mark.django_db
+def test_recall_ranks_a_stale_item_below_those_that_hold_and_says_what_changed(
+        api, shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    stale = _memory(on_commit, project, "Invoice totals: rounding happens in src/invoice.py at the very end.")
+    holds = _memory(on_commit, project, "Invoice totals are shown with two decimals in the PDF footer.")
+    (root / "src" / "invoice.py").write_text("x")
+    _tool(api, on_commit, root, "Write", {"file_path": str(root / "src" / "invoice.py"), "content": "x"})
+    with on_commit(execute=True):
+        found = recall(query="invoice totals rounding", kinds=["memory"], mode="fts",
+                       filters={"project": project.slug})
+    keys = [f"{hit['kind']}:{hit['id']}" for hit in found["results"]]
+    assert keys == [holds, stale]
+    assert found["results"][0]["stale"] is None
+    [mark] = found["results"][1]["stale"]
+    assert mark["path"] == "src/invoice.py" and mark["change"] == "write" and mark["session_id"] == "s-1"
+    assert mark["text"].startswith("src/invoice.py changed since, in session s-1 on ")
+    rest = api.post("/api/v1/recall", {"query": "invoice totals rounding", "kinds": ["memory"], "mode": "fts",
+                                       "project": project.slug}, format="json").json()
+    assert rest["results"][1]["stale"][0]["path"] == "src/invoice.py"
+
+
+@pytest.mark.django_db
+def test_file_recall_shows_the_mark_after_the_items_that_hold(api, shop, django_capture_on_commit_callbacks):
+    from agents.autorecall import context_for_file
+
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    stale = _memory(on_commit, project, "src/invoice.py rounds each line before summing.")
+    (root / "src" / "invoice.py").write_text("changed\n")
+    _tool(api, on_commit, root, "Edit", {"file_path": str(root / "src" / "invoice.py"), "old_string": "a",
+                                         "new_string": "b"})
+    holds = _memory(on_commit, project, "src/invoice.py now sums integer cents, no rounding.")
+    found = context_for_file(file_path="src/invoice.py", project=project.slug, session_id="s-2")
+    assert [f"{item['kind']}:{item['id']}" for item in found["items"]] == [holds, stale]
+    assert found["items"][0]["stale"] == [] and found["items"][1]["stale"][0].startswith("src/invoice.py changed since")
+    assert "⚠ possibly stale: src/invoice.py changed since, in session s-1 on " in found["text"]
+    assert found["text"].index(holds.split(":")[1]) < found["text"].index("⚠ possibly stale")
+
+
+@pytest.mark.django_db
+def test_confirming_clears_the_mark_until_the_next_change(api, shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    key = _memory(on_commit, project, "src/invoice.py holds the rounding.")
+    _edit(api, on_commit, root, "src/invoice.py", "v2")
+    assert key in anchors.marks([key])
+    confirmed = anchors.item_confirm(item=key, actor="alice")
+    assert confirmed["files"] == ["src/invoice.py"] and confirmed["cleared"][0].startswith("src/invoice.py changed")
+    assert anchors.marks([key]) == {}
+    _edit(api, on_commit, root, "src/invoice.py", "v3", name="MultiEdit")
+    assert key in anchors.marks([key])
+
+
+@pytest.mark.django_db
+def test_an_item_about_no_file_and_bad_keys_are_refused_by_name(shop, django_capture_on_commit_callbacks):
+    from core.errors import InvalidInput, NotFound
+
+    _, project = shop
+    key = _memory(django_capture_on_commit_callbacks, project, "We prefer small pull requests.")
+    with pytest.raises(NotFound, match="names no file Winni knows of"):
+        anchors.item_confirm(item=key)
+    for bad in ("memory", ":x", "memory:", 7, None):
+        with pytest.raises(InvalidInput, match="item must be an item key"):
+            anchors.item_confirm(item=bad)
+    with pytest.raises(InvalidInput, match="a message cannot be superseded"):
+        anchors.item_supersede(item="message:1")
+    with pytest.raises(InvalidInput, match="replacement is required"):
+        anchors.item_supersede(item=key)
+
+
+@pytest.mark.django_db
+def test_a_decision_naming_a_file_is_marked_and_superseded_by_its_status(
+        api, shop, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    decision = {"id": "D-9", "statement": "Round once, in src/invoice.py total()", "rationale": "one place",
+                "confidence": 0.9, "status": "active"}
+    with on_commit(execute=True):
+        medallion = medallions.medallion_create(document=document(
+            scope={"graph_nodes": [f"repo:{project.slug}"], "tags": []}, decisions=[decision]))
+    key = f"decision:{medallion.pk}:D-9"
+    assert Anchor.objects.filter(item_key=key, path="src/invoice.py").exists()
+    _edit(api, on_commit, root, "src/invoice.py", "v2")
+    assert key in anchors.marks([key])
+    with on_commit(execute=True):
+        done = anchors.item_supersede(item=key, replacement="Sum integer cents; never round.", actor="alice")
+    medallion.refresh_from_db()
+    statuses = {d["id"]: d["status"] for d in medallion.decisions}
+    assert statuses == {"D-9": "superseded", "D-9-r2": "active"} and done["replacement"] == f"decision:{medallion.pk}:D-9-r2"
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_possibly_stale_items_and_confirms_them(
+        api, shop, admin_client, django_capture_on_commit_callbacks):
+    root, project = shop
+    on_commit = django_capture_on_commit_callbacks
+    key = _memory(on_commit, project, "src/invoice.py holds the rounding.")
+    _memory(on_commit, project, "docs/notes.md lists the release steps.")
+    _edit(api, on_commit, root, "src/invoice.py", "v2")
+    page = admin_client.get("/admin/core/anchor/?stale=yes").content.decode()
+    assert key in page and "src/invoice.py changed since, in session s-1" in page and "docs/notes.md" not in page
+    memory_page = admin_client.get(f"/admin/memory/memory/{key.split(':')[1]}/change/").content.decode()
+    assert "src/invoice.py changed since" in memory_page
+    searched = admin_client.get(reverse("admin:winni_search"), {"q": "invoice rounding"}).content.decode()
+    assert "possibly stale" in searched and "src/invoice.py changed since, in session s-1" in searched
+    ids = list(Anchor.objects.filter(item_key=key).values_list("pk", flat=True))
+    admin_client.post("/admin/core/anchor/", {"action": "confirm_items", "_selected_action": ids})
+    assert anchors.marks([key]) == {}
+    assert key not in admin_client.get("/admin/core/anchor/?stale=yes").content.decode()
+
+
+@pytest.mark.live
+def test_the_agent_confirms_and_supersedes_through_mcp(winni_server, mcp_legacy, transactional_db):
+    project = project_create(name="shop-live")
+    memory, _ = memories.memory_store(content="src/invoice.py rounds at the end.", project=project.slug)
+    key = f"memory:{memory.pk}"
+    anchors.on_changed(kind="memory", ids=[memory.pk])
+    anchors.changes_record([anchors.Change(project_id=project.pk, path="src/invoice.py", change=FileChange.EDIT,
+                                           at=timezone.now(), session_id="s-live")])
+    assert key in anchors.marks([key])
+    confirmed = mcp_legacy.call("winni_item_confirm", {"item": key})
+    assert confirmed["cleared"][0].startswith("src/invoice.py changed since, in session s-live")
+    assert anchors.marks([key]) == {}
+    assert "item must be an item key" in mcp_legacy.call_error("winni_item_confirm", {"item": "nonsense"})
+    assert "replacement is required" in mcp_legacy.call_error("winni_item_confirm",
+                                                              {"item": key, "action": "supersede"})
+    done = mcp_legacy.call("winni_item_confirm", {"item": key, "action": "supersede",
+                                                  "replacement": "src/invoice.py sums integer cents."})
+    memory.refresh_from_db()
+    assert done["replacement"] == f"memory:{memory.superseded_by_id}"
+    # The replacement, stored by the server, is anchored there too (anchor_on_commit).
+    assert Anchor.objects.filter(item_key=done["replacement"], path="src/invoice.py").exists()
+
+
+
+def test_every_stored_shape_of_a_file_changing_call_is_read():
+    from conversations.filechanges import call_changes
+    from conversations.toolcalls import tool_call
+
+    hook = json.dumps({"tool_name": "Write", "tool_input": {"file_path": "/r/a.py", "content": "x"}, "tool_response": {}})
+    transcript = json.dumps({"tool_use": "MultiEdit", "id": "toolu_1", "input": {"file_path": "/r/b.py", "edits": []}})
+    codex = json.dumps({"tool_call": "shell", "call_id": "c1",
+                        "input": json.dumps({"command": ["bash", "-lc", "git rm c.py && ls"]})})
+    gemini = json.dumps({"tool_name": "replace", "tool_input": {"file_path": "/r/d.py"}, "tool_response": {}})
+    # A Write of a large file is cut by the capture limit: no longer JSON, its name and path still read.
+    cut = json.dumps({"tool_name": "Write", "tool_input": {"file_path": "/r/e.py", "content": "x" * 500}})[:200]
+    assert [call_changes(*tool_call(content)) for content in (hook, transcript, codex, gemini, cut)] == [
+        [("write", "/r/a.py", "", False)], [("edit", "/r/b.py", "", False)], [("delete", "c.py", "", False)],
+        [("edit", "/r/d.py", "", False)], [("write", "/r/e.py", "", False)]]
+    assert tool_call(json.dumps({"tool_result": "ok", "tool_use_id": "toolu_1"})) is None
