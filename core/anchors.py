@@ -291,11 +291,18 @@ def on_changed(*, kind: str, ids: list[Any], **_: Any) -> None:
         log.exception("anchors: could not anchor %s rows %s", kind, [str(i) for i in ids[:5]])
 
 
+def anchored(kind: str) -> bool:
+    """Whether rows of `kind` have files or items to anchor (an app registered it)."""
+    return kind in _registry
+
+
 def anchor_on_commit(kind: str, ids: Iterable[Any]) -> None:
     """For a write that does not announce itself (a memory stored with its vector in the same
-    transaction): anchor its rows once the transaction commits."""
+    transaction): anchor its rows once the transaction commits (in the worker: core.tasks)."""
+    from core.tasks import anchors_enqueue
+
     ids = list(ids)
-    transaction.on_commit(lambda: on_changed(kind=kind, ids=ids))
+    transaction.on_commit(lambda: anchors_enqueue(kind=kind, ids=ids))
 
 
 # --- marks ----------------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ class CoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from core import anchors
         from core.searchable import searchable_changed
+        from core.tasks import anchors_enqueue
 
-        # Every committed write of a searchable kind: its file changes and its items' anchors.
-        searchable_changed.connect(anchors.on_changed, dispatch_uid="core.anchors")
+        # Every committed write of a searchable kind: its file changes and its items' anchors, in
+        # the worker (core.tasks).
+        searchable_changed.connect(anchors_enqueue, dispatch_uid="core.anchors")
