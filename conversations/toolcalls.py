@@ -68,6 +68,25 @@ def tool_line(content: Any, *, cwd: str | None = None, limit: int = LINE_MAX) ->
     return _bounded(line, limit)
 
 
+def tool_call(content: Any) -> tuple[str, dict[str, Any], Any] | None:
+    """`content` (a stored tool message) as (tool name, arguments, response or None) when it is a
+    call; None for a result alone or any other text. What a session digest reads its files and
+    commands from."""
+    if not isinstance(content, str) or not content.lstrip().startswith("{"):
+        return None
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = _partial(content)
+    if not isinstance(body, dict):
+        return None
+    for name_key, args_key in (("tool_name", "tool_input"), ("tool_use", "input"), ("tool_call", "input"),
+                               ("tool", "arguments")):
+        if isinstance(body.get(name_key), str) and (name_key != "tool" or args_key in body):
+            return body[name_key], _input(body.get(args_key)), body.get("tool_response")
+    return None
+
+
 # --- the shapes ------------------------------------------------------------------------------------
 
 

@@ -2,6 +2,7 @@
 by topic: messages (conversations, their messages, lists and deletes), search (dewey_search and
 what a message is to search) and fiedler (orchestration results). The names callers use are
 importable from here."""
+from conversations.services.digest import session_digest_queue, session_digest_write
 from conversations.services.fiedler import (
     fiedler_result_delete,
     fiedler_result_store,
@@ -20,6 +21,7 @@ from conversations.services.messages import (
     message_store,
     messages_store_bulk,
 )
+from conversations.services.rounds import message_answers
 from conversations.services.search import (
     SearchHit,
     SearchPage,
@@ -48,6 +50,7 @@ __all__ = [
     "fiedler_results_for_correlation",
     "fiedler_results_query",
     "fiedler_results_store_batch",
+    "message_answers",
     "message_display",
     "message_embed_parts",
     "message_embedding_text",
@@ -58,4 +61,6 @@ __all__ = [
     "message_store",
     "message_surroundings",
     "messages_store_bulk",
+    "session_digest_queue",
+    "session_digest_write",
 ]
