@@ -158,8 +158,8 @@ def _same_text_key(hit: Hit) -> str:
 def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | None = None) -> list[Hit]:
     """The one ranking rule for questions and answers (automatic recall, winni_recall and REST,
     the admin's search), on attached hits, best first:
-    - a question (a row its kind's `answers` names an answer for: a user turn that asks) and the
-      row answering it are one round: the round ranks at the better of their scores, and shows as
+    - a question (a row its kind's `answers` names: a user turn that asks) and the row answering
+      it are one round: the round ranks at the better of their scores, and shows as
       the answer, with the question folded into it (`Hit.question`);
     - a question that merely repeats `query` is not evidence: it is dropped, its answer stays
       (with the repeat's score, without the repeat);
@@ -176,9 +176,9 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | 
     seen_text: set[str] = set()
     out: list[Hit] = []
     for hit in hits:
-        answer = questions.get(hit.kind, {}).get(hit.key)
-        repeat = hit.obj is not None and hit.kind in questions and getattr(hit.obj, "role", None) == "user" \
-            and repeats(searchable.get(hit.kind).text(hit.obj) or "", query)
+        asking = hit.key in questions.get(hit.kind, {})
+        answer = questions[hit.kind][hit.key] if asking else None
+        repeat = asking and repeats(searchable.get(hit.kind).text(hit.obj) or "", query)
         if answer is None:
             if repeat or (hit.kind, hit.key) in placed:
                 continue

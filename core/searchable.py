@@ -102,9 +102,10 @@ class Searchable:
     # What a hit shows of a row instead of its text's start when that is not for reading (a tool
     # call stored as JSON: one readable line); None from it, or no function: the text.
     display: Callable[[Any], str | None] | None = None
-    # For rows of this kind that ask something (a user turn's question), the row that answers each
-    # (rows → key → answer row), within the scope given (the rows a search may return): ranking
-    # shows a question with its answer, never above it (core.recall.answers_first); None: no rounds.
+    # Which of the given rows ask something (a user turn's question), and the row answering each
+    # (rows → {key of a question: its answer row, or None when unanswered within the scope given:
+    # the rows a search may return}): ranking shows a question as its answer, never above it
+    # (core.recall.answers_first); None: this kind has no rounds.
     answers: Callable[[list[Any], "QuerySet | None"], dict[str, Any]] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for

@@ -33,8 +33,8 @@ def asks(text: str) -> bool:
 def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[str, Any]:
     """For each of `messages` that is a user turn asking something, the turn that answers it, as
     a loaded Message: the last assistant turn before the next user turn (its final reply, after
-    any tool calls), within ROUND_REACH turns and within `scope` (the rows the caller may return).
-    Questions nobody answered are left out."""
+    any tool calls), within ROUND_REACH turns and within `scope` (the rows the caller may return);
+    None for a question nobody answered there."""
     questions = [m for m in messages if getattr(m, "role", None) == "user" and asks(m.content or "")]
     if not questions:
         return {}
@@ -47,7 +47,7 @@ def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[
     by_conversation: dict[Any, list[tuple[Any, int, str]]] = {}
     for pk, conversation_id, turn, role in following:
         by_conversation.setdefault(conversation_id, []).append((pk, turn, role))
-    chosen: dict[str, Any] = {}
+    chosen: dict[str, Any] = {str(question.pk): None for question in questions}
     for question in questions:
         answer = None
         for pk, turn, role in by_conversation.get(question.conversation_id, []):
@@ -58,8 +58,7 @@ def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[
             answer = pk
         if answer is not None:
             chosen[str(question.pk)] = answer
-    if not chosen:
-        return {}
-    rows = (scope if scope is not None else Message.objects.all()).filter(pk__in=set(chosen.values()))
-    loaded = {str(row.pk): row for row in rows.defer("search_vector")}
-    return {key: loaded[str(pk)] for key, pk in chosen.items() if str(pk) in loaded}
+    wanted = {pk for pk in chosen.values() if pk is not None}
+    rows = (scope if scope is not None else Message.objects.all()).filter(pk__in=wanted) if wanted else []
+    loaded = {str(row.pk): row for row in (rows.defer("search_vector") if wanted else [])}
+    return {key: loaded.get(str(pk)) if pk is not None else None for key, pk in chosen.items()}
