@@ -83,6 +83,14 @@ def test_repeats_is_word_for_word_not_topic():
     assert not repeats("", QUERY)
 
 
+def test_a_turn_asks_when_its_first_sentence_is_a_question():
+    from conversations.services.rounds import asks
+
+    assert asks(ASKED) and asks("how do we store money amounts") and asks("Which port?\nThe log: …")
+    assert not asks("For the record: the staging database listens on 5433. Can you update the docs?")
+    assert not asks("Decision: integer cents.") and not asks("run the tests")
+
+
 def test_a_question_ranks_as_its_answer_and_an_unanswered_one_stays(money):
     results = recall(query=QUERY, filters={"project": "shop"}, limit=10)["results"]
     assert_answer_first(results, money)
