@@ -68,6 +68,8 @@ def share(rows: list[dict[str, Any]], name: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--realistic", type=int, default=3000, help="messages of the loaded realistic corpus")
+    parser.add_argument("--question-share", type=float, nargs="*", default=[],
+                        help="A/B: core.recall.QUESTION_SHARE values to measure (default: the setting)")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from bench.autorecall import realistic_facts
@@ -76,6 +78,15 @@ def main() -> None:
     from winni_site import autorecall
 
     facts = realistic_facts(args.realistic)
+    from core import recall as recall_module
+
+    for share in args.question_share or [recall_module.QUESTION_SHARE]:
+        recall_module.QUESTION_SHARE = share
+        print(f"\nQUESTION_SHARE {share}")
+        measure(facts, recall, recall_by_kind, autorecall)
+
+
+def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any) -> None:
     rows: list[dict[str, Any]] = []
     for number, fact in enumerate(facts):
         for phrasing in PHRASINGS:

@@ -140,6 +140,11 @@ def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, 
 # An earlier prompt whose words are (nearly) the query's is the query asked before, not evidence:
 # its share of words in common (Jaccard) at least this much.
 REPEAT_MIN = 0.8
+# The share of a question's score its answer takes when the question folds into it: the question
+# found the round, but it is the answer that must hold the evidence (1: the round ranks at the
+# better of the two). Chosen on the tuning half of bench/decisions.py (0.5 / 0.75 / 1: decision
+# first 60.6 / 54.5 / 51.5 %), kept because its checking half rose too (docs/benchmarks.md).
+QUESTION_SHARE = 0.5
 # Recall ranks this many times the page before folding questions into their answers.
 ROUND_DEPTH_FACTOR = 2
 _WORDS = re.compile(r"\w+")
@@ -193,7 +198,7 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | 
         merged = placed.get(key) or next((h for h in hits if (h.kind, h.key) == key), None)
         if merged is None:
             merged = Hit(kind=hit.kind, key=str(answer.pk), obj=answer)
-        merged.fused = max(merged.fused, hit.fused)
+        merged.fused = max(merged.fused, hit.fused * QUESTION_SHARE)
         merged.similarity = max((s for s in (merged.similarity, hit.similarity) if s is not None), default=None)
         if not repeat and merged.question is None:
             merged.question = hit.obj
