@@ -85,11 +85,12 @@ def test_repeats_is_word_for_word_not_topic():
     assert not repeats("", QUERY)
 
 
-def test_a_turn_asks_when_its_first_sentence_is_a_question():
+def test_a_turn_asks_with_a_question_mark_or_a_question_word():
     from conversations.services.rounds import asks
 
     assert asks(ASKED) and asks("how do we store money amounts") and asks("Which port?\nThe log: …")
-    assert not asks("For the record: the staging database listens on 5433. Can you update the docs?")
+    assert asks("The tests fail on main. Can you fix them?")
+    assert not asks("For the record: the staging database listens on 5433.")
     assert not asks("Decision: integer cents.") and not asks("run the tests")
 
 
