@@ -175,6 +175,8 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=0, help="rows asked of hybrid recall (default: the service's)")
     parser.add_argument("--only-latency", action="store_true", help="measure the hooks' latency, nothing else")
     parser.add_argument("--latency", type=int, default=0, help="time N prompts through each hook type")
+    parser.add_argument("--digests", action="store_true",
+                        help="with a digest of every session (as SessionEnd writes it); without: none in the store")
     parser.add_argument("--no-time", action="store_true",
                         help="A/B: the prompts' time words are not read (each question is otherwise asked as "
                              "of its date, as bench/retrieval.py does)")
@@ -204,6 +206,7 @@ def main() -> None:
         parser.error("the realistic sessions of this store have no project (written before they had): "
                      "remove WINNI_DATA_DIR and load again")
     _django.embed_pending("message")
+    digests_set(args.digests)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
     messages = Message.objects.count()
@@ -268,6 +271,26 @@ def main() -> None:
     report(gate, found, locomo_asked, lme_asked, [fact.ticket for fact in facts])
     if args.explore:
         explore(gate, found, locomo_asked, lme_asked)
+
+
+def digests_set(wanted: bool) -> None:
+    """A digest of every session of the store (conversations.services.digest, as SessionEnd and
+    PreCompact write them), embedded; or none (and no vector of one)."""
+    from tqdm import tqdm
+
+    from conversations.models import Conversation, SessionDigest
+    from conversations.services import session_digest_write
+    from memory.models import Embedding
+
+    if not wanted:
+        SessionDigest.objects.all().delete()
+        Embedding.objects.filter(kind="digest").delete()
+        return
+    missing = Conversation.objects.filter(digest__isnull=True).values_list("pk", flat=True)
+    for conversation_id in tqdm(list(missing), desc="digests", unit="session"):
+        session_digest_write(conversation_id=conversation_id, trigger="bench")
+    _django.embed_pending("digest")
+    print(f"digests: {SessionDigest.objects.count()}")
 
 
 def latency(count: int, questions: list[tuple[str, str]], generic: list[str], messages: int) -> None:
