@@ -48,7 +48,7 @@ from core import anchors, paths, projects, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
-from core.recall import rank
+from core.recall import answers_first, rank
 from core.searchable import EmbeddingUnavailable
 from core.validation import validate_int_range, validate_storable
 from medallions import services as medallions
@@ -115,6 +115,7 @@ class Source(TypedDict, total=False):
     session_id: str | None
     conversation_id: str | None
     turn: int | None
+    question_turn: int  # the turn of the question this one answers (folded into it)
     role: str
     medallion_id: str
     project: str | None
@@ -151,6 +152,10 @@ class Candidate:
     shown: str = ""
     lexemes: set[str] = field(default_factory=set)  # the prompt's lexemes it holds (_matched_lexemes)
     created: datetime | None = None
+    # The question a past turn answers (core.recall.answers_first): its words count as the
+    # answer's, and the block names it after the answer, short.
+    asked: str = ""
+    asked_id: str = ""
 
     @property
     def key(self) -> str:
@@ -193,15 +198,16 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
     (the same lexemes, indexed when the row was written); re-parsing their texts (tool outputs of up
     to 20,000 characters) cost more than the rest of a prompt's recall (20 candidates: ≈ 40 ms of
     to_tsvector). Other kinds (medallion items, a cached answer): from their short texts."""
-    stored = ("message", "memory")
+    stored = ("message", "memory", "digest")
     by_kind: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         by_kind.setdefault(candidate.kind if candidate.kind in stored else "", []).append(candidate)
     for kind, group in by_kind.items():
         if kind:
-            found = memories.stored_lexemes(kind=kind, ids=[c.id for c in group], wanted=wanted)
+            found = memories.stored_lexemes(kind=kind, wanted=wanted,
+                                            ids=[c.id for c in group] + [c.asked_id for c in group if c.asked_id])
             for candidate in group:
-                candidate.lexemes = found.get(candidate.id, set())
+                candidate.lexemes = found.get(candidate.id, set()) | found.get(candidate.asked_id, set())
         else:
             for candidate, lexemes in zip(group, _lexemes_of([c.text[:TEXT_CHARS] for c in group])):
                 candidate.lexemes = lexemes & wanted
@@ -252,7 +258,9 @@ def _scopes(project: Project | None, session_id: str | None, project_only: bool 
     # token limited to projects reads only theirs (core.projects.search_scope, the one rule every
     # search follows). Superseded memories are not brought back (memory.models: current()).
     return {"message": conversations.message_recall_scope(project=project, excluding_session=session_id),
-            "memory": memories.memory_recall_scope(project=project, project_only=project_only)}
+            "memory": memories.memory_recall_scope(project=project, project_only=project_only),
+            # Past sessions' digests (conversations.services.digest), the project's, not this session's.
+            "digest": conversations.digest_recall_scope(project=project, excluding_session=session_id)}
 
 
 def _date(value: Any) -> str | None:
@@ -270,7 +278,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
         scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
     limited = projects.project_filter(None).narrows  # a token limited to projects
     filtered = {"message": project is not None or bool(session_id) or spoken_only or limited,
-                "memory": project is not None or limited}
+                "memory": project is not None or limited, "digest": project is not None or bool(session_id) or limited}
     boosts = time is not None and time.boosts
     depth = CANDIDATES * timerank.DEPTH_FACTOR if boosts else CANDIDATES
     try:
@@ -278,6 +286,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
                     query_vector=query_vector)
     except EmbeddingUnavailable:
         hits = rank(query=query, scopes=scopes, filtered=filtered, limit=depth, mode="fts")
+    hits = answers_first(hits, query=query, scopes=scopes)  # a question shows as its answer
 
     def weight(hit: Any) -> float:
         return time.weight(hit.obj.created_at) if boosts else 1.0  # type: ignore[union-attr]
@@ -301,11 +310,20 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             if obj.role == "tool" and conversation is not None:
                 obj.conversation = conversation  # its cwd: paths are shown relative to it
                 shown = conversations.message_display(obj) or ""
+            if hit.question is not None:
+                source["question_turn"] = hit.question.turn_number
+        elif hit.kind == "digest":
+            source = {"kind": "digest", "id": str(obj.pk), "date": _date(obj.started_at or obj.created_at),
+                      "session_id": obj.session_id, "conversation_id": str(obj.conversation_id)}
+            text, shown = obj.text, ""
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text, shown = obj.content, ""
+        asked = hit.question
         found.append(Candidate(kind=hit.kind, id=source["id"], text=text, shown=shown, source=source,
-                               score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at))
+                               score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at,
+                               asked=asked.content if asked is not None else "",
+                               asked_id=str(asked.pk) if asked is not None else ""))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
         _fresh_similarities(query_vector, [c for c in found if c.similarity is None])
@@ -521,11 +539,27 @@ def _line(candidate: Candidate) -> str:
     if candidate.kind == "message":
         parts += [f"session {source.get('session_id')}", f"turn {source.get('turn')} ({source.get('role')})",
                   f"conversation {source.get('conversation_id')}"]
+    elif candidate.kind == "digest":
+        parts += [f"session {source.get('session_id')}", f"conversation {source.get('conversation_id')}"]
     elif candidate.kind in ("decision", "invariant", "question"):
         parts += [f"medallion {source.get('medallion_id')}"]
     else:
         parts += [f"id {candidate.id}"]
-    return f"- [{' · '.join(part for part in parts if part)}] {candidate.snippet}"
+    return f"- [{' · '.join(part for part in parts if part)}] {candidate.snippet}{_asked(candidate)}"
+
+
+def _asked(candidate: Candidate) -> str:
+    """What an answer's line adds about the question folded into it: the question, short."""
+    if not candidate.asked:
+        return ""
+    question = " ".join(candidate.asked.split())
+    asked = f" (answering turn {candidate.source.get('question_turn')}: {question[:ASKED_CHARS]}"
+    return asked + ("…)" if len(question) > ASKED_CHARS else ")")
+
+
+# The question folded into its answer is named in at most this many characters: the answer is
+# the evidence, the question says what it answers.
+ASKED_CHARS = 100
 
 
 def context_for_prompt(
@@ -831,6 +865,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         room = max_chars - used - 160  # the source line's own length, roughly
         if room < 60:
             break
+        if room - len(_asked(candidate)) < 60:
+            candidate.asked = ""  # the answer is the evidence: its question gives way first
+        room -= len(_asked(candidate))
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         line = _line(candidate)

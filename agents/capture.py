@@ -604,10 +604,13 @@ def _failures_told(project: Project) -> list[str]:
 
 
 def _checkpoint(*, session_id: str, event: str, actor: str, source: str = CLAUDE_CODE) -> CaptureResult:
-    """Queue a medallion checkpoint of the session's conversation for its project's scope."""
+    """Queue the session's digest (conversations.services.digest) and a medallion checkpoint of
+    its conversation for its project's scope."""
+    conversation = session_conversation_find(source=source, session_id=session_id)
+    if conversation is not None:
+        conversations.session_digest_queue(conversation_id=conversation.pk, trigger=event)
     if not settings.WINNI_CAPTURE_CHECKPOINT:
         return CaptureResult(stored=False, reason=f"{event}: checkpoints are off (WINNI_CAPTURE_CHECKPOINT)")
-    conversation = session_conversation_find(source=source, session_id=session_id)
     if conversation is None or conversation.project is None or not conversation.messages.exists():
         return CaptureResult(stored=False, reason=f"{event}: nothing to checkpoint")
     with storage_op("capture.checkpoint", hook_event=event, session_id=session_id) as log:

@@ -102,7 +102,7 @@ def _touched(turn: Turn, roots: list[str], cwd: str | None) -> set[str]:
     call = conversations.tool_call(turn.content) if turn.role == "tool" else None
     if call is None:
         return set()
-    name, args = call
+    name, args, _ = call
     found = {paths.project_path(value, roots=roots, cwd=cwd) for key in ("file_path", "notebook_path", "path",
                                                                           "absolute_path")
              if isinstance(value := args.get(key), str)}

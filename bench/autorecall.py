@@ -148,8 +148,22 @@ def items_for(found: Any, gate: Any, budget: int) -> list[dict[str, Any]]:
 
 
 def keys_of(items: list[dict[str, Any]], mapping: dict[tuple[str, int], str]) -> list[str]:
-    return [mapping.get((item["source"].get("conversation_id"), item["source"].get("turn")), "")
-            for item in items if item["kind"] == "message"]
+    """The benchmark's turn keys of the block's messages, in order; an answer with its question
+    folded into it (core.recall.answers_first) holds both turns."""
+    keys = []
+    for item in items:
+        if item["kind"] != "message":
+            continue
+        source = item["source"]
+        keys.append(mapping.get((source.get("conversation_id"), source.get("turn")), ""))
+        if source.get("question_turn"):
+            keys.append(mapping.get((source.get("conversation_id"), source["question_turn"]), ""))
+    return keys
+
+
+def first_keys(items: list[dict[str, Any]], mapping: dict[tuple[str, int], str], count: int = 3) -> set[str]:
+    """The turn keys of the block's first `count` items (of any kind)."""
+    return set(keys_of(items[:count], mapping))
 
 
 def main() -> None:
@@ -161,6 +175,8 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=0, help="rows asked of hybrid recall (default: the service's)")
     parser.add_argument("--only-latency", action="store_true", help="measure the hooks' latency, nothing else")
     parser.add_argument("--latency", type=int, default=0, help="time N prompts through each hook type")
+    parser.add_argument("--digests", action="store_true",
+                        help="with a digest of every session (as SessionEnd writes it); without: none in the store")
     parser.add_argument("--no-time", action="store_true",
                         help="A/B: the prompts' time words are not read (each question is otherwise asked as "
                              "of its date, as bench/retrieval.py does)")
@@ -190,6 +206,7 @@ def main() -> None:
         parser.error("the realistic sessions of this store have no project (written before they had): "
                      "remove WINNI_DATA_DIR and load again")
     _django.embed_pending("message")
+    digests_set(args.digests)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
     messages = Message.objects.count()
@@ -254,6 +271,26 @@ def main() -> None:
     report(gate, found, locomo_asked, lme_asked, [fact.ticket for fact in facts])
     if args.explore:
         explore(gate, found, locomo_asked, lme_asked)
+
+
+def digests_set(wanted: bool) -> None:
+    """A digest of every session of the store (conversations.services.digest, as SessionEnd and
+    PreCompact write them), embedded; or none (and no vector of one)."""
+    from tqdm import tqdm
+
+    from conversations.models import Conversation, SessionDigest
+    from conversations.services import session_digest_write
+    from memory.models import Embedding
+
+    if not wanted:
+        SessionDigest.objects.all().delete()
+        Embedding.objects.filter(kind="digest").delete()
+        return
+    missing = Conversation.objects.filter(digest__isnull=True).values_list("pk", flat=True)
+    for conversation_id in tqdm(list(missing), desc="digests", unit="session"):
+        session_digest_write(conversation_id=conversation_id, trigger="bench")
+    _django.embed_pending("digest")
+    print(f"digests: {SessionDigest.objects.count()}")
 
 
 def latency(count: int, questions: list[tuple[str, str]], generic: list[str], messages: int) -> None:
@@ -347,19 +384,23 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
     if found["realistic"]:
         got = sum(opens(f, gate) for f in found["realistic"])
         stated = sum(ticket in block_text(f, gate, 4000) for f, ticket in zip(found["realistic"], tickets))
+        top3 = sum(ticket in "\n".join(block_text(f, gate, 4000).splitlines()[1:4])
+                   for f, ticket in zip(found["realistic"], tickets))
         print(f"  realistic coding questions: {len(found['realistic'])}, injected {got}, the fact's statement "
-              f"(its ticket id) in the block {stated}")
-    print("| budget (chars) | LoCoMo evidence any / all | LoCoMo opened | LongMemEval_S every evidence session "
-          "| avg injected chars (tokens) |")
-    print("|---|---|---|---|---|")
+              f"(its ticket id) in the block {stated}, among its first 3 items {top3}")
+    print("| budget (chars) | LoCoMo evidence any / all | LoCoMo evidence among the first 3 (tuning / checking) "
+          "| LoCoMo opened | LongMemEval_S every evidence session | avg injected chars (tokens) |")
+    print("|---|---|---|---|---|---|")
     for budget in BUDGETS:
         any_hits = all_hits = sizes = 0
         injected = 0
+        first3: list[bool] = []
         for asked, f in zip(locomo, found["locomo"]):
             items = items_for(f, gate, budget)
             keys = set(keys_of(items, asked.mapping))
             any_hits += bool(keys & asked.gold_turns)
             all_hits += asked.gold_turns <= keys
+            first3.append(bool(first_keys(items, asked.mapping) & asked.gold_turns))
             if items:
                 injected += 1
                 sizes += block_chars(f, gate, budget)
@@ -367,7 +408,9 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
         held_out = lme_hits[1::2]
         n = len(locomo)
         avg = sizes / injected if injected else 0
-        print(f"| {budget} | {any_hits / n * 100:.1f} % / {all_hits / n * 100:.1f} % | {injected / n * 100:.1f} % "
+        halves = " / ".join(f"{sum(h) / max(1, len(h)) * 100:.1f} %" for h in (first3[0::2], first3[1::2]))
+        print(f"| {budget} | {any_hits / n * 100:.1f} % / {all_hits / n * 100:.1f} % "
+              f"| {sum(first3) / n * 100:.1f} % ({halves}) | {injected / n * 100:.1f} % "
               f"| {sum(lme_hits) / max(1, len(lme)):.3f} (held-out half {sum(held_out) / max(1, len(held_out)):.3f}) "
               f"| {avg:.0f} ({avg / 4:.0f}) |")
     print(f"LongMemEval_S opened {rate(found['lme'], gate) * 100:.1f} %")

@@ -13,10 +13,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from conversations import services
-from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, source_title
+from conversations.models import DEFAULT_SOURCE, Conversation, FiedlerResult, Message, SessionDigest, source_title
 from conversations.transcript import tool_call_names, tool_turn
 from core.errors import InvalidInput
 from core.validation import parse_uuid
@@ -78,6 +79,8 @@ def transcript_response(request: HttpRequest, conversation: Any, model_admin: An
         "focus_turn": int(turn) if turn.isdigit() else None,
         "change_url": reverse("admin:conversations_conversation_change", args=[conversation.pk]),
         "has_view_permission": True,
+        # The session's digest (conversations.services.digest), shown above its transcript.
+        "digest": SessionDigest.objects.filter(conversation=conversation).first(),
     }
     return TemplateResponse(request, "winni_admin/transcript.html", context)
 
@@ -240,3 +243,28 @@ class FiedlerResultAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[FiedlerResult]) -> None:
         for result in queryset:
             services.fiedler_result_delete(result=result)
+
+
+@admin.register(SessionDigest)
+class SessionDigestAdmin(admin.ModelAdmin):
+    """Read-only: digests are written when their session ends or compacts; each links to its
+    transcript, which shows the digest above the turns."""
+
+    list_display = ("__str__", "project", "trigger", "messages_seen", "started_at", "updated_at", "transcript")
+    list_filter = ("project", "trigger")
+    list_select_related = ("project",)
+    search_fields = ("session_id", "text")
+    readonly_fields = ("id", "conversation", "project", "session_id", "text", "sections", "writer", "trigger",
+                       "messages_seen", "started_at", "ended_at", "created_at", "updated_at")
+    exclude = ("search_vector",)
+    ordering = ("-updated_at",)
+
+    @admin.display(description="transcript")
+    def transcript(self, obj: SessionDigest) -> SafeString:
+        return format_html('<a href="{}">open</a>', transcript_url(obj.conversation_id))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

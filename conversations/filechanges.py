@@ -127,7 +127,7 @@ def message_changes(messages: list[Message]) -> list[anchors.Change]:
         call = toolcalls.tool_call(message.content)
         if call is None:
             continue
-        raw = call_changes(*call)
+        raw = call_changes(*call[:2])
         if not raw:
             continue
         folders, cwd = _roots(message, roots), _cwd(message)

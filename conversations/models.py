@@ -179,3 +179,41 @@ class FiedlerResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.correlation_id} {self.model}"
+
+
+class SessionDigest(models.Model):
+    """What one session did, in a few lines (conversations/services/digest.py writes it when the
+    session ends or compacts): what was asked, files touched, commands run and their outcome,
+    decisions and rules stated, open questions, the last answer. A searchable kind of its own
+    ("digest"): one row per conversation, rewritten as the session goes on."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="digest")
+    project = models.ForeignKey("core.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    session_id = models.TextField(null=True, blank=True)
+    text = models.TextField()
+    sections = models.JSONField(default=dict)  # the parts `text` is written from (asked, files, …)
+    writer = models.CharField(max_length=32, default="extractive")
+    trigger = models.CharField(max_length=32, blank=True)  # the hook event that wrote it last
+    messages_seen = models.PositiveIntegerField(default=0)
+    # The first and last message it covers: the digest's dates.
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    search_vector = models.GeneratedField(
+        expression=tsvector_of("text"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.CheckConstraint(condition=~Q(text=""), name="digest_text_not_empty")]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="digest_search_vector"),
+            models.Index(fields=["project", "-updated_at"], name="digest_project_updated"),
+        ]
+
+    def __str__(self) -> str:
+        return f"digest of session {self.session_id or self.conversation_id}"

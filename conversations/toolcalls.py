@@ -68,9 +68,11 @@ def tool_line(content: Any, *, cwd: str | None = None, limit: int = LINE_MAX) ->
     return _bounded(line, limit)
 
 
-def tool_call(content: Any) -> tuple[str, dict[str, Any]] | None:
-    """A stored tool message's call as (tool name, arguments), from any shape capture stores (a cut
-    content: the name and first string arguments it still shows); None for a result or not a call."""
+def tool_call(content: Any) -> tuple[str, dict[str, Any], Any] | None:
+    """A stored tool message's call as (tool name, arguments, response or None), from any shape
+    capture stores (a cut content: the name and first string arguments it still shows); None for a
+    result alone or any other text. What a session digest reads its files and commands from, and
+    anchors the files a call changes."""
     if not isinstance(content, str) or not content.lstrip().startswith("{"):
         return None
     try:
@@ -82,7 +84,7 @@ def tool_call(content: Any) -> tuple[str, dict[str, Any]] | None:
     for name_key, args_key in (("tool_name", "tool_input"), ("tool_use", "input"), ("tool_call", "input"),
                                ("tool", "arguments")):
         if isinstance(body.get(name_key), str) and (name_key != "tool" or args_key in body):
-            return body[name_key], _input(body.get(args_key))
+            return body[name_key], _input(body.get(args_key)), body.get("tool_response")
     return None
 
 

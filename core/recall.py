@@ -141,6 +141,79 @@ def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, 
     return sorted(by_key.values(), key=lambda hit: -hit.fused)
 
 
+# An earlier prompt whose words are (nearly) the query's is the query asked before, not evidence:
+# its share of words in common (Jaccard) at least this much.
+REPEAT_MIN = 0.8
+# The share of a question's score its answer takes when the question folds into it: the question
+# found the round, but it is the answer that must hold the evidence (1: the round ranks at the
+# better of the two). Chosen on the tuning half of bench/decisions.py (0.5 / 0.75 / 1: decision
+# first 60.6 / 54.5 / 51.5 %), kept because its checking half rose too (docs/benchmarks.md).
+QUESTION_SHARE = 0.5
+# Recall ranks this many times the page before folding questions into their answers.
+ROUND_DEPTH_FACTOR = 2
+_WORDS = re.compile(r"\w+")
+
+
+def repeats(text: str, query: str) -> bool:
+    """`text` says what `query` says, word for word (case, order and punctuation aside)."""
+    said, asked = set(_WORDS.findall(text.lower()[:2000])), set(_WORDS.findall(query.lower()))
+    return bool(said and asked) and len(said & asked) / len(said | asked) >= REPEAT_MIN
+
+
+def _same_text_key(hit: Hit) -> str:
+    return " ".join((searchable.get(hit.kind).text(hit.obj) or "")[:TEXT_CHARS].lower().split())
+
+
+def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | None = None) -> list[Hit]:
+    """The one ranking rule for questions and answers (automatic recall, winni_recall and REST,
+    the admin's search), on attached hits, best first:
+    - a question (a row its kind's `answers` names: a user turn that asks) and the row answering
+      it are one round: the round ranks at the better of their scores, and shows as
+      the answer, with the question folded into it (`Hit.question`);
+    - a question that merely repeats `query` is not evidence: it is dropped, its answer stays
+      (with the repeat's score, without the repeat);
+    - rows with the same text (a tool output read twice, a reply stored twice) show once.
+    The answer must be in the kind's scope (`scopes[kind]`): a caller asking for user turns only
+    keeps them."""
+    questions: dict[str, dict[str, Any]] = {}
+    for kind in {hit.kind for hit in hits}:
+        spec = searchable.get(kind)
+        if spec.answers is not None:
+            rows = [hit.obj for hit in hits if hit.kind == kind and hit.obj is not None]
+            questions[kind] = spec.answers(rows, (scopes or {}).get(kind))
+    placed: dict[tuple[str, str], Hit] = {}
+    seen_text: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        asking = hit.key in questions.get(hit.kind, {})
+        answer = questions[hit.kind][hit.key] if asking else None
+        repeat = asking and repeats(searchable.get(hit.kind).text(hit.obj) or "", query)
+        if answer is None:
+            if repeat or (hit.kind, hit.key) in placed:
+                continue
+            text = _same_text_key(hit) if hit.obj is not None else ""
+            if text and text in seen_text:
+                continue
+            seen_text.add(text)
+            placed[(hit.kind, hit.key)] = hit
+            out.append(hit)
+            continue
+        key = (hit.kind, str(answer.pk))
+        merged = placed.get(key) or next((h for h in hits if (h.kind, h.key) == key), None)
+        if merged is None:
+            merged = Hit(kind=hit.kind, key=str(answer.pk), obj=answer)
+        merged.fused = max(merged.fused, hit.fused * QUESTION_SHARE)
+        merged.similarity = max((s for s in (merged.similarity, hit.similarity) if s is not None), default=None)
+        if not repeat and merged.question is None:
+            merged.question = hit.obj
+        if key not in placed:
+            placed[key] = merged
+            seen_text.add(_same_text_key(merged))
+            out.append(merged)
+    out.sort(key=lambda hit: -hit.fused)
+    return out
+
+
 class ScoreDict(TypedDict):
     fused: float
     fts: float | None
@@ -148,6 +221,13 @@ class ScoreDict(TypedDict):
     vector_similarity: float | None
     vector_rank: int | None
     context: float
+
+
+class QuestionDict(TypedDict):
+    id: str
+    label: str
+    text: str
+    turn: int | None
 
 
 class RecallHitDict(TypedDict):
@@ -164,6 +244,7 @@ class RecallHitDict(TypedDict):
     superseded_by: str | None  # a superseded memory (include_superseded): the memory that replaced it
     # Files it names that changed since it was written (core.anchors): possibly stale; None: it holds.
     stale: list[anchors.MarkDict] | None
+    question: QuestionDict | None  # the question this hit answers, folded into it (answers_first)
 
 
 class CompactHitDict(TypedDict, total=False):
@@ -279,9 +360,15 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "turn": None,
         "superseded_by": None,
         "stale": None,
+        "question": None,
     }
     if spec.hit_fields is not None:
         result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
+    if hit.question is not None:
+        asked = hit.question
+        result["question"] = {"id": str(asked.pk), "label": spec.label(asked),
+                              "text": (spec.text(asked) or "")[:SNIPPET_CHARS],
+                              "turn": (spec.hit_fields(asked) if spec.hit_fields else {}).get("turn")}
     return result
 
 
@@ -403,7 +490,8 @@ def recall(
 
         deeper = time.boosts or boost_self
         depth = min(limit * timerank.DEPTH_FACTOR, LIMIT_MAX * timerank.DEPTH_FACTOR) if deeper else limit
-        hits = ranked(query, depth)
+        # A question and its answer become one hit: ask for more so the page stays full.
+        hits = answers_first(ranked(query, depth * ROUND_DEPTH_FACTOR), query=query, scopes=scopes)
         if boost_self:
             hits = sorted(hits, key=lambda hit: -score(hit))
         hits = timerank.reweigh(hits, time, score=score, created=created)[:limit]

@@ -20,7 +20,7 @@ from django.db.models.expressions import RawSQL
 
 from core import searchable
 from core.logs import storage_op
-from core.recall import RecallHitDict, _hit_dict, _validate, rank, recall_scopes
+from core.recall import ROUND_DEPTH_FACTOR, RecallHitDict, _hit_dict, _validate, answers_first, rank, recall_scopes
 from core.searchable import EmbeddingUnavailable, Hit
 
 COVERAGE_WEIGHT = 0.5
@@ -99,9 +99,15 @@ def recall_by_kind(
     ranked: list[tuple[Hit, float, float]] = []  # (hit, strength, coverage)
     with storage_op("recall.by_kind", mode=used, kinds=",".join(kinds), limit=limit) as log:
         for kind, scope in scopes.items():
-            hits = rank(query=query, scopes={kind: scope}, filtered={kind: narrowed[kind]}, limit=limit,
-                        mode=used, query_vector=vector)  # type: ignore[arg-type]
-            coverage = _coverage(kind, [hit.key for hit in hits], lexemes)
+            # A question shows as its answer, never above it (core.recall.answers_first); the round
+            # counts the words and meaning of both.
+            hits = answers_first(rank(query=query, scopes={kind: scope}, filtered={kind: narrowed[kind]},
+                                      limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),  # type: ignore[arg-type]
+                                 query=query, scopes={kind: scope})[:limit]
+            asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
+            coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), lexemes)
+            for answer, question in asked.items():
+                coverage[answer] = max(coverage.get(answer, 0.0), coverage.get(question, 0.0))
             best = max((hit.fused for hit in hits), default=0.0) or 1.0
             for hit in hits:
                 share = coverage.get(hit.key, 0.0)

@@ -73,6 +73,9 @@ class Hit:
     context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
     fused: float = 0.0
     obj: Any = field(default=None, repr=False)
+    # The question this hit answers, folded into it by core.recall.answers_first (its row); None
+    # when the hit was found on its own or the question merely repeated the query.
+    question: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,11 @@ class Searchable:
     # What a hit shows of a row instead of its text's start when that is not for reading (a tool
     # call stored as JSON: one readable line); None from it, or no function: the text.
     display: Callable[[Any], str | None] | None = None
+    # Which of the given rows ask something (a user turn's question), and the row answering each
+    # (rows → {key of a question: its answer row, or None when unanswered within the scope given:
+    # the rows a search may return}): ranking shows a question as its answer, never above it
+    # (core.recall.answers_first); None: this kind has no rounds.
+    answers: Callable[[list[Any], "QuerySet | None"], dict[str, Any]] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

@@ -8,24 +8,22 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from core.decisions import (  # decision_statement: still read from here by its callers
+    STRONG_DECISION,
+    decision_statement,
+    stated_decisions,
+    stated_rules,
+)
 from core.paths import LONE_SURROGATE, clean_path, outside_project, path_area, project_path
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-# "decision:" ends in a colon: a \b after it would need a word character next, so it stands apart.
-DECISION = re.compile(
-    r"\b(?:(?:decided|decide to|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
-    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b|decision:)", re.I)
-STRONG_DECISION = re.compile(r"\b(?:(?:decided|agreed|settled on)\b|decision:)", re.I)
-# An explicit label ("Decision: …", "Decided: …"): the statement is what follows it.
-DECISION_LABEL = re.compile(r"(?:^|\b)(?:\*\*)?(?:decision|decided)(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
 BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
 TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
 BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)
 HIGH = re.compile(r"\b(blocker|blocking|urgent|critical|must|asap)\b", re.I)
 LOW = re.compile(r"\b(maybe|someday|nice to have|later|eventually|minor)\b", re.I)
-INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
 DEAD_END = re.compile(r"\b(tried|did not work|didn't work|does not work|doesn't work|dead end|failed|reverted|gave up)\b", re.I)
 # A file path in text: a Windows one (drive or UNC share, either slash), a POSIX one (absolute, `~/`,
 # `./`, `../` or relative with a folder), or a bare file name with a known extension. A name may hold
@@ -49,16 +47,6 @@ SCAN_CHARS = 400_000
 MAX_DECISIONS = 30
 MAX_QUESTIONS = 30
 MAX_AFFORDANCES = 15
-
-
-def decision_statement(text: str) -> str:
-    """A decision without its label ("Decision: use X" → "Use X"), so that whoever shows it under
-    its own label ("Decision: …") does not say it twice; text before the label is left out too."""
-    label = DECISION_LABEL.search(text)
-    if label is None:
-        return text.strip()
-    rest = text[label.end():].strip()
-    return rest[:1].upper() + rest[1:] if rest else text.strip()
 
 
 def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
@@ -199,11 +187,7 @@ class ExtractiveLLM:
         sentences = [s for part in prose for s in _sentences(part)]
 
         decisions = []
-        stated = [s for s in sentences if DECISION.search(s) and not s.endswith("?")]
-        # Where the session labels its decisions, the labelled lines are the decisions, not every
-        # sentence that says "use" or "going with".
-        labelled = [s for s in stated if DECISION_LABEL.search(s)]
-        for sentence in _unique(labelled or stated, MAX_DECISIONS):
+        for sentence in _unique(stated_decisions(sentences), MAX_DECISIONS):
             because = BECAUSE.search(sentence)
             decisions.append({
                 "id": f"D-{first_decision + len(decisions):03d}",
@@ -228,10 +212,7 @@ class ExtractiveLLM:
         entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
         commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
         dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
-        invariants = _unique(
-            (_clip(s) for s in sentences if INVARIANT.search(s) and not s.endswith("?") and not DECISION.search(s)),
-            MAX_AFFORDANCES,
-        )
+        invariants = _unique((_clip(s) for s in stated_rules(sentences)), MAX_AFFORDANCES)
         return {
             "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
                         "subsystems": self._subsystems(paths, inside_only=bool(evidence.roots))},

@@ -110,6 +110,22 @@ def test_login_and_dashboard_charts_show_the_fixtures(page: Any, corpus: AdminCo
     assert sum(int(count) for count in tiers.values()) == 1  # the answered one (not the unanswered question)
 
 
+def test_search_shows_a_question_as_its_answer(page: Any, corpus: AdminCorpus):
+    """Answers before questions (core.recall.answers_first): the prompt "How do we deploy the
+    kubernetes cluster for staging?" is found as the reply that answers it, the question under it."""
+    page.goto(page.url.split("/admin/")[0] + "/admin/search/?q=deploy+kubernetes+cluster+staging&kind=message")
+    hits = page.locator(".winni-hit")
+    asked = hits.filter(has=page.locator(".winni-asked"))
+    assert asked.count() == 1
+    answer = asked.first
+    assert "helm chart" in answer.locator(".winni-snippet").inner_text()
+    assert "kubernetes" in " ".join(answer.locator(".winni-asked mark").all_inner_texts()).lower()
+    assert answer.locator(".winni-hit-title").get_attribute("href").endswith("?turn=4#turn-4")
+    snippets = hits.locator(".winni-snippet").all_inner_texts()
+    assert not any(text.startswith("How do we deploy") for text in snippets)  # never on its own
+    shot(page, "02b-search-answer-first")
+
+
 def test_search_and_open_a_hit_at_its_turn(page: Any, corpus: AdminCorpus):
     page.fill(".winni-search-box input[name=q]", "flamingo checksum")
     page.click(".winni-search-box button")

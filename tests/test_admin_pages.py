@@ -164,8 +164,9 @@ def test_search_ranks_stemmed_matches_and_escapes_text(admin_client: Any, corpus
     conv.message_store(conversation_id=corpus.api.id, role="user", content="<script>alert(1)</script> deploying now")
     response = admin_client.get("/admin/search/", {"q": "deploy"})
     hits = response.context["hits"]
-    # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message) are found.
-    found = [hit["snippet"] for hit in hits if "<mark>" in hit["snippet"]]
+    # Stemmed: "deployment" (system), "deploy" (user) and "deploying" (the new message) are found;
+    # a question shows under its answer (core.recall.answers_first), marked there.
+    found = [hit["snippet"] for hit in hits if "<mark>" in hit["snippet"] + hit["asked"]]
     assert len(found) == 3
     html = response.content.decode()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html

@@ -217,6 +217,8 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
             "title": hit["label"], "url": _change_url(model, hit["id"]), "score": hit["strength"],
             "snippet": snippet(_readable(hit), words), "meta": [],
             "created_at": hit["created_at"] and dt.datetime.fromisoformat(hit["created_at"]),
+            # The question this hit answers (core.recall.answers_first): shown under the answer.
+            "asked": snippet(hit["question"]["text"], words) if hit.get("question") else "",
         }
         conversation = conversations.get(hit.get("conversation_id") or "")
         if hit["kind"] == "message" and conversation is not None:

@@ -99,7 +99,7 @@ RECALL_EXAMPLE = {
                  "created_at": "2026-11-24T09:20:11.530112+00:00", "score": 0.912,
                  "scores": {"fused": 0.912, "fts": 0.61, "fts_rank": 1, "vector_similarity": 0.7131,
                             "vector_rank": 1, "context": 0.0},
-                 "conversation_id": None, "turn": None, "superseded_by": None, "stale": None}]}
+                 "conversation_id": None, "turn": None, "superseded_by": None, "stale": None, "question": None}]}
 
 
 class RecallApi(APIView):

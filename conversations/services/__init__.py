@@ -2,6 +2,7 @@
 by topic: messages (conversations, their messages, lists and deletes), search (dewey_search and
 what a message is to search) and fiedler (orchestration results). The names callers use are
 importable from here."""
+from conversations.services.digest import session_digest_queue, session_digest_write
 from conversations.services.fiedler import (
     fiedler_result_delete,
     fiedler_result_store,
@@ -30,9 +31,11 @@ from conversations.services.messages import (
     message_store,
     messages_store_bulk,
 )
+from conversations.services.rounds import message_answers
 from conversations.services.search import (
     SearchHit,
     SearchPage,
+    digest_recall_scope,
     message_display,
     message_embed_parts,
     message_embedding_text,
@@ -46,6 +49,7 @@ from conversations.services.search import (
 from conversations.toolcalls import tool_call
 
 __all__ = [
+    "digest_recall_scope",
     "FollowingTurn",
     "message_following_turn",
     "tool_call",
@@ -67,6 +71,7 @@ __all__ = [
     "fiedler_results_for_correlation",
     "fiedler_results_query",
     "fiedler_results_store_batch",
+    "message_answers",
     "message_display",
     "message_embed_parts",
     "message_embedding_text",
@@ -82,4 +87,6 @@ __all__ = [
     "message_store",
     "message_surroundings",
     "messages_store_bulk",
+    "session_digest_queue",
+    "session_digest_write",
 ]

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models.functions import Left
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, SessionDigest
 from conversations.services.messages import READ_MAX_CHARS, validate_max_chars, validate_role, validate_session_id
 from conversations.toolcalls import tool_line
 from core import projects, recall, timerank
@@ -366,6 +366,13 @@ def message_search(
         if time.order else None
     return SearchPage(query, hits, page.total, page.total_is_estimate, limit, offset, mode, time.report(timeline),
                       max_chars)
+
+
+def digest_recall_scope(*, project: Any, excluding_session: str | None = None) -> Any:
+    """Past sessions' digests (conversations.services.digest) a recall within `project` reads, the
+    project's (core.projects.search_scope), without the session `excluding_session`'s own."""
+    digests = projects.search_scope(project, model=SessionDigest).apply(SessionDigest.objects.all())
+    return digests.exclude(session_id=excluding_session) if excluding_session else digests
 
 
 def message_recall_scope(*, project: Any, excluding_session: str | None = None,

@@ -1,0 +1,67 @@
+"""Rounds: a user turn that asks something and the turns that answer it, one unit for ranking.
+
+Search finds the question as easily as the answer (they share the words), and a question ranked
+above its answer wastes the reader's first look. core.recall.answers_first applies the rule for
+every interface; this module says, for messages, which turn asks and which turn answers it
+(registered as the message kind's `answers`)."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from conversations.models import Message
+
+# The answer is looked for among this many turns after the question (a round of an agent's tool
+# calls is longer than a chat's reply, but a question answered 40 turns later is a new subject).
+ROUND_REACH = 40
+# A user turn asks when a question mark stands in its first lines or it opens like a question
+# ("how do we store money"). A turn that only states ("For the record: …", "I finished the book",
+# "Decision: integer cents.") is evidence itself and is never folded into the reply. (Asking only
+# when the first sentence is a question kept more of the realistic corpus' statements, and lost
+# more LoCoMo evidence among the first items: docs/benchmarks.md, "Answers before questions".)
+_ASKS = re.compile(
+    r"^\W*(?:what|how|why|which|when|where|who|whom|whose|can|could|should|would|will|shall|may|do|does|did|"
+    r"is|are|was|were|have|has)\b", re.I)
+QUESTION_SCAN_CHARS = 300
+
+
+def asks(text: str) -> bool:
+    """The turn asks something (see above)."""
+    head = text.strip()[:QUESTION_SCAN_CHARS]
+    return "?" in head or bool(_ASKS.match(head))
+
+
+def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[str, Any]:
+    """For each of `messages` that is a user turn asking something, the turn that answers it, as
+    a loaded Message: the last assistant turn before the next user turn (its final reply, after
+    any tool calls), within ROUND_REACH turns and within `scope` (the rows the caller may return);
+    None for a question nobody answered there."""
+    questions = [m for m in messages if getattr(m, "role", None) == "user" and asks(m.content or "")]
+    if not questions:
+        return {}
+    window = Q()
+    for question in questions:
+        window |= Q(conversation_id=question.conversation_id, turn_number__gt=question.turn_number,
+                    turn_number__lte=question.turn_number + ROUND_REACH)
+    following = (Message.objects.filter(window, role__in=("user", "assistant"))
+                 .order_by("conversation_id", "turn_number").values_list("pk", "conversation_id", "turn_number", "role"))
+    by_conversation: dict[Any, list[tuple[Any, int, str]]] = {}
+    for pk, conversation_id, turn, role in following:
+        by_conversation.setdefault(conversation_id, []).append((pk, turn, role))
+    chosen: dict[str, Any] = {str(question.pk): None for question in questions}
+    for question in questions:
+        answer = None
+        for pk, turn, role in by_conversation.get(question.conversation_id, []):
+            if turn <= question.turn_number or turn > question.turn_number + ROUND_REACH:
+                continue
+            if role == "user":
+                break
+            answer = pk
+        if answer is not None:
+            chosen[str(question.pk)] = answer
+    wanted = {pk for pk in chosen.values() if pk is not None}
+    rows = (scope if scope is not None else Message.objects.all()).filter(pk__in=wanted) if wanted else []
+    loaded = {str(row.pk): row for row in (rows.defer("search_vector") if wanted else [])}
+    return {key: loaded.get(str(pk)) if pk is not None else None for key, pk in chosen.items()}

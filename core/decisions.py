@@ -1,0 +1,40 @@
+"""What a text states as a decision or a rule, read without a model: the one reading that the
+offline medallion writer (medallions/extractive.py) and the session digest
+(conversations/services/digest.py) share, so that neither says "Decision: Decided: …" or takes a
+passing "we will use" for the decision when the session labelled its decisions."""
+from __future__ import annotations
+
+import re
+
+# "decision:" ends in a colon: a \b after it would need a word character next, so it stands apart.
+DECISION = re.compile(
+    r"\b(?:(?:decided|decide to|agreed|we chose|i chose|chose to|going with|settled on|we will use|"
+    r"we'll use|will use|switch(?:ed)? to|opted for|let's use|use .+ instead of)\b|decision:)", re.I)
+STRONG_DECISION = re.compile(r"\b(?:(?:decided|agreed|settled on)\b|decision:)", re.I)
+# An explicit label ("Decision: …", "Decided: …"): the statement is what follows it.
+DECISION_LABEL = re.compile(r"(?:^|\b)(?:\*\*)?(?:decision|decided)(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
+INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
+
+
+def decision_statement(text: str) -> str:
+    """A decision without its label ("Decision: use X" → "Use X"), so that whoever shows it under
+    its own label ("Decision: …") does not say it twice; text before the label is left out too."""
+    label = DECISION_LABEL.search(text)
+    if label is None:
+        return text.strip()
+    rest = text[label.end():].strip()
+    return rest[:1].upper() + rest[1:] if rest else text.strip()
+
+
+def stated_decisions(sentences: list[str]) -> list[str]:
+    """The sentences that state a decision, as they were written (not questions). Where the text
+    labels its decisions ("Decision: …"), the labelled sentences are the decisions, not every
+    sentence that says "use" or "going with"."""
+    stated = [s for s in sentences if DECISION.search(s) and not s.rstrip().endswith("?")]
+    labelled = [s for s in stated if DECISION_LABEL.search(s)]
+    return labelled or stated
+
+
+def stated_rules(sentences: list[str]) -> list[str]:
+    """The sentences that state a rule ("must never", "always", "do not"), decisions aside."""
+    return [s for s in sentences if INVARIANT.search(s) and not s.rstrip().endswith("?") and not DECISION.search(s)]

@@ -1,0 +1,162 @@
+"""Answers before questions (issue #44.1, #44.7): a user turn that asks and the turn that answers it
+rank as one round, shown as the answer with the question folded into it, never the question above
+its answer; an earlier prompt repeating the query is not evidence; rows saying the same thing show
+once. One rule (core.recall.answers_first) through automatic recall, REST and MCP recall
+(winni_recall over the real streamable-HTTP transport) and the admin's search page; the global
+memory still comes into the project."""
+import re
+from typing import Any
+
+import pytest
+
+from conversations import services as conversations
+from core import projects
+from core.recall import answers_first, rank, recall, repeats
+from core.recall_across import recall_by_kind
+from memory import services as memories
+from tests.support import McpClient
+from winni_site import autorecall
+
+ASKED = "What did we decide about money amounts in the shop?"
+DECISION = ("Decision: store every money amount in the shop as integer cents (BIGINT), never as floats; "
+            "the invoice totals are summed in cents too.")
+QUERY = "what did we decide about money amounts"
+GLOBAL = "Money is integer cents."
+OUTPUT = "3 failed, 41 passed in 2.31s (tests/test_money.py)"
+
+
+def seed() -> dict[str, Any]:
+    """Project "shop": a session that asked about money and got the decision, ran the tests twice
+    (the same output both times); a later session that asked again, never answered; a statement
+    about money by the user; a global memory."""
+    shop = projects.project_create(name="shop", path="/work/shop")
+    first = conversations.conversation_begin(session_id="money-one", project=shop)
+    turns = {}
+    for role, text in (("user", ASKED), ("assistant", "Let me look at the invoice code first."),
+                       ("tool", OUTPUT), ("assistant", DECISION), ("user", "run the tests"), ("tool", OUTPUT),
+                       ("assistant", "Done.")):
+        message = conversations.message_store(conversation_id=first.id, role=role, content=text)
+        turns.setdefault(role, []).append(str(message.id))
+    later = conversations.conversation_begin(session_id="money-two", project=shop)
+    unanswered = conversations.message_store(conversation_id=later.id, role="user",
+                                             content="Do the money amounts in the refund export use cents as well?")
+    statement = conversations.message_store(
+        conversation_id=later.id, role="user",
+        content="For the record: the shop decided money amounts in refunds are rounded half up.")
+    memory = memories.memory_store(content=GLOBAL)[0]
+    return {"shop": shop, "question": turns["user"][0], "decision": turns["assistant"][1],
+            "outputs": turns["tool"], "unanswered": str(unanswered.id), "statement": str(statement.id),
+            "global": str(memory.pk)}
+
+
+@pytest.fixture
+def money(db: Any, django_capture_on_commit_callbacks: Any) -> dict[str, Any]:
+    with django_capture_on_commit_callbacks(execute=True):
+        return seed()
+
+
+@pytest.fixture
+def live_money(transactional_db: Any) -> dict[str, Any]:
+    return seed()
+
+
+def message_ids(results: list[dict[str, Any]]) -> list[str]:
+    return [row["id"] for row in results if row["kind"] == "message"]
+
+
+def assert_answer_first(results: list[dict[str, Any]], money: dict[str, Any]) -> None:
+    found = message_ids(results)
+    assert money["question"] not in found, "the question is shown as its answer, not on its own"
+    # The round ranks by its answer's own evidence and a share of its question's
+    # (core.recall.QUESTION_SHARE): among the first, in the question's place.
+    assert money["decision"] in found[:4], [(r["label"], r["text"][:40], r["score"]) for r in results]
+    decision = next(row for row in results if row["id"] == money["decision"])
+    assert decision["question"]["id"] == money["question"] and decision["question"]["text"] == ASKED
+    assert money["global"] in {row["id"] for row in results}, "the global memory still comes into the project"
+
+
+# --- the rule --------------------------------------------------------------------------------------
+
+
+def test_repeats_is_word_for_word_not_topic():
+    assert repeats("What did we decide about money amounts?", QUERY)
+    assert repeats("WHAT did we decide, about money amounts", QUERY)
+    assert not repeats(ASKED + " And for refunds?", QUERY)
+    assert not repeats("", QUERY)
+
+
+def test_a_turn_asks_with_a_question_mark_or_a_question_word():
+    from conversations.services.rounds import asks
+
+    assert asks(ASKED) and asks("how do we store money amounts") and asks("Which port?\nThe log: …")
+    assert asks("The tests fail on main. Can you fix them?")
+    assert not asks("For the record: the staging database listens on 5433.")
+    assert not asks("Decision: integer cents.") and not asks("run the tests")
+
+
+def test_a_question_ranks_as_its_answer_and_an_unanswered_one_stays(money):
+    results = recall(query=QUERY, filters={"project": "shop"}, limit=10)["results"]
+    assert_answer_first(results, money)
+    found = message_ids(results)
+    assert money["unanswered"] in found  # nobody answered it: it is the only evidence of its round
+    assert money["statement"] in found  # a statement is evidence itself, not a question
+    statement = next(row for row in results if row["id"] == money["statement"])
+    assert statement["question"] is None
+
+
+def test_a_repeated_prompt_is_not_evidence_but_its_answer_is(money):
+    results = recall(query=ASKED, filters={"project": "shop"}, limit=10)["results"]
+    assert money["question"] not in message_ids(results)
+    decision = next(row for row in results if row["id"] == money["decision"])
+    assert decision["question"] is None  # the repeat is left out, not folded in
+
+
+def test_asking_for_user_turns_keeps_the_question(money):
+    results = recall(query=QUERY, filters={"project": "shop", "role": "user"}, limit=10)["results"]
+    assert money["question"] in message_ids(results) and money["decision"] not in message_ids(results)
+
+
+def test_the_same_output_twice_shows_once(money):
+    from conversations.models import Message
+
+    scope = {"message": Message.objects.filter(project=money["shop"])}
+    hits = rank(query="3 failed 41 passed", scopes=scope, limit=10, mode="fts")
+    assert {hit.key for hit in hits} >= set(money["outputs"])
+    kept = answers_first(hits, query="3 failed 41 passed", scopes=scope)
+    assert len({hit.key for hit in kept} & set(money["outputs"])) == 1
+
+
+def test_automatic_recall_gives_the_answer_with_its_question_named(money):
+    out = autorecall.context_for_prompt(prompt="What did we decide about storing money amounts, cents or floats?",
+                                        project="shop", session_id="money-three", record=False)
+    messages = [item for item in out["items"] if item["kind"] == "message"]
+    assert messages[0]["id"] == money["decision"], out["text"]
+    assert messages[0]["source"]["question_turn"] == 1
+    assert money["question"] not in {item["id"] for item in out["items"]}
+    assert "(answering turn 1: What did we decide about money amounts in the shop?)" in out["text"]
+    assert out["text"].count("integer cents (BIGINT)") == 1
+
+
+# --- interfaces ------------------------------------------------------------------------------------
+
+
+def test_rest_recall_puts_the_answer_first(money, api):
+    response = api.get("/api/v1/recall", {"query": QUERY, "project": "shop"})
+    assert response.status_code == 200
+    assert_answer_first(response.json()["results"], money)
+
+
+def test_the_admin_search_page_shows_the_answer_with_its_question(money, client, staff_user):
+    client.force_login(staff_user)
+    response = client.get("/admin/search/", {"q": QUERY, "project": "shop"})
+    hits = [hit for hit in response.context["hits"] if hit["kind"] == "message"]
+    assert hits[0]["id"] == money["decision"] and re.sub(r"</?mark>", "", hits[0]["asked"]) == ASKED
+    assert money["question"] not in {hit["id"] for hit in hits}
+    assert b"winni-asked" in response.content
+    direct = recall_by_kind(query=QUERY, filters={"project": "shop"})["results"]
+    assert money["global"] in {row["id"] for row in direct}
+
+
+@pytest.mark.live
+def test_mcp_winni_recall_puts_the_answer_first(live_money, mcp: McpClient):
+    assert_answer_first(mcp.call("winni_recall", {"query": QUERY, "project": "shop"})["results"], live_money)
