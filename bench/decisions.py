@@ -6,7 +6,7 @@ dependency, a job's retries, a dropped index, …; stated by the user "For the r
 reply "Worth knowing: …", and asked about in other prompts) is asked three ways as a question
 about a decision, in its project. "Decision first": the first item holds the statement (its
 ticket id), for
-- automatic recall (winni_site.autorecall: the block's first item, at 4,000 characters; "in the
+- automatic recall (agents.autorecall: the block's first item, at 4,000 characters; "in the
   block" too),
 - winni_recall / REST recall (core.recall.recall: the first hit),
 - the admin's search page (core.recall_across.recall_by_kind: the first hit).
@@ -72,10 +72,10 @@ def main() -> None:
                         help="A/B: core.recall.QUESTION_SHARE values to measure (default: the setting)")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
+    from agents import autorecall
     from bench.autorecall import realistic_facts
     from core.recall import recall
     from core.recall_across import recall_by_kind
-    from winni_site import autorecall
 
     facts = realistic_facts(args.realistic)
     from core import recall as recall_module

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall
 from conversations import services as conversations
 from core import projects
 from core.recall import answers_first, rank, recall, repeats
 from core.recall_across import recall_by_kind
 from memory import services as memories
 from tests.support import McpClient
-from winni_site import autorecall
 
 ASKED = "What did we decide about money amounts in the shop?"
 DECISION = ("Decision: store every money amount in the shop as integer cents (BIGINT), never as floats; "
@@ -159,4 +159,8 @@ def test_the_admin_search_page_shows_the_answer_with_its_question(money, client,
 
 @pytest.mark.live
 def test_mcp_winni_recall_puts_the_answer_first(live_money, mcp: McpClient):
-    assert_answer_first(mcp.call("winni_recall", {"query": QUERY, "project": "shop"})["results"], live_money)
+    # The compact rows (MCP's default) name the answer alone; the full hits carry its question.
+    rows = message_ids(mcp.call("winni_recall", {"query": QUERY, "project": "shop"})["results"])
+    assert live_money["question"] not in rows and live_money["decision"] in rows[:4], rows
+    full = mcp.call("winni_recall", {"query": QUERY, "project": "shop", "detail": "full"})["results"]
+    assert_answer_first(full, live_money)

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from agents import autorecall, capture
 from conversations.models import Conversation, SessionDigest
 from conversations.services import digest as digests
 from core.recall import recall
 from tests.traffic_corpus import TRAFFIC, hook_calls
-from winni_site import autorecall, capture
 
 CLAUDE = TRAFFIC / "claude-2.1.197"
 
