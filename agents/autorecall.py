@@ -68,7 +68,7 @@ TEXT_CHARS = 20_000
 # Characters of one item's snippet at most (a long turn is cut around its matched words).
 SNIPPET_CHARS = 500
 HEADER = ("# Winni recalled (from earlier sessions; each item names its source: follow up with "
-          "dewey_get_conversation, medallion_get or winni_recall)")
+          "dewey_get_conversation, winni_get or winni_recall)")
 FILE_HEADER = "# Winni recalled about {file} (from earlier sessions; each item names its source)"
 
 # The gate (docs/autorecall.md: chosen on bench/autorecall.py's measurements).
@@ -536,11 +536,12 @@ def injections_reset(*, session_id: str) -> int:
 def _line(candidate: Candidate) -> str:
     source = candidate.source
     parts = [candidate.kind if candidate.kind != "message" else "", source.get("date") or ""]
+    # A turn is named by its conversation and turn (what dewey_get_conversation reads around it);
+    # its session's id as well took ≈ 45 of each line's characters and named nothing more.
     if candidate.kind == "message":
-        parts += [f"session {source.get('session_id')}", f"turn {source.get('turn')} ({source.get('role')})",
-                  f"conversation {source.get('conversation_id')}"]
+        parts += [f"turn {source.get('turn')} ({source.get('role')})", f"conversation {source.get('conversation_id')}"]
     elif candidate.kind == "digest":
-        parts += [f"session {source.get('session_id')}", f"conversation {source.get('conversation_id')}"]
+        parts += [f"conversation {source.get('conversation_id')}"]
     elif candidate.kind in ("decision", "invariant", "question"):
         parts += [f"medallion {source.get('medallion_id')}"]
     else:
