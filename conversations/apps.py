@@ -9,13 +9,13 @@ class ConversationsConfig(AppConfig):
 
     def ready(self) -> None:
         from conversations.models import Conversation, Message
-        from conversations.services import message_display, message_embed_parts, message_surroundings
+        from conversations.services import message_display, message_embed_parts, message_passages, message_surroundings
         from core.projects import ProjectStore, register_store
         from core.searchable import Searchable, register
 
         register(Searchable(
             kind="message", model=Message, text=lambda m: m.content,
-            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
+            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts, passages=message_passages,
             batch_order=("conversation_id", "turn_number"),
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},

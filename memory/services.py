@@ -487,7 +487,7 @@ def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float]
     if not lexemes:
         return []
     scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)
-    found = {key: sim for key, sim in vectors.nearest_in_project(
+    found = {key: sim for key, sim, _ in vectors.nearest_in_project(
         kind=KIND, query_vector=query_vector, model=model, project_id=memory.project_id, limit=SIMILAR_CANDIDATES)
         if sim >= threshold}
     found.update({key: sim for key, sim in _similarities(

@@ -49,7 +49,7 @@ from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from core.recall import rank
-from core.searchable import EmbeddingUnavailable
+from core.searchable import EmbeddingUnavailable, passage_shown
 from core.validation import validate_int_range, validate_storable
 from medallions.extractive import decision_statement
 from medallions.models import Medallion, Status
@@ -327,6 +327,8 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             if obj.role == "tool" and conversation is not None:
                 obj.conversation = conversation  # its cwd: paths are shown relative to it
                 shown = message_display(obj) or ""
+            # A long turn found through one of its passages: the snippet is cut from that passage.
+            shown = shown or passage_shown("message", obj, hit.passage) or ""
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text, shown = obj.content, ""
@@ -352,8 +354,8 @@ def _stored_similarities(query_vector: list[float], candidates: list[Candidate])
         return
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
-            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
+            f"SELECT kind, object_id, 1 - min((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
+            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s) GROUP BY kind, object_id",  # best passage
             [vectors.vector_literal(query_vector), model.name, sorted({c.kind for c in candidates}),
              [c.id for c in candidates]])
         found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}

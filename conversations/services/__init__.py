@@ -20,6 +20,7 @@ from conversations.services.messages import (
     message_store,
     messages_store_bulk,
 )
+from conversations.services.passages import message_passages
 from conversations.services.search import (
     SearchHit,
     SearchPage,
@@ -53,6 +54,7 @@ __all__ = [
     "message_embedding_text",
     "message_fts_ranked",
     "message_parts",
+    "message_passages",
     "message_search",
     "message_search_filters",
     "message_store",
