@@ -40,18 +40,26 @@ def test_only_long_chat_turns_have_passages(role, content, expected):
     assert len(message_passages(Message(role=role, content=content))) == expected
 
 
+def test_passages_can_be_turned_off(settings):
+    settings.WINNI_EMBEDDING_PASSAGES_MAX = 0
+    assert message_passages(Message(role="assistant", content=LONG_REPLY)) == []
+    settings.WINNI_EMBEDDING_PASSAGES_MAX = 2
+    assert len(message_passages(Message(role="assistant", content=LONG_REPLY))) == 2
+
+
 def _store(conversation, role, content):
     return conversations.message_store(conversation_id=conversation.id, role=role, content=content)
 
 
-def test_a_1_mb_message_gets_at_most_passages_max_vectors(django_capture_on_commit_callbacks):
+def test_a_1_mb_message_gets_a_bounded_number_of_vectors(settings, django_capture_on_commit_callbacks):
+    assert settings.WINNI_EMBEDDING_PASSAGES_MAX == 8
     with django_capture_on_commit_callbacks(execute=True):
         chat = conversations.conversation_begin(session_id="big")
         short = _store(chat, "user", "please paste the whole log")
         huge = _store(chat, "assistant", ("The worker restarted after the deploy finished. " * 30_000)[:1_000_000])
     assert Embedding.objects.filter(object_id=str(short.pk)).count() == 1
     stored = Embedding.objects.filter(object_id=str(huge.pk))
-    assert sorted(stored.values_list("passage", flat=True)) == list(range(PASSAGES_MAX + 1))
+    assert sorted(stored.values_list("passage", flat=True)) == list(range(8 + 1))
     # Found once, however many of its vectors are near the query.
     page = conversations.message_search(query="worker restarted after the deploy", mode="semantic", limit=5)
     assert [hit.message.pk for hit in page.hits].count(huge.pk) == 1
