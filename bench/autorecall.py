@@ -349,6 +349,8 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
         stated = sum(ticket in block_text(f, gate, 4000) for f, ticket in zip(found["realistic"], tickets))
         print(f"  realistic coding questions: {len(found['realistic'])}, injected {got}, the fact's statement "
               f"(its ticket id) in the block {stated}")
+        missed = [f.prompt for f, ticket in zip(found["realistic"], tickets) if ticket not in block_text(f, gate, 4000)]
+        print("    missed: " + "; ".join(repr(prompt) for prompt in missed))
     print("| budget (chars) | LoCoMo evidence any / all | LoCoMo opened | LongMemEval_S every evidence session "
           "| avg injected chars (tokens) |")
     print("|---|---|---|---|---|")

@@ -878,11 +878,19 @@ def _vectors_for(kind: str, limit: int) -> int:
     return int(limit * PASSAGE_SLACK) if searchable.get(kind).passages is not None else int(limit)
 
 
+# A passage's similarity counts this much less than a row's own vector's. A long turn has several
+# passages, and the best of several similarities is higher than one, for an unrelated question too
+# (see docs/benchmarks.md#passages-issue-44 for how it was chosen).
+PASSAGE_DISCOUNT = 0.05
+
+
 def _best_per_row(rows: list[tuple[str, Any, int]], limit: int) -> list[Near]:
     """(object_id, distance, passage) rows → the `limit` nearest rows, each once with its nearest
-    vector, best first."""
+    vector (a passage's less PASSAGE_DISCOUNT), best first."""
     best: dict[str, Near] = {}
-    for object_id, distance, passage in sorted(rows, key=lambda row: row[1]):
+    scored = [(object_id, 1.0 - float(distance) - (PASSAGE_DISCOUNT if passage else 0.0), int(passage))
+              for object_id, distance, passage in rows]
+    for object_id, similarity, passage in sorted(scored, key=lambda row: -row[1]):
         if object_id not in best:
-            best[object_id] = (object_id, 1.0 - float(distance), int(passage))
+            best[object_id] = (object_id, similarity, passage)
     return list(best.values())[:limit]

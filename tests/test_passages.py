@@ -110,3 +110,27 @@ def test_messages_stored_before_passages_get_them_from_the_backfill(retry_chat):
     call_command("winni_reembed", "--passages")
     assert Embedding.objects.filter(object_id=str(retry_chat.pk)).count() == stored.count()
     assert vectors.passages_store(kind="memory", ids=[1]) == 0  # a kind without passages
+
+
+def test_automatic_recall_reads_a_long_turns_best_vector(django_capture_on_commit_callbacks):
+    """A candidate that full-text search alone found gets its similarity from its stored vectors:
+    the best of its own and its passages' (less PASSAGE_DISCOUNT), as the vector side ranks it."""
+    import numpy as np
+
+    from memory import embeddings
+    from winni_site import autorecall
+
+    with django_capture_on_commit_callbacks(execute=True):
+        chat = conversations.conversation_begin(session_id="gate")
+        reply = _store(chat, "assistant", LONG_REPLY)
+    query = embeddings.embed_query("report-merge job retries backoff")
+    vectors.model_active()  # this test's model (the process remembers the last test's)
+    candidate = autorecall.Candidate(kind="message", id=str(reply.pk), text=reply.content, source={})
+    autorecall._stored_similarities(query, [candidate])
+    stored = Embedding.objects.filter(object_id=str(reply.pk))
+    assert stored.count() > 1
+    expected = max(float(np.dot(query, row.vector)) - (vectors.PASSAGE_DISCOUNT if row.passage else 0.0)
+                   for row in stored)
+    assert candidate.similarity == pytest.approx(expected, abs=1e-5)
+    own = float(np.dot(query, stored.get(passage=0).vector))
+    assert candidate.similarity > own  # the passage that holds the words is nearer than the whole turn

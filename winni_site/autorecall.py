@@ -354,9 +354,10 @@ def _stored_similarities(query_vector: list[float], candidates: list[Candidate])
         return
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT kind, object_id, 1 - min((vector::vector({dims})) <=> %s::vector({dims})) FROM memory_embedding "
-            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s) GROUP BY kind, object_id",  # best passage
-            [vectors.vector_literal(query_vector), model.name, sorted({c.kind for c in candidates}),
+            f"SELECT kind, object_id, 1 - min(((vector::vector({dims})) <=> %s::vector({dims})) "
+            "+ CASE WHEN passage > 0 THEN %s ELSE 0 END) FROM memory_embedding "  # the best vector (vectors.nearest)
+            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s) GROUP BY kind, object_id",
+            [vectors.vector_literal(query_vector), vectors.PASSAGE_DISCOUNT, model.name, sorted({c.kind for c in candidates}),
              [c.id for c in candidates]])
         found = {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
     for candidate in candidates:
