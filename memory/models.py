@@ -120,7 +120,9 @@ class Embedding(models.Model):
     project_id = models.BigIntegerField(null=True, blank=True)
     # 0: the row's own vector; n ≥ 1: its passage n, for a long row (core.searchable.Searchable.passages).
     # A row's similarity is its best vector's (memory.vectors.nearest).
-    passage = models.PositiveSmallIntegerField(default=0)
+    # A database default too: a process of the previous release, still writing during an upgrade,
+    # stores its vectors as passage 0.
+    passage = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [

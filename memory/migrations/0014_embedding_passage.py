@@ -1,8 +1,9 @@
 from django.db import migrations, models
 
 # A long chat turn's passages are vectors of its message beside its own (passage 0, every vector
-# stored so far). Adding the column with a constant default rewrites no row; the unique index is
-# rebuilt to take the passage. Messages stored before get their passages from
+# stored so far). Adding the column with a constant default rewrites no row, and the default stays
+# (a worker of the previous release still writing stores passage 0); the unique index is rebuilt to
+# take the passage. Messages stored before get their passages from
 # `manage.py winni_reembed --passages` (or any re-embed); until then they are searched as before.
 
 
@@ -20,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='embedding',
             name='passage',
-            field=models.PositiveSmallIntegerField(default=0),
+            field=models.PositiveSmallIntegerField(db_default=0, default=0),
         ),
         migrations.AddConstraint(
             model_name='embedding',
