@@ -698,7 +698,7 @@ def nearest_passages(*, kind: str, query_vector: list[float], model: EmbeddingMo
 
 def nearest_in_project(*, kind: str, query_vector: list[float], model: EmbeddingModel, project_id: int | None,
                        limit: int) -> list[Near]:
-    """(object_id, cosine similarity) of the `limit` nearest vectors of `kind` under `model` whose
+    """(object_id, cosine similarity, passage) of the `limit` nearest rows (by their nearest vector) of `kind` under `model` whose
     row is in project `project_id` (None: rows of no project), best first, whatever their rows
     say otherwise (superseded, words): the caller checks those on these few rows.
 
