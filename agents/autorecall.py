@@ -49,7 +49,7 @@ from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from core.recall import answers_first, rank
-from core.searchable import EmbeddingUnavailable
+from core.searchable import EmbeddingUnavailable, passage_shown
 from core.validation import validate_int_range, validate_storable
 from medallions import services as medallions
 from memory import embeddings
@@ -310,6 +310,8 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
             if obj.role == "tool" and conversation is not None:
                 obj.conversation = conversation  # its cwd: paths are shown relative to it
                 shown = conversations.message_display(obj) or ""
+            # A long turn found through one of its passages: the snippet is cut from that passage.
+            shown = shown or passage_shown("message", obj, hit.passage) or ""
             if hit.question is not None:
                 source["question_turn"] = hit.question.turn_number
         elif hit.kind == "digest":

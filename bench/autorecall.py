@@ -388,6 +388,8 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
                    for f, ticket in zip(found["realistic"], tickets))
         print(f"  realistic coding questions: {len(found['realistic'])}, injected {got}, the fact's statement "
               f"(its ticket id) in the block {stated}, among its first 3 items {top3}")
+        missed = [f.prompt for f, ticket in zip(found["realistic"], tickets) if ticket not in block_text(f, gate, 4000)]
+        print("    missed: " + "; ".join(repr(prompt) for prompt in missed))
     print("| budget (chars) | LoCoMo evidence any / all | LoCoMo evidence among the first 3 (tuning / checking) "
           "| LoCoMo opened | LongMemEval_S every evidence session | avg injected chars (tokens) |")
     print("|---|---|---|---|---|---|")

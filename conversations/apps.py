@@ -14,6 +14,7 @@ class ConversationsConfig(AppConfig):
             message_answers,
             message_display,
             message_embed_parts,
+            message_passages,
             message_surroundings,
         )
         from core import anchors
@@ -22,7 +23,7 @@ class ConversationsConfig(AppConfig):
 
         register(Searchable(
             kind="message", model=Message, text=lambda m: m.content,
-            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts,
+            label=lambda m: f"turn {m.turn_number} ({m.role})", embed_parts=message_embed_parts, passages=message_passages,
             batch_order=("conversation_id", "turn_number"),
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},

@@ -345,7 +345,8 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "id": hit.key,
         "label": spec.label(obj),
         "text": text[:TEXT_CHARS],
-        "snippet": shown if (shown := spec.display(obj) if spec.display else None) else text[:SNIPPET_CHARS],
+        "snippet": shown if (shown := (spec.display(obj) if spec.display else None)
+                             or searchable.passage_shown(hit.kind, obj, hit.passage)) else text[:SNIPPET_CHARS],
         "created_at": created.isoformat() if created else None,
         "score": round(hit.fused, 6),
         "scores": {

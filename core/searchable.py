@@ -40,6 +40,15 @@ class EmbeddingUnavailable(EmbeddingError):
     search without meaning)."""
 
 
+@dataclass(frozen=True)
+class Passage:
+    """One passage of a long row: what the model reads of it (`text`) and what a hit shows when it
+    is the passage that matched (`shown`: its words as written)."""
+
+    text: str
+    shown: str
+
+
 # How far the rows around a hit reach (a message: the turns up to this many before and after it);
 # hybrid ranking passes part of a hit's score to them (memory.retrieval).
 CONTEXT_REACH = 2
@@ -71,6 +80,8 @@ class Hit:
     similarity: float | None = None
     vector_rank: int | None = None
     context: float = 0.0  # score passed on by neighbouring rows (e.g. the turns around a message)
+    # Which of the row's vectors gave `similarity`: 0 its own, n its passage n (Searchable.passages).
+    passage: int = 0
     fused: float = 0.0
     obj: Any = field(default=None, repr=False)
     # The question this hit answers, folded into it by core.recall.answers_first (its row); None
@@ -88,6 +99,11 @@ class Searchable:
     # before it), as weighted texts per row; one call per batch so it can look up what it needs in
     # one query.
     embed_parts: Callable[[list[Any]], list[Parts]] | None = None
+    # A long row's passages (a long chat turn: sentence-aligned pieces of about what the model reads
+    # well), each embedded beside the row's own vector; the row's similarity is its best vector's
+    # and a hit on a passage shows that passage (passage_shown). Empty for a short row: one vector.
+    # Bounded by the kind (a message: at most conversations.services.search.PASSAGES_MAX).
+    passages: Callable[[Any], list[Passage]] | None = None
     # The order rows are batched in for embedding: rows that share texts (a turn is the next
     # turn's context) are best embedded together.
     batch_order: tuple[str, ...] = ("pk",)
@@ -169,6 +185,16 @@ def current_only(kind: str, queryset: Any) -> Any:
     must not show stale facts uses (recall, automatic recall, a store's own search)."""
     spec = get(kind)
     return spec.current(queryset) if spec.current is not None else queryset
+
+
+def passage_shown(kind: str, obj: Any, passage: int) -> str | None:
+    """What a hit on `obj` shows when its vector `passage` matched (Hit.passage): that passage's
+    words; None for the row's own vector (passage 0) or a passage the row no longer has."""
+    spec = get(kind)
+    if passage <= 0 or spec.passages is None:
+        return None
+    found = spec.passages(obj)
+    return found[passage - 1].shown if passage <= len(found) else None
 
 
 def kinds() -> list[str]:

@@ -118,10 +118,16 @@ class Embedding(models.Model):
     # search keeps its rows while it walks the HNSW index instead of checking each one against the
     # row's table. Not a foreign key: the row's own column is the truth, this is its copy.
     project_id = models.BigIntegerField(null=True, blank=True)
+    # 0: the row's own vector; n ≥ 1: its passage n, for a long row (core.searchable.Searchable.passages).
+    # A row's similarity is its best vector's (memory.vectors.nearest).
+    # A database default too: a process of the previous release, still writing during an upgrade,
+    # stores its vectors as passage 0.
+    passage = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["kind", "object_id", "model"], name="embedding_unique_row_model"),
+            models.UniqueConstraint(fields=["kind", "object_id", "model", "passage"],
+                                    name="embedding_unique_row_model_passage"),
             models.CheckConstraint(condition=Q(dimensions__gte=1), name="embedding_dimensions_positive"),
         ]
         indexes = [

@@ -266,7 +266,7 @@ SCOPE_SCAN_RATIO = 28
 
 def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
     if filtered:
-        # core.counts.capped_count(estimate_first=True) in one round trip (migration 0014).
+        # core.counts.capped_count(estimate_first=True) in one round trip (migration 0015).
         sql, params = scope.order_by().values("pk").query.sql_with_params()
         with connection.cursor() as cursor:
             cursor.execute("SELECT winni_capped_count(%s, %s)",
@@ -311,7 +311,7 @@ def search(
         return hits.setdefault((kind, key), Hit(kind=kind, key=key))
 
     lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, filtered, depth)
-    semantic: Callable[[], list[tuple[str, str, float]]] = lambda: _semantic_side(
+    semantic: Callable[[], list[tuple[str, str, float, int]]] = lambda: _semantic_side(
         query, query_vector, scopes, filtered, depth, mode)
     if mode == "hybrid":
         # The two sides are independent; the vector side (ONNX inference and index walks, both
@@ -326,9 +326,9 @@ def search(
     for rank, (kind, key, score) in enumerate(ranked, start=1):
         entry = hit(kind, key)
         entry.fts_score, entry.fts_rank = score, rank
-    for rank, (kind, key, sim) in enumerate(near, start=1):
+    for rank, (kind, key, sim, passage) in enumerate(near, start=1):
         entry = hit(kind, key)
-        entry.similarity, entry.vector_rank = sim, rank
+        entry.similarity, entry.vector_rank, entry.passage = sim, rank, passage
 
     _fuse(list(hits.values()), mode)
     surround = {kind: spec.surround for kind in scopes if (spec := searchable.get(kind)).surround is not None}
@@ -358,9 +358,10 @@ def _lexical_side(query: str, scopes: dict[str, QuerySet], filtered: dict[str, b
 
 
 def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[str, QuerySet],
-                   filtered: dict[str, bool], depth: int, mode: str) -> list[tuple[str, str, float]]:
-    """(kind, key, cosine similarity) of the nearest `depth` rows over every kind, best first; empty
-    when the provider is down in hybrid mode (semantic mode raises EmbeddingUnavailable)."""
+                   filtered: dict[str, bool], depth: int, mode: str) -> list[tuple[str, str, float, int]]:
+    """(kind, key, cosine similarity, passage) of the nearest `depth` rows over every kind, best
+    first (a row with passages: its nearest vector's, and which passage it was); empty when the
+    provider is down in hybrid mode (semantic mode raises EmbeddingUnavailable)."""
     if query_vector is None:
         try:
             query_vector = embeddings.embed_query(query)
@@ -369,9 +370,9 @@ def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[st
                 raise
             return []
     active = vectors.ActiveModel()
-    near: list[tuple[str, str, float]] = []
+    near: list[tuple[str, str, float, int]] = []
     for kind, scope in scopes.items():
-        near += [(kind, key, sim) for key, sim in active.nearest(
+        near += [(kind, key, sim, passage) for key, sim, passage in active.nearest_passages(
             kind=kind, query_vector=query_vector, limit=depth, scope=scope if filtered.get(kind, True) else None)]
     near.sort(key=lambda item: -item[2])
     return near[:depth]

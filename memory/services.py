@@ -175,12 +175,15 @@ def stored_similarities(*, query_vector: list[float], keys: list[tuple[str, str]
     dims = int(model.dimensions)
     if len(query_vector) != dims:
         return {}
+    # A row's best vector: its own or one of its passages' (less PASSAGE_DISCOUNT), as
+    # vectors.nearest ranks them.
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT kind, object_id, 1 - ((vector::vector({dims})) <=> %s::vector({dims})) "
-            f"FROM {Embedding._meta.db_table} WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s)",
-            [vectors.vector_literal(query_vector), model.name, sorted({kind for kind, _ in keys}),
-             [key for _, key in keys]])
+            f"SELECT kind, object_id, 1 - min(((vector::vector({dims})) <=> %s::vector({dims})) "
+            f"+ CASE WHEN passage > 0 THEN %s ELSE 0 END) FROM {Embedding._meta.db_table} "
+            "WHERE model = %s AND kind = ANY(%s) AND object_id = ANY(%s) GROUP BY kind, object_id",
+            [vectors.vector_literal(query_vector), vectors.PASSAGE_DISCOUNT, model.name,
+             sorted({kind for kind, _ in keys}), [key for _, key in keys]])
         return {(kind, object_id): float(similarity) for kind, object_id, similarity in cursor.fetchall()}
 
 
@@ -547,7 +550,7 @@ def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float]
     if not lexemes:
         return []
     scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)
-    found = {key: sim for key, sim in vectors.nearest_in_project(
+    found = {key: sim for key, sim, _ in vectors.nearest_in_project(
         kind=KIND, query_vector=query_vector, model=model, project_id=memory.project_id, limit=SIMILAR_CANDIDATES)
         if sim >= threshold}
     found.update({key: sim for key, sim in _similarities(

@@ -90,14 +90,20 @@ class ActiveModel:
 
     def nearest(self, *, kind: str, query_vector: list[float], limit: int,
                 scope: QuerySet | None = None) -> list[tuple[str, float]]:
+        return [(key, similarity) for key, similarity, _ in self.nearest_passages(
+            kind=kind, query_vector=query_vector, limit=limit, scope=scope)]
+
+    def nearest_passages(self, *, kind: str, query_vector: list[float], limit: int,
+                         scope: QuerySet | None = None) -> list[Near]:
+        """nearest_passages under the active model."""
         if len(query_vector) != self.model.dimensions:
             self._confirm()  # a remembered model of another size may simply be out of date
         try:
-            return nearest(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope,
-                           require_active=not self.confirmed)
+            return nearest_passages(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope,
+                                    require_active=not self.confirmed)
         except ModelNotActive:
             self._confirm()
-            return nearest(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope)
+            return nearest_passages(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope)
 
     def _confirm(self) -> None:
         if not self.confirmed:
@@ -449,20 +455,53 @@ def embedding_drain(*, kind: str, ids: Iterable[Any], batch: int | None = None) 
         release(kind=kind, keys=claimed)
 
 
-def _store_vectors(spec: Any, kind: str, rows: list[Any], model_name: str, dims: int, force: bool) -> None:
-    with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)):
-        parts = spec.embed_parts(rows) if spec.embed_parts else [[(spec.text(row), 1.0)] for row in rows]
-        vectors = embeddings.embed_parts(parts, model=model_name)
+def _store_vectors(spec: Any, kind: str, rows: list[Any], model_name: str, dims: int, force: bool,
+                   own: bool = True) -> int:
+    """Embed `rows` and store their vectors: each row's own and its passages' (`own` False: its
+    passages alone). Returns how many vectors were stored."""
+    with storage_op("embedding.store", kind=kind, model=model_name, rows=len(rows)) as log:
+        parts = (spec.embed_parts(rows) if spec.embed_parts else [[(spec.text(row), 1.0)] for row in rows]) \
+            if own else []
+        passages = [(row, number, passage.text) for row in rows
+                    for number, passage in enumerate(spec.passages(row) if spec.passages else [], start=1)]
+        # One call for both, so that the model's passes group texts of similar lengths across them.
+        vectors = embeddings.embed_parts(parts + [[(text, 1.0)] for _, _, text in passages], model=model_name)
         register = model_register(name=model_name, dimensions=dims, provider=settings.WINNI_EMBEDDING_PROVIDER)
+
+        def stored(row: Any, vector: list[float], passage: int) -> Embedding:
+            return Embedding(kind=kind, object_id=_key(row.pk), model=register.name, dimensions=dims, vector=vector,
+                             passage=passage,
+                             project_id=getattr(row, spec.project_column) if spec.project_column else None)
+
+        made = [stored(row, vector, 0) for row, vector in zip(rows if own else [], vectors)]
+        made += [stored(row, vector, number) for (row, number, _), vector in zip(passages, vectors[len(parts):])]
+        log.update(passages=len(passages))
         with transaction.atomic():
             if force:
                 Embedding.objects.filter(kind=kind, model=model_name, object_id__in=[_key(r.pk) for r in rows]).delete()
-            Embedding.objects.bulk_create(
-                [Embedding(kind=kind, object_id=_key(row.pk), model=register.name, dimensions=dims, vector=vector,
-                           project_id=getattr(row, spec.project_column) if spec.project_column else None)
-                 for row, vector in zip(rows, vectors)],
-                ignore_conflicts=True,
-            )
+            Embedding.objects.bulk_create(made, ignore_conflicts=True)
+        return len(made)
+
+
+def passages_store(*, kind: str, ids: Iterable[Any], model: str | None = None) -> int:
+    """Give the rows `ids` of `kind` that have their own vector under `model` (default: the
+    configured one) but none of their passages the vectors of those (rows stored before passages
+    existed: `winni_reembed --passages`). Rows without a vector are left to the embedding
+    pipeline, short rows have no passages. Returns how many vectors were stored."""
+    spec = searchable.get(kind)
+    if spec.passages is None:
+        return 0
+    model_name = model or embeddings.model_name()
+    keys = [_key(pk) for pk in ids]
+    own = set(Embedding.objects.filter(kind=kind, model=model_name, object_id__in=keys, passage=0)
+              .values_list("object_id", flat=True))
+    done = set(Embedding.objects.filter(kind=kind, model=model_name, object_id__in=keys, passage__gt=0)
+               .values_list("object_id", flat=True))
+    rows = [row for row in spec.model.objects.filter(pk__in=keys).order_by(*spec.batch_order)
+            if _key(row.pk) in own - done and spec.passages(row)]
+    if not rows:
+        return 0
+    return _store_vectors(spec, kind, rows, model_name, embeddings.dimensions(), force=False, own=False)
 
 
 def embeddings_forget(*, kind: str, ids: Iterable[Any]) -> int:
@@ -603,11 +642,25 @@ WALK_TUPLES = 20_000
 WALK_SLACK = 1.3
 
 
+# One row found by a vector search: (object_id, cosine similarity of its best vector, which vector
+# that was: 0 its own, n its passage n).
+Near = tuple[str, float, int]
+
+
 def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
             scope: QuerySet | None = None, require_active: bool = False) -> list[tuple[str, float]]:
-    """(object_id, cosine similarity) of the `limit` nearest rows of `kind` under `model`, best
-    first, restricted to `scope` (a queryset of that kind's rows) when given. `require_active`:
-    raise ModelNotActive unless `model` is the active one (checked in the same statement).
+    """(object_id, cosine similarity) of the `limit` nearest rows (see nearest_passages)."""
+    return [(key, similarity) for key, similarity, _ in nearest_passages(
+        kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope, require_active=require_active)]
+
+
+def nearest_passages(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
+                     scope: QuerySet | None = None, require_active: bool = False) -> list[Near]:
+    """(object_id, cosine similarity, passage) of the `limit` nearest rows of `kind` under `model`,
+    best first, restricted to `scope` (a queryset of that kind's rows) when given. A row with
+    passages (Searchable.passages) is as near as its nearest vector, and comes back once, with the
+    passage that was. `require_active`: raise ModelNotActive unless `model` is the active one
+    (checked in the same statement).
 
     Uses the partial HNSW index (ordered by the halfvec distance, reported exactly). A small scope
     is ranked exactly; a large one by walking the index and keeping the rows in the scope."""
@@ -644,8 +697,8 @@ def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limi
 
 
 def nearest_in_project(*, kind: str, query_vector: list[float], model: EmbeddingModel, project_id: int | None,
-                       limit: int) -> list[tuple[str, float]]:
-    """(object_id, cosine similarity) of the `limit` nearest vectors of `kind` under `model` whose
+                       limit: int) -> list[Near]:
+    """(object_id, cosine similarity, passage) of the `limit` nearest rows (by their nearest vector) of `kind` under `model` whose
     row is in project `project_id` (None: rows of no project), best first, whatever their rows
     say otherwise (superseded, words): the caller checks those on these few rows.
 
@@ -661,19 +714,18 @@ def nearest_in_project(*, kind: str, query_vector: list[float], model: Embedding
     if len(query_vector) != dims:
         raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
     literal = vector_literal(query_vector)
-    sql = (f"SELECT object_id, (vector::vector({dims})) <=> %s::vector({dims}) AS distance FROM memory_embedding "
-           f"WHERE model = %s AND kind = %s AND {_project_rows(project_id)} "
+    sql = (f"SELECT object_id, (vector::vector({dims})) <=> %s::vector({dims}) AS distance, passage "
+           f"FROM memory_embedding WHERE model = %s AND kind = %s AND {_project_rows(project_id)} "
            f"ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims}) LIMIT %s")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [literal, model.name, kind, literal, int(limit)])
+        cursor.execute(sql, [literal, model.name, kind, literal, _vectors_for(kind, limit)])
         rows = cursor.fetchall()
-    rows.sort(key=lambda row: row[1])
-    return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]
+    return _best_per_row(rows, limit)
 
 
 def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int, scope: QuerySet,
                      size: int, require_active: bool, within: ScopeProjects | None = None,
-                     own_index: int | None = None) -> list[tuple[str, float]] | None:
+                     own_index: int | None = None) -> list[Near] | None:
     """The nearest rows of a large scope: the nearest of the whole kind, deep enough that about
     twice `limit` of them should fall in the scope (by its share of the kind's rows), then deeper
     (×4) while too few did, up to WALK_MAX; None when even that many held too few. With `within`
@@ -710,9 +762,9 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
         near = _nearest(kind=kind, query_vector=query_vector, model=model, limit=depth, scope=None,
                         require_active=require_active, within=within, walk=cap, search_list=search_list,
                         own_index=own_index)
-        inside = {str(key) for key in scope.order_by().filter(pk__in=[pk.to_python(key) for key, _ in near])
+        inside = {str(key) for key in scope.order_by().filter(pk__in=[pk.to_python(key) for key, _, _ in near])
                   .values_list("pk", flat=True)}
-        kept = [(key, similarity) for key, similarity in near if key in inside]
+        kept = [found for found in near if found[0] in inside]
         if len(kept) >= limit:
             return kept[:limit]
         if len(near) < depth:
@@ -736,8 +788,8 @@ def _share_of_kind(kind: str, size: int) -> float:
 def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
              scope: QuerySet | None = None, keys: list[str] | None = None, require_active: bool = False,
              within: ScopeProjects | None = None, walk: int | None = None, search_list: int | None = None,
-             own_index: int | None = None) -> list[tuple[str, float]]:
-    """The `limit` nearest rows (see nearest): of `scope` when given (a large one: ranked exactly,
+             own_index: int | None = None) -> list[Near]:
+    """The `limit` nearest rows (see nearest_passages): of `scope` when given (a large one: ranked exactly,
     joined in), of the rows whose object_id is in `keys` when given, of the projects `within` when
     given. `walk`: keep the rows of `within` among the first `walk` entries of the HNSW walk (the
     index's order; no exact ranking whatever the planner thinks of the projects' size).
@@ -747,6 +799,7 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
     if len(query_vector) != dims:
         raise EmbeddingError(f"query vector has {len(query_vector)} dimensions; model {model.name!r} has {dims}")
     literal = vector_literal(query_vector)
+    wanted, limit = limit, _vectors_for(kind, limit)
     exact = f"(vector::vector({dims})) <=> %s::vector({dims})"
     walk_order = f"ORDER BY (vector::{INDEX_STORAGE}({dims})) <=> %s::{INDEX_STORAGE}({dims})"
     in_projects, project_params = "", []
@@ -755,15 +808,15 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
         project_params = [sorted(within.ids)]
     if own_index is not None:
         # The project as a literal: the planner picks a partial index only for a predicate it can prove.
-        sql = (f"SELECT object_id, {exact} AS distance FROM memory_embedding WHERE model = %s AND kind = %s "
+        sql = (f"SELECT object_id, {exact} AS distance, passage FROM memory_embedding WHERE model = %s AND kind = %s "
                f"AND {_project_rows(own_index)} {walk_order} LIMIT %s")
         params: list[Any] = [literal, model.name, kind, literal, int(limit)]
     elif walk is not None and within is not None:
-        sql = (f"SELECT object_id, {exact} AS distance FROM (SELECT object_id, vector, project_id FROM memory_embedding "
+        sql = (f"SELECT object_id, {exact} AS distance, passage FROM (SELECT object_id, vector, project_id, passage FROM memory_embedding "
                f"WHERE model = %s AND kind = %s {walk_order} LIMIT %s) walked WHERE {in_projects} LIMIT %s")
         params = [literal, model.name, kind, literal, int(walk), *project_params, int(limit)]
     else:
-        sql = f"SELECT object_id, {exact} AS distance FROM memory_embedding WHERE model = %s AND kind = %s"
+        sql = f"SELECT object_id, {exact} AS distance, passage FROM memory_embedding WHERE model = %s AND kind = %s"
         params = [literal, model.name, kind]
         if keys is not None:
             sql += " AND object_id = ANY(%s)"
@@ -797,7 +850,7 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
         # Either the nearest rows (model active) or one row of NULLs (not active): both checks are
         # one-time filters, evaluated before any index walk.
         active = f"EXISTS (SELECT 1 FROM {EmbeddingModel._meta.db_table} WHERE name = %s AND dimensions = %s AND is_active)"
-        sql = f"(SELECT * FROM ({sql}) nearest WHERE {active}) UNION ALL (SELECT NULL, NULL WHERE NOT {active})"
+        sql = f"(SELECT * FROM ({sql}) nearest WHERE {active}) UNION ALL (SELECT NULL, NULL, NULL WHERE NOT {active})"
         params += [model.name, dims, model.name, dims]
     # The connection already has the search settings (hnsw_session_settings); only a limit beyond
     # its ef_search needs a larger one, for this search alone (pgvector allows at most 1000: a
@@ -811,5 +864,33 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
         rows = cursor.fetchall()
     if rows and rows[0][0] is None:
         raise ModelNotActive(model.name)
-    rows.sort(key=lambda row: row[1])
-    return [(object_id, 1.0 - float(distance)) for object_id, distance in rows]
+    return _best_per_row(rows, wanted)
+
+
+# A search for the nearest rows of a kind with passages reads this many times as many vectors, as a
+# row found through two of its vectors counts once (LongMemEval_S dev, the nearest 50 turns of a
+# haystack: ≈ 1.2 vectors each).
+PASSAGE_SLACK = 1.5
+
+
+def _vectors_for(kind: str, limit: int) -> int:
+    """How many vectors to read for the `limit` nearest rows of `kind`."""
+    return int(limit * PASSAGE_SLACK) if searchable.get(kind).passages is not None else int(limit)
+
+
+# A passage's similarity counts this much less than a row's own vector's. A long turn has several
+# passages, and the best of several similarities is higher than one, for an unrelated question too
+# (see docs/benchmarks.md#passages-issue-44 for how it was chosen).
+PASSAGE_DISCOUNT = 0.05
+
+
+def _best_per_row(rows: list[tuple[str, Any, int]], limit: int) -> list[Near]:
+    """(object_id, distance, passage) rows → the `limit` nearest rows, each once with its nearest
+    vector (a passage's less PASSAGE_DISCOUNT), best first."""
+    best: dict[str, Near] = {}
+    scored = [(object_id, 1.0 - float(distance) - (PASSAGE_DISCOUNT if passage else 0.0), int(passage))
+              for object_id, distance, passage in rows]
+    for object_id, similarity, passage in sorted(scored, key=lambda row: -row[1]):
+        if object_id not in best:
+            best[object_id] = (object_id, similarity, passage)
+    return list(best.values())[:limit]

@@ -31,6 +31,7 @@ from conversations.services.messages import (
     message_store,
     messages_store_bulk,
 )
+from conversations.services.passages import message_passages
 from conversations.services.rounds import message_answers
 from conversations.services.search import (
     SearchHit,
@@ -82,6 +83,7 @@ __all__ = [
     "message_metadata_values",
     "message_parts",
     "message_recall_scope",
+    "message_passages",
     "message_search",
     "message_search_filters",
     "message_store",

@@ -22,7 +22,7 @@ from core.connections import beside
 from core.counts import planner_rows
 from core.errors import InvalidInput
 from core.logs import storage_op
-from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings
+from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Parts, Surroundings, passage_shown
 from core.validation import (
     parse_date_range,
     parse_uuid,
@@ -130,6 +130,7 @@ def message_search_filters(
 class RankedMessage:
     message_id: uuid.UUID
     rank: float
+    passage: int = 0  # the message's vector that matched, when ranked by meaning (0: its own)
 
 
 @dataclass(frozen=True)
@@ -297,7 +298,9 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
             for other in neighbours.get(message.conversation_id, [])
             if other.id != message.id and abs(other.turn_number - message.turn_number) <= context_lines
         ]
-        snippet = message_display(message) or message.snippet  # type: ignore[attr-defined]
+        # A long turn found through one of its passages shows that passage (conversations.services.passages).
+        snippet = message_display(message) or passage_shown("message", message, item.passage) \
+            or message.snippet  # type: ignore[attr-defined]
         result.append(SearchHit(message=message, rank=item.rank, snippet=snippet, context=context))
     return result
 
@@ -628,7 +631,7 @@ def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: in
     except EmbeddingUnavailable as exc:
         raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
                            field="mode") from exc
-    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused) for hit in found]
+    ranked = [RankedMessage(message_id=uuid.UUID(hit.key), rank=hit.fused, passage=hit.passage) for hit in found]
     # Every message is some distance from the query: the total is what was ranked, an estimate.
     return RankedPage(hits=ranked, total=offset + len(ranked), total_is_estimate=True)
 

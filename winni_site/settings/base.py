@@ -340,6 +340,9 @@ if WINNI_EMBEDDING_INT8 not in ("off", "batches", "all"):
 WINNI_EMBEDDING_MAX_CHARS = env_int("WINNI_EMBEDDING_MAX_CHARS", 4000, minimum=100)
 # A message's vector is its own text's vector plus this share of the previous turn's (each turn
 # is embedded once; see memory.embeddings.embed_parts). 0 embeds a message alone.
+# A long chat turn's passages embedded beside its own vector, at most (conversations.services.passages;
+# 0: none, one vector per message as before passages existed).
+WINNI_EMBEDDING_PASSAGES_MAX = env_int("WINNI_EMBEDDING_PASSAGES_MAX", 8, minimum=0, maximum=16)
 WINNI_EMBEDDING_CONTEXT_WEIGHT = env_float("WINNI_EMBEDDING_CONTEXT_WEIGHT", 0.4, minimum=0.0, maximum=1.0)
 # The beat task that finds rows without a vector (a lost task, a provider outage) and embeds them.
 WINNI_EMBEDDING_SWEEP_SECONDS = env_int("WINNI_EMBEDDING_SWEEP_SECONDS", 60, minimum=5)

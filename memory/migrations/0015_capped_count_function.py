@@ -37,7 +37,7 @@ $$
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0013_embedding_project_repair'),
+        ('memory', '0014_embedding_passage'),
     ]
 
     operations = [
