@@ -69,7 +69,8 @@ def test_a_related_prompt_brings_back_the_decision_with_its_source(shop):
     message = next(item for item in out["items"] if item["kind"] == "message")
     assert message["source"]["session_id"] == "session-one" and message["source"]["turn"] in (1, 2)
     assert message["source"]["conversation_id"] == str(shop["first"].id)
-    assert f"session session-one · turn {message['source']['turn']}" in out["text"]
+    source = message["source"]
+    assert f"turn {source['turn']} ({source['role']}) · conversation {source['conversation_id']}]" in out["text"]
     assert "tomatoes" not in out["text"]  # another project's turns stay out
 
 
@@ -425,7 +426,7 @@ def test_touching_a_file_brings_back_what_names_it_once_per_session(shop, api):
 
     first = read("session-three")["additional_context"]
     assert first.startswith("# Winni recalled about shop/billing/invoices.py")
-    assert "keep WeasyPrint there" in first and "session session-one · turn 5 (assistant)" in first
+    assert "keep WeasyPrint there" in first and "turn 5 (assistant) · conversation " in first
     injection = Injection.objects.get(session_id="session-three")
     assert injection.trigger == "file" and injection.file_path == "shop/billing/invoices.py"
     assert read("session-three")["additional_context"] == ""  # once per file per session

@@ -55,7 +55,7 @@ def test_winni_recall_over_messages_and_memories(mcp):
     assert mcp.call_error("winni_get", {"kind": "memory", "id": row["id"]}) == (
         f"not_found: id: no memory with id '{row['id']}'")
     assert mcp.call_error("winni_get", {"kind": "note", "id": row["id"]}) == (
-        "invalid: kind: must be one of context, medallion, memory, message, got 'note'")
+        "invalid: kind: must be one of context, digest, medallion, memory, message, got 'note'")
     assert mcp.call_error("winni_recall", {"query": "x", "detail": "short"}) == (
         "invalid: detail: must be one of 'compact' or 'full', got 'short'")
     only = mcp.call("winni_recall", {"query": "invoice", "session_id": "s-recall", "mode": "fts"})

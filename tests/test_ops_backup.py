@@ -190,7 +190,7 @@ def test_migrate_backs_up_a_database_with_data_first(tmp_path, scratch):
     assert list(tmp_path.iterdir()) == []  # an empty database is not backed up
 
     with pgtools.connect(scratch) as conn:
-        conn.execute("INSERT INTO winni_site_apitoken (name, secret_sha256, created_at, scope) VALUES ('x', 'y', now(), 'write')")
+        conn.execute("INSERT INTO winni_site_apitoken (name, secret_sha256, created_at, scope, toolsets) VALUES ('x', 'y', now(), 'write', '{}')")
     # Step back the newest migration of an app that nothing depends on, then apply it again.
     app, newest, before = _newest_leaf_migration()
     assert _manage(env, "migrate", app, before).returncode == 0

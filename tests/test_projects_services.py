@@ -231,7 +231,7 @@ class TestMerge:
         assert projects.project_merge(source="app", target="app-main", dry_run=True)["conversations"] == 1
         moved = projects.project_merge(source="app", target="app-main")
         assert moved == {"conversations": 1, "contexts": 1, "memories": 1, "cache_entries": 0, "medallions": 1,
-                         "api_tokens": 0}
+                         "api_tokens": 0, "digests": 0}
         assert not Project.objects.filter(pk=source.pk).exists()
         conversation.refresh_from_db()
         assert conversation.project_id == target.pk

@@ -64,6 +64,7 @@ STORES: list[Portable] = [
     # First: every other store's rows may name a project.
     Portable("projects", "core.Project", {"keys": "core.ProjectKey"}),
     Portable("conversations", "conversations.Conversation", {"messages": "conversations.Message"}),
+    Portable("digests", "conversations.SessionDigest"),
     Portable("fiedler_results", "conversations.FiedlerResult"),
     Portable("contexts", "contexts.StartupContext"),
     Portable("context_audit", "contexts.StartupContextAudit"),
