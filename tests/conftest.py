@@ -98,3 +98,25 @@ def through_broker() -> Iterator[None]:
     with allow_join_result():
         yield
     app.conf.task_always_eager = True
+
+
+@pytest.fixture(autouse=True)
+def celery_app_stays_current() -> Iterator[None]:
+    """Tasks (`shared_task`) go to Celery's *current* app, and every `Celery(...)` made without
+    set_as_current=False becomes it: a test that builds one would send every later test's tasks in
+    this process to an unconfigured app (not eager, no broker, no result backend), and which tests
+    come later changes with pytest-xdist. Likewise the app must stay on Celery's list of active apps
+    (`app.close()` takes it off), or a `shared_task` module imported later is never registered with
+    it. Put the project's app back and fail the test that did it."""
+    from celery import _state
+
+    from winni_site.celery import app
+
+    yield
+    current = _state.get_current_app()
+    if current is not app:
+        app.set_current()
+        pytest.fail(f"the test made {current!r} Celery's current app; build it with set_as_current=False")
+    if app not in _state._get_active_apps():
+        _state._register_app(app)
+        pytest.fail("the test closed the project's Celery app (app.close()); drop its pool instead")
