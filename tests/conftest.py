@@ -11,6 +11,16 @@ from tests.support import LiveServer, McpClient, celery_reconnect, child_env
 from winni_site import auth
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding long tests (marked slow: whole `winni run`s, agents' sessions, the schema fuzz
+    runs) first, each file's tests in the order pytest-django gave them. pytest-xdist hands out
+    files in this order, so the last file a worker takes is a short one and the two finish together
+    instead of one waiting minutes for the other's long file."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.fixture
 def token_secret(db: Any) -> str:
     _, secret = auth.token_create(name="alice")
