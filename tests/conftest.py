@@ -130,3 +130,22 @@ def celery_app_stays_current() -> Iterator[None]:
     if app not in _state._get_active_apps():
         _state._register_app(app)
         pytest.fail("the test closed the project's Celery app (app.close()); drop its pool instead")
+
+
+@pytest.fixture(autouse=True)
+def embedding_sweep_count_forgotten() -> Iterator[None]:
+    """The embedding sweep's last count (in Redis, and cached per process for 30 s) describes the
+    rows of the database, so it goes when the test's rows go. Left behind, it tells a later test's
+    search that every memory created before that sweep has its vector (vectors.settled_since), and
+    read-your-writes misses that test's rows still waiting for theirs."""
+    yield
+    import redis
+
+    from core import health
+    from memory import vectors
+
+    vectors._settled.clear()
+    try:
+        health.redis_client().delete(vectors.BACKLOG_KEY)
+    except redis.RedisError:
+        pass  # no Redis (a test stopped it): nothing recorded there either

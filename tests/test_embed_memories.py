@@ -4,7 +4,6 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from core import health
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from memory import services, vectors
 from memory.models import Embedding, Memory
@@ -85,9 +84,8 @@ def test_a_memory_is_found_before_its_vector_exists_after_a_switch_elsewhere():
 
 @pytest.fixture
 def sweep_count():
-    """Record a backlog count as the beat sweep does; forget it afterwards (Redis is shared)."""
-    yield vectors.backlog_record
-    health.redis_client().delete(vectors.BACKLOG_KEY)
+    """Record a backlog count as the beat sweep does (tests/conftest.py forgets it afterwards)."""
+    return vectors.backlog_record
 
 
 def test_the_last_sweep_bounds_which_rows_a_search_embeds_itself(sweep_count):
