@@ -14,9 +14,10 @@ from winni_site import auth
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files holding long tests (marked slow: whole `winni run`s, agents' sessions, the schema fuzz
-    runs) first, each file's tests in the order pytest-django gave them. pytest-xdist hands out
-    files in this order, so the last file a worker takes is a short one and the two finish together
-    instead of one waiting minutes for the other's long file."""
+    runs, scratch-database migrations) first, each file's tests in the order pytest-django gave them.
+    pytest-xdist hands out files in this order (./winni passes --no-loadscope-reorder: by default it
+    sorts files by test count, which left the long one-test files for the end), so the last file a
+    worker takes is a short one and the two finish together."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow)
 
