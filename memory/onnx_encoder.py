@@ -54,7 +54,7 @@ def qualifies(model_dir: Path) -> bool:
     return all(pooling.get(key, False) == value for key, value in _MEAN_ONLY.items())
 
 
-def _graph_path(model_dir: Path) -> Path:
+def graph_path(model_dir: Path) -> Path:
     """One file per model version: keyed by the weights' names, sizes and times."""
     weights = sorted(p for p in model_dir.iterdir() if p.suffix in (".safetensors", ".bin"))
     key = "|".join([str(model_dir.resolve())] + [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in weights])
@@ -144,7 +144,7 @@ def _load(model_dir: Path, threads: int, int8: bool) -> Encoder | None:
         return None
     if not qualifies(model_dir):
         return None
-    graph = _graph_path(model_dir)
+    graph = graph_path(model_dir)
     if not graph.exists():
         try:
             graph.parent.mkdir(parents=True, exist_ok=True)

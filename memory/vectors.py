@@ -85,8 +85,13 @@ class ActiveModel:
 
     def __init__(self) -> None:
         remembered = _remembered
-        self.confirmed = remembered is None
-        self.model = model_active() if remembered is None else remembered
+        # A remembered model other than the configured one is asked about at once: it is what a
+        # switch made elsewhere leaves behind (another process's re-embed, a test database reset),
+        # and callers compare the active model with the configured one before the vector query
+        # (memory_search's read-your-writes). Outside a re-embedding the two agree: no round trip.
+        stale = remembered is None or remembered.name != embeddings.model_name()
+        self.confirmed = stale
+        self.model = model_active() if stale else remembered
 
     def nearest(self, *, kind: str, query_vector: list[float], limit: int,
                 scope: QuerySet | None = None) -> list[tuple[str, float]]:

@@ -49,9 +49,14 @@ def build_admin_corpus() -> AdminCorpus:
 
     long = conv.conversation_begin(session_id="sess-long", metadata={"source": "claude-code"})
     twenty_days_ago = now - dt.timedelta(days=20)
-    for turn in range(1, LONG_TURNS + 1):
-        text = f"Step {turn} of the migration plan." if turn != 250 else "The flamingo checksum finally matched."
-        store(long, "user" if turn % 2 else "assistant", text, twenty_days_ago)
+    # One bulk write (one transaction, one embedding task), as an import stores a long session:
+    # 260 single writes, each committed and embedded on its own, were most of a browser test's set-up.
+    conv.messages_store_bulk(conversation_id=long.id, messages=[
+        {"role": "user" if turn % 2 else "assistant", "created_at": twenty_days_ago,
+         "content": f"Step {turn} of the migration plan." if turn != 250 else "The flamingo checksum finally matched."}
+        for turn in range(1, LONG_TURNS + 1)])
+    day = twenty_days_ago.astimezone(dt.timezone.utc).date()
+    per_day[day] = per_day.get(day, 0) + LONG_TURNS
     return AdminCorpus(claude=claude, proxy=proxy, api=api, long=long, per_day=per_day)
 
 

@@ -11,6 +11,17 @@ from tests.support import LiveServer, McpClient, celery_reconnect, child_env
 from winni_site import auth
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding long tests (marked slow: whole `winni run`s, agents' sessions, the schema fuzz
+    runs, scratch-database migrations) first, each file's tests in the order pytest-django gave them.
+    pytest-xdist hands out files in this order (./winni passes --no-loadscope-reorder: by default it
+    sorts files by test count, which left the long one-test files for the end), so the last file a
+    worker takes is a short one and the two finish together."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.fixture
 def token_secret(db: Any) -> str:
     _, secret = auth.token_create(name="alice")
@@ -98,3 +109,44 @@ def through_broker() -> Iterator[None]:
     with allow_join_result():
         yield
     app.conf.task_always_eager = True
+
+
+@pytest.fixture(autouse=True)
+def celery_app_stays_current() -> Iterator[None]:
+    """Tasks (`shared_task`) go to Celery's *current* app, and every `Celery(...)` made without
+    set_as_current=False becomes it: a test that builds one would send every later test's tasks in
+    this process to an unconfigured app (not eager, no broker, no result backend), and which tests
+    come later changes with pytest-xdist. Likewise the app must stay on Celery's list of active apps
+    (`app.close()` takes it off), or a `shared_task` module imported later is never registered with
+    it. Put the project's app back and fail the test that did it."""
+    from celery import _state
+
+    from winni_site.celery import app
+
+    yield
+    current = _state.get_current_app()
+    if current is not app:
+        app.set_current()
+        pytest.fail(f"the test made {current!r} Celery's current app; build it with set_as_current=False")
+    if app not in _state._get_active_apps():
+        _state._register_app(app)
+        pytest.fail("the test closed the project's Celery app (app.close()); drop its pool instead")
+
+
+@pytest.fixture(autouse=True)
+def embedding_sweep_count_forgotten() -> Iterator[None]:
+    """The embedding sweep's last count (in Redis, and cached per process for 30 s) describes the
+    rows of the database, so it goes when the test's rows go. Left behind, it tells a later test's
+    search that every memory created before that sweep has its vector (vectors.settled_since), and
+    read-your-writes misses that test's rows still waiting for theirs."""
+    yield
+    import redis
+
+    from core import health
+    from memory import vectors
+
+    vectors._settled.clear()
+    try:
+        health.redis_client().delete(vectors.BACKLOG_KEY)
+    except redis.RedisError:
+        pass  # no Redis (a test stopped it): nothing recorded there either

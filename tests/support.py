@@ -296,8 +296,10 @@ def celery_reconnect(app: Any) -> None:
     """Drop the Celery app's cached broker connections, producers and result backend, so the next
     call builds them from its current configuration. A test that points the app at another broker
     (`memory://`) would otherwise leave its pool to every later test of the process; which tests
-    share a process changes with pytest-xdist."""
-    app.close()
+    share a process changes with pytest-xdist. (Not `app.close()`: that also takes the app off
+    Celery's list of active apps, and a `shared_task` module imported later in the process is then
+    never registered with it: NotRegistered.)"""
+    app._pool = None
     amqp = app.__dict__.get("amqp")
     if amqp is not None:
         amqp._producer_pool = None

@@ -4,7 +4,6 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
-from core import health
 from core.errors import InvalidInput, NotFound, PayloadTooLarge
 from memory import services, vectors
 from memory.models import Embedding, Memory
@@ -70,11 +69,23 @@ def test_a_memory_is_found_before_its_vector_exists():
     assert hits[0].match == "semantic" and 30 <= hits[0].relevance <= 100
 
 
+def test_a_memory_is_found_before_its_vector_exists_after_a_switch_elsewhere():
+    """The process remembers an active model that is no longer one (another process switched back
+    to the configured model; in the tests, an earlier test's database): read-your-writes still
+    holds, because a remembered model other than the configured one is asked about at once."""
+    vectors.model_active()
+    gone = vectors.model_register(name="a-model-switched-away", dimensions=384, provider="hash")
+    memory = store("the staging database lives on db2.internal")
+    vectors._remembered = gone
+    hits = services.memory_search(query="staging database db2.internal")
+    assert [hit.memory.pk for hit in hits] == [memory.pk]
+    assert vectors._remembered.name == "hash-bow"
+
+
 @pytest.fixture
 def sweep_count():
-    """Record a backlog count as the beat sweep does; forget it afterwards (Redis is shared)."""
-    yield vectors.backlog_record
-    health.redis_client().delete(vectors.BACKLOG_KEY)
+    """Record a backlog count as the beat sweep does (tests/conftest.py forgets it afterwards)."""
+    return vectors.backlog_record
 
 
 def test_the_last_sweep_bounds_which_rows_a_search_embeds_itself(sweep_count):

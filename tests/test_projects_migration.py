@@ -64,6 +64,7 @@ def _rows_of_today(conn) -> None:  # type: ignore[no-untyped-def]
         "VALUES ('q1', 'Which port?', '', '9020', 1, '[]', 2, now(), now(), 1, 0, 0, 'warm', false)")
 
 
+@pytest.mark.slow  # migrates a scratch database back and forth
 def test_a_database_from_before_projects_migrates_into_projects(scratch):
     env = child_env(scratch)
     _manage(env, "migrate")
