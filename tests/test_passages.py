@@ -117,8 +117,8 @@ def test_automatic_recall_reads_a_long_turns_best_vector(django_capture_on_commi
     the best of its own and its passages' (less PASSAGE_DISCOUNT), as the vector side ranks it."""
     import numpy as np
 
+    from agents import autorecall
     from memory import embeddings
-    from winni_site import autorecall
 
     with django_capture_on_commit_callbacks(execute=True):
         chat = conversations.conversation_begin(session_id="gate")
