@@ -860,6 +860,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
            header: str = HEADER) -> ContextDict:
     lines: list[str] = []
     items: list[Item] = []
+    shown: list[set[str]] = []  # the words of each item given, to leave out one that repeats it
     used = len(header) + 1
     # An item about a file that changed since it was written says so and comes after those that hold.
     stale = anchors.marks([c.key for c in fresh])
@@ -873,6 +874,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         room -= len(_asked(candidate))
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
+        words = _said(candidate.snippet)
+        if _repeats(words, shown):
+            continue
         line = _line(candidate)
         marks = stale.get(candidate.key, [])
         if marks:
@@ -880,6 +884,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if used + len(line) + 1 > max_chars:
             continue
         lines.append(line)
+        shown.append(words)
         used += len(line) + 1
         items.append({"kind": candidate.kind, "id": candidate.id, "score": round(candidate.score, 6),
                       "source": candidate.source, "stale": [mark.text for mark in marks]})
@@ -887,6 +892,23 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
+
+
+# An item whose words are nearly all in one already given says the same thing (a decision in a
+# medallion, the turn that stated it, the reply that echoed it): it is left out, its room kept for
+# other evidence. Items of fewer words than REPEAT_MIN_WORDS are always given.
+REPEAT_SHARE = 0.8
+REPEAT_MIN_WORDS = 6
+_WORD = re.compile(r"[^\W_]{3,}")
+
+
+def _said(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _repeats(words: set[str], shown: list[set[str]]) -> bool:
+    """Whether an item of `words` says what one of the items `shown` already says."""
+    return len(words) >= REPEAT_MIN_WORDS and any(len(words & given) >= REPEAT_SHARE * len(words) for given in shown)
 
 
 def _item_score(candidate: Candidate) -> float:

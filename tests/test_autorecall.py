@@ -613,3 +613,17 @@ def test_what_the_worker_has_not_embedded_yet_is_recalled_by_the_next_sessions_f
     found = autorecall.context_for_prompt(prompt="Does the till round every cash total to five cents?",
                                           project="till", session_id="s-two")
     assert "nearest five cents" in found["text"], found["gate"]
+
+
+def test_an_item_saying_what_one_given_already_says_is_left_out(shop, django_capture_on_commit_callbacks):
+    """A fact stated in a turn, echoed by the reply and kept as a memory is given once: the items
+    after the first that say it (nearly all their words in it) leave their room to other evidence."""
+    fact = "The report-merge job retries five times with a thirty second backoff between attempts."
+    with django_capture_on_commit_callbacks(execute=True):
+        told = conversations.conversation_begin(session_id="session-two", project=shop["shop"])
+        conversations.message_store(conversation_id=told.id, role="user", content=f"{fact} Note it.")
+        conversations.message_store(conversation_id=told.id, role="assistant", content=f"Noted: {fact}")
+        memories.memory_store(content=fact, project="shop")
+    out = autorecall.context_for_prompt(prompt="How many times does the report-merge job retry after a backoff?",
+                                        project="shop", session_id="session-three", record=False)
+    assert out["text"].count("thirty second backoff") == 1, out["text"]
