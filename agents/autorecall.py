@@ -44,7 +44,7 @@ from django.utils import timezone
 
 from agents.models import Injection
 from conversations import services as conversations
-from core import anchors, paths, projects, timerank
+from core import anchors, paths, projects, repeats, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -874,8 +874,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         room -= len(_asked(candidate))
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
-        words = _said(candidate.snippet)
-        if _repeats(words, shown):
+        # An item saying what one already given says is left out (core.repeats), its room kept.
+        words = repeats.words(candidate.snippet)
+        if repeats.repeats(words, shown):
             continue
         line = _line(candidate)
         marks = stale.get(candidate.key, [])
@@ -892,23 +893,6 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         return _empty("max_chars leaves no room", **gate)
     return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
-
-
-# An item whose words are nearly all in one already given says the same thing (a decision in a
-# medallion, the turn that stated it, the reply that echoed it): it is left out, its room kept for
-# other evidence. Items of fewer words than REPEAT_MIN_WORDS are always given.
-REPEAT_SHARE = 0.8
-REPEAT_MIN_WORDS = 6
-_WORD = re.compile(r"[^\W_]{3,}")
-
-
-def _said(text: str) -> set[str]:
-    return set(_WORD.findall(text.lower()))
-
-
-def _repeats(words: set[str], shown: list[set[str]]) -> bool:
-    """Whether an item of `words` says what one of the items `shown` already says."""
-    return len(words) >= REPEAT_MIN_WORDS and any(len(words & given) >= REPEAT_SHARE * len(words) for given in shown)
 
 
 def _item_score(candidate: Candidate) -> float:

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from core import repeats
 from core.decisions import (  # decision_statement: still read from here by its callers
     STRONG_DECISION,
     decision_statement,
@@ -75,13 +76,18 @@ def _normal(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def _unique(items: Iterable[str], limit: int) -> list[str]:
+def _unique(items: Iterable[str], limit: int, *, restated: bool = False) -> list[str]:
+    """The items, each once; with `restated`, an item that says again what one kept says is left
+    out too (core.repeats: an assistant's "Understood: we decided …" after the user's "We decided
+    …"). Not for commands and paths, whose few words differ where it matters."""
+    kept: list[set[str]] = []
     seen: set[str] = set()
     out: list[str] = []
     for item in items:
-        key = _normal(item)
-        if item and key and key not in seen:
+        key, said = _normal(item), repeats.words(item)
+        if item and key and key not in seen and not (restated and repeats.repeats(said, kept)):
             seen.add(key)
+            kept.append(said)
             out.append(item)
         if len(out) >= limit:
             break
@@ -187,7 +193,7 @@ class ExtractiveLLM:
         sentences = [s for part in prose for s in _sentences(part)]
 
         decisions = []
-        for sentence in _unique(stated_decisions(sentences), MAX_DECISIONS):
+        for sentence in _unique(stated_decisions(sentences), MAX_DECISIONS, restated=True):
             because = BECAUSE.search(sentence)
             decisions.append({
                 "id": f"D-{first_decision + len(decisions):03d}",

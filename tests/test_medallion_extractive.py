@@ -102,3 +102,17 @@ def test_labelled_decisions_win_over_passing_remarks_and_are_not_labelled_twice(
     assert [d["statement"] for d in decisions] == ["The exporter writes CSV with a header row.",
                                                    "Amounts are integer cents."]
     assert extractive.decision_statement("Decision: Decided: x") == "Decided: x"  # one label taken off
+
+
+def test_a_decision_the_reply_restates_is_one_decision():
+    """An assistant that answers a decision by restating it ("Understood: we decided …") does not
+    make it a second decision (core.repeats), while two different decisions stay two."""
+    material = services.evidence_for_llm(services.validate_evidence({
+        "session_summary": "",
+        "transcripts": ["user: We decided to retry the report-merge job five times with a thirty second backoff.\n"
+                        "assistant: Understood: we decided to retry the report-merge job five times with a thirty "
+                        "second backoff.\n"
+                        "user: We decided to keep the invoices as PDF files rendered by WeasyPrint."]}))
+    decisions = extractive.ExtractiveLLM().generate(SCOPE, material).model_dump(mode="json")["decisions"]
+    assert len(decisions) == 2, decisions
+    assert "report-merge" in decisions[0]["statement"] and "WeasyPrint" in decisions[1]["statement"]
