@@ -76,24 +76,6 @@ def _normal(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def _unique(items: Iterable[str], limit: int, *, restated: bool = False) -> list[str]:
-    """The items, each once; with `restated`, an item that says again what one kept says is left
-    out too (core.repeats: an assistant's "Understood: we decided …" after the user's "We decided
-    …"). Not for commands and paths, whose few words differ where it matters."""
-    kept: list[set[str]] = []
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        key, said = _normal(item), repeats.words(item)
-        if item and key and key not in seen and not (restated and repeats.repeats(said, kept)):
-            seen.add(key)
-            kept.append(said)
-            out.append(item)
-        if len(out) >= limit:
-            break
-    return out
-
-
 def _questions(sentences: list[str]) -> list[str]:
     """Question sentences; a following "blocked on / waiting for …" sentence stays with its question."""
     found = []
@@ -166,7 +148,7 @@ class ExtractiveLLM:
             latest = f"{latest} Earlier: {earlier}"
         high_level = _with_counts(latest, decisions, questions)
         affordances = {
-            key: _unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
+            key: repeats.unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)
             for key in ("recommended_entry_points", "avoid_repeating", "invariants")
         }
         return schema.Content.model_validate(_fit({
@@ -193,7 +175,7 @@ class ExtractiveLLM:
         sentences = [s for part in prose for s in _sentences(part)]
 
         decisions = []
-        for sentence in _unique(stated_decisions(sentences), MAX_DECISIONS, restated=True):
+        for sentence in repeats.unique(stated_decisions(sentences), MAX_DECISIONS, restated=True):
             because = BECAUSE.search(sentence)
             decisions.append({
                 "id": f"D-{first_decision + len(decisions):03d}",
@@ -204,7 +186,7 @@ class ExtractiveLLM:
             })
 
         questions = []
-        for question in _unique(self._open_questions(evidence, turns), MAX_QUESTIONS):
+        for question in repeats.unique(self._open_questions(evidence, turns), MAX_QUESTIONS):
             blocked = BLOCKED_ON.search(question)
             priority = "high" if HIGH.search(question) else "low" if LOW.search(question) else "medium"
             questions.append({
@@ -216,9 +198,9 @@ class ExtractiveLLM:
 
         paths = _mentioned_paths(all_text, evidence.roots)
         entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
-        commands = _unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
-        dead_ends = _unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
-        invariants = _unique((_clip(s) for s in stated_rules(sentences)), MAX_AFFORDANCES)
+        commands = repeats.unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
+        dead_ends = repeats.unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
+        invariants = repeats.unique((_clip(s) for s in stated_rules(sentences)), MAX_AFFORDANCES)
         return {
             "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
                         "subsystems": self._subsystems(paths, inside_only=bool(evidence.roots))},
@@ -226,7 +208,7 @@ class ExtractiveLLM:
             "open_questions": questions,
             "affordances": {
                 "recommended_entry_points": entry_points,
-                "avoid_repeating": _unique([f"already ran: {c}" for c in commands] + dead_ends, MAX_AFFORDANCES * 2),
+                "avoid_repeating": repeats.unique([f"already ran: {c}" for c in commands] + dead_ends, MAX_AFFORDANCES * 2),
                 "invariants": invariants,
             },
         }

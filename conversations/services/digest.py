@@ -21,7 +21,7 @@ from conversations.models import Conversation, Message, SessionDigest
 from conversations.services.messages import conversation_roots
 from conversations.tasks import session_digest_write_task
 from conversations.toolcalls import EDIT, READ, SHELL, WRITE, tool_call, tool_line
-from core import paths, searchable
+from core import paths, repeats, searchable
 from core.decisions import decision_statement, stated_decisions, stated_rules
 from core.logs import storage_op
 
@@ -65,17 +65,6 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
 
 
-def _unique(items: list[str], limit: int) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        key = " ".join(re.findall(r"\w+", item.lower()))
-        if item and key and key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out[:limit]
-
-
 def digest_sections(messages: list[Message], *, roots: list[str], cwd: str | None) -> Sections | None:
     """The digest's parts from a session's messages in order; None when none of them is a prompt
     or reply with text."""
@@ -106,13 +95,14 @@ def digest_sections(messages: list[Message], *, roots: list[str], cwd: str | Non
     sentences = [s for m in spoken for s in _sentences(m.content)]
     replies = [m for m in spoken if m.role == "assistant"]
     return {
-        "asked": _unique(asked, ASKED_MAX),
-        "files_changed": _unique(changed, FILES_MAX),
-        "files_read": _unique([p for p in read if p not in changed], FILES_MAX),
-        "commands": _unique(commands, COMMANDS_MAX),
-        "decisions": _unique([_clip(decision_statement(s)) for s in stated_decisions(sentences)], DECISIONS_MAX),
-        "rules": _unique([_clip(s) for s in stated_rules(sentences)], DECISIONS_MAX),
-        "open_questions": _unique(_unanswered(spoken), QUESTIONS_MAX),
+        "asked": repeats.unique(asked, ASKED_MAX),
+        "files_changed": repeats.unique(changed, FILES_MAX),
+        "files_read": repeats.unique([p for p in read if p not in changed], FILES_MAX),
+        "commands": repeats.unique(commands, COMMANDS_MAX),
+        "decisions": repeats.unique([_clip(decision_statement(s)) for s in stated_decisions(sentences)], DECISIONS_MAX,
+                                  restated=True),
+        "rules": repeats.unique([_clip(s) for s in stated_rules(sentences)], DECISIONS_MAX),
+        "open_questions": repeats.unique(_unanswered(spoken), QUESTIONS_MAX),
         "last_answer": _clip(replies[-1].content, LAST_ANSWER_CHARS) if replies else "",
     }
 
