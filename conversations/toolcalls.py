@@ -41,24 +41,14 @@ _STRING_FIELD = r'"{key}"\s*:\s*"((?:[^"\\]|\\.)*)'
 def tool_line(content: Any, *, cwd: str | None = None, limit: int = LINE_MAX) -> str | None:
     """`content` (a stored tool message) as one readable line of at most `limit` characters; None
     when it is not a tool call or result Winni stores (the caller shows the text as it is)."""
-    if not isinstance(content, str) or not content.lstrip().startswith("{"):
+    body = _body(content)
+    if body is None:
         return None
-    try:
-        body = json.loads(content)
-    except ValueError:
-        body = _partial(content)
-    if not isinstance(body, dict):
-        return None
-    if isinstance(body.get("tool_name"), str):
-        line = _call(body["tool_name"], _input(body.get("tool_input")), body.get("tool_response"), cwd)
-    elif isinstance(body.get("tool_use"), str):
-        line = _call(body["tool_use"], _input(body.get("input")), None, cwd)
-    elif isinstance(body.get("tool_call"), str):
-        line = _call(body["tool_call"], _input(body.get("input")), None, cwd)
+    call = _call_parts(body)
+    if call is not None:
+        line = _call(*call, cwd)
     elif "tool_result" in body:
         line = _result(body.get("tool_result"), bool(body.get("is_error")))
-    elif isinstance(body.get("tool"), str) and "arguments" in body:  # the MCP proxy: the call
-        line = _call(body["tool"], _input(body.get("arguments")), None, cwd)
     elif isinstance(body.get("tool"), str) and "result" in body:  # the MCP proxy: its result
         result = body.get("result")
         is_error = isinstance(result, dict) and bool(result.get("isError"))
@@ -73,18 +63,31 @@ def tool_call(content: Any) -> tuple[str, dict[str, Any], Any] | None:
     capture stores (a cut content: the name and first string arguments it still shows); None for a
     result alone or any other text. What a session digest reads its files and commands from, and
     anchors the files a call changes."""
+    body = _body(content)
+    return None if body is None else _call_parts(body)
+
+
+def _body(content: Any) -> dict[str, Any] | None:
+    """A stored tool message's JSON object (what a cut one still shows: _partial); None for text."""
     if not isinstance(content, str) or not content.lstrip().startswith("{"):
         return None
     try:
         body = json.loads(content)
     except ValueError:
         body = _partial(content)
-    if not isinstance(body, dict):
-        return None
-    for name_key, args_key in (("tool_name", "tool_input"), ("tool_use", "input"), ("tool_call", "input"),
-                               ("tool", "arguments")):
+    return body if isinstance(body, dict) else None
+
+
+# (name key, arguments key) of each shape of a call: a hook's, a transcript's, Codex's, the MCP proxy's.
+_CALL_KEYS = (("tool_name", "tool_input"), ("tool_use", "input"), ("tool_call", "input"), ("tool", "arguments"))
+
+
+def _call_parts(body: dict[str, Any]) -> tuple[str, dict[str, Any], Any] | None:
+    for name_key, args_key in _CALL_KEYS:
         if isinstance(body.get(name_key), str) and (name_key != "tool" or args_key in body):
-            return body[name_key], _input(body.get(args_key)), body.get("tool_response")
+            # Only a hook's call carries its response beside it.
+            response = body.get("tool_response") if name_key == "tool_name" else None
+            return body[name_key], _input(body.get(args_key)), response
     return None
 
 
