@@ -124,6 +124,11 @@ def celery_app_stays_current() -> Iterator[None]:
     from winni_site.celery import app
 
     yield
+    # Eager tasks started from several threads at once (a prompt captured beside its recall queues
+    # its embedding and its anchoring) save and restore Celery's process-wide "waiting for a result
+    # would block" flag without a lock, and can leave it set: a later test's .get() then fails as if
+    # it ran inside a task. Nothing in this process is a worker, so the flag is always off here.
+    _state._set_task_join_will_block(False)
     current = _state.get_current_app()
     if current is not app:
         app.set_current()
