@@ -87,7 +87,9 @@ def test_each_part_killed_in_turn_comes_back_and_no_acknowledged_write_is_lost(d
         writer.join(30)
         assert run.process.poll() is None, run.console()
 
-        stored = McpClient(run.url, run.token()).call("dewey_get_conversation", {"conversation_id": writer.conversation})
+        # Every message whole: a default page cuts long conversations' messages to fit 36,000 characters.
+        stored = McpClient(run.url, run.token()).call("dewey_get_conversation", {"conversation_id": writer.conversation,
+                                                                                 "max_chars": 2_000_000})
         contents = {message["content"] for message in stored["messages"]}
         lost = [content for content in writer.acked if content not in contents]
         assert lost == [], f"acknowledged but lost: {lost[:5]}"
