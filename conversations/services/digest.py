@@ -24,7 +24,7 @@ import re
 from typing import Any, TypedDict
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -173,20 +173,14 @@ def session_digest_write(*, conversation_id: Any, trigger: str = "") -> SessionD
         if sections is None:
             log.update(written=False, reason=NO_TEXT, messages=len(messages))
             return None
-        awaiting, note = False, ""
-        if model_digests_enabled():
-            waiting = model_backlog(excluding=conversation)
-            if waiting >= settings.WINNI_DIGEST_LLM_BACKLOG:
-                note = BACKLOG_FULL.format(waiting=waiting, cap=settings.WINNI_DIGEST_LLM_BACKLOG)
-            else:
-                awaiting = True
         started, ended = messages[0].created_at, messages[-1].created_at
         values = {"project": conversation.project, "session_id": conversation.session_id, "sections": sections,
                   "text": digest_text(sections, conversation=conversation, started=started, ended=ended),
                   "trigger": trigger[:32], "messages_seen": len(messages), "started_at": started,
-                  "ended_at": ended, "updated_at": timezone.now(), "writer": "extractive", "writer_note": note,
-                  "awaiting_model": awaiting}
+                  "ended_at": ended, "updated_at": timezone.now(), "writer": "extractive"}
         with transaction.atomic():
+            awaiting, note = _model_queue_place(conversation)
+            values.update(writer_note=note, awaiting_model=awaiting)
             digest, _ = SessionDigest.objects.update_or_create(conversation=conversation, defaults=values)
             searchable.announce_changed("digest", [digest.pk])
             if awaiting:
@@ -204,6 +198,7 @@ TRANSCRIPT_CHARS = 24_000
 MODEL_OUTPUT_TOKENS = 1_500
 # A digest that waited longer than this lost its task (a worker died): it leaves the backlog.
 AWAITING_EXPIRES = dt.timedelta(hours=6)
+BACKLOG_LOCK = "winni:digest-model-backlog"
 BACKLOG_FULL = "backlog full: {waiting} digests already wait for the model (WINNI_DIGEST_LLM_BACKLOG={cap})"
 MODEL_FAILED = "the model failed: {error}"
 MODEL_INVALID = "the model's digest was not valid: {error}"
@@ -240,6 +235,20 @@ def model_backlog(*, excluding: Conversation | None = None) -> int:
     """Digests waiting for the model (queued within AWAITING_EXPIRES)."""
     waiting = SessionDigest.objects.filter(awaiting_model=True, updated_at__gte=timezone.now() - AWAITING_EXPIRES)
     return (waiting.exclude(conversation=excluding) if excluding else waiting).count()
+
+
+def _model_queue_place(conversation: Conversation) -> tuple[bool, str]:
+    """(waits for the model, why not): with model digests on, a place in the backlog unless it is
+    full. Called inside the digest's write transaction; one lock orders the writers, so sessions
+    ending together cannot pass the cap."""
+    if not model_digests_enabled():
+        return False, ""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [BACKLOG_LOCK])
+    waiting = model_backlog(excluding=conversation)
+    if waiting >= settings.WINNI_DIGEST_LLM_BACKLOG:
+        return False, BACKLOG_FULL.format(waiting=waiting, cap=settings.WINNI_DIGEST_LLM_BACKLOG)
+    return True, ""
 
 
 def model_prompt(sections: Sections, messages: list[Message], *, cwd: str | None) -> str:
