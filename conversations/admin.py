@@ -250,11 +250,12 @@ class SessionDigestAdmin(admin.ModelAdmin):
     """Read-only: digests are written when their session ends or compacts; each links to its
     transcript, which shows the digest above the turns."""
 
-    list_display = ("__str__", "project", "trigger", "messages_seen", "started_at", "updated_at", "transcript")
-    list_filter = ("project", "trigger")
+    list_display = ("__str__", "project", "trigger", "writer", "messages_seen", "started_at", "updated_at", "transcript")
+    list_filter = ("project", "trigger", "writer")
     list_select_related = ("project",)
     search_fields = ("session_id", "text")
-    readonly_fields = ("id", "conversation", "project", "session_id", "text", "sections", "writer", "trigger",
+    readonly_fields = ("id", "conversation", "project", "session_id", "text", "sections", "writer", "writer_note",
+                       "awaiting_model", "trigger",
                        "messages_seen", "started_at", "ended_at", "created_at", "updated_at")
     exclude = ("search_vector",)
     ordering = ("-updated_at",)

@@ -193,7 +193,12 @@ class SessionDigest(models.Model):
     session_id = models.TextField(null=True, blank=True)
     text = models.TextField()
     sections = models.JSONField(default=dict)  # the parts `text` is written from (asked, files, …)
-    writer = models.CharField(max_length=32, default="extractive")
+    # "extractive" (offline) or the model that wrote it ("openai:gpt-4o-mini"); when an LLM is set
+    # up and the offline digest stayed, `writer_note` says why (budget spent, provider failed, …).
+    writer = models.CharField(max_length=240, default="extractive")
+    writer_note = models.TextField(blank=True, default="")
+    # Queued for the model (conversations.services.digest): these are the backlog WINNI_DIGEST_LLM_BACKLOG caps.
+    awaiting_model = models.BooleanField(default=False)
     trigger = models.CharField(max_length=32, blank=True)  # the hook event that wrote it last
     messages_seen = models.PositiveIntegerField(default=0)
     # The first and last message it covers: the digest's dates.
@@ -213,6 +218,7 @@ class SessionDigest(models.Model):
         indexes = [
             GinIndex(fields=["search_vector"], name="digest_search_vector"),
             models.Index(fields=["project", "-updated_at"], name="digest_project_updated"),
+            models.Index(fields=["updated_at"], condition=Q(awaiting_model=True), name="digest_awaiting_model"),
         ]
 
     def __str__(self) -> str:

@@ -146,3 +146,37 @@ class ItemUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.item_key} {'used' if self.used else 'ignored'}"
+
+
+class LLMCall(models.Model):
+    """One call Winni made to the configured chat model (core.llm.ChatClient.chat writes every row):
+    what it was for, its tokens (the provider's usage fields; estimated from characters when the
+    provider sends none) and their estimated cost. The daily token budget is the sum of today's
+    rows. A row is written before the call as "pending" with what the call may use at most (its
+    prompt's estimate and its output limit), so concurrent calls see each other's share; the call's
+    end replaces that with what it used."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending"
+        OK = "ok"
+        ERROR = "error"
+
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    purpose = models.CharField(max_length=32)  # digest, medallion, judgment
+    provider = models.CharField(max_length=32)
+    model = models.CharField(max_length=200)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    # True when the provider reported no usage and the tokens are estimated from characters.
+    tokens_estimated = models.BooleanField(default=False)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, default=Outcome.PENDING)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-started_at"]
+        verbose_name = "LLM call"
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.provider}:{self.model} {self.outcome}"

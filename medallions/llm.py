@@ -120,7 +120,7 @@ class ChatLLM:
     client_class: type[ChatClient]
 
     def __init__(self, *, json_mode: str = "object", max_input_chars: int = 48_000, **client_options: Any) -> None:
-        self.client = self.client_class(**client_options)
+        self.client = self.client_class(**client_options, purpose="medallion")
         self.json_mode = json_mode
         self.max_input_chars = max_input_chars
 

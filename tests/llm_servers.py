@@ -1,5 +1,6 @@
 """Small real HTTP servers speaking the OpenAI chat-completions and Anthropic Messages protocols,
-replying from a script, for the medallion LLM tests."""
+replying from a script, for the medallion and digest LLM tests. `usage`: (input, output) tokens
+reported in each reply's usage fields (none when None, as some servers do)."""
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ HANG = object()  # reply after the client has given up (a timeout)
 
 
 class FakeLLMServer:
-    def __init__(self, protocol: str, replies: list[Any]) -> None:
-        self.protocol, self.replies, self.requests = protocol, list(replies), []
+    def __init__(self, protocol: str, replies: list[Any], usage: tuple[int, int] | None = None) -> None:
+        self.protocol, self.replies, self.requests, self.usage = protocol, list(replies), [], usage
         self.release = threading.Event()
         server = self
 
@@ -45,11 +46,20 @@ class FakeLLMServer:
 
     def wrap(self, text: str) -> dict[str, Any]:
         if self.protocol == "openai":
-            return {"id": "c1", "object": "chat.completion", "model": "m",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}]}
-        return {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-                "content": [{"type": "text", "text": text}]}
+            reply: dict[str, Any] = {"id": "c1", "object": "chat.completion", "model": "m",
+                                     "choices": [{"index": 0, "finish_reason": "stop",
+                                                  "message": {"role": "assistant", "content": text}}]}
+            if self.usage:
+                reply["usage"] = {"prompt_tokens": self.usage[0], "completion_tokens": self.usage[1],
+                                  "total_tokens": sum(self.usage)}
+            return reply
+        reply = {"id": "m1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+                 "content": [{"type": "text", "text": text}]}
+        if self.usage:
+            # As Anthropic reports a prompt that was partly cached: the input in three fields.
+            reply["usage"] = {"input_tokens": self.usage[0] - 100, "cache_read_input_tokens": 100,
+                              "cache_creation_input_tokens": 0, "output_tokens": self.usage[1]}
+        return reply
 
     def stop(self) -> None:
         self.release.set()

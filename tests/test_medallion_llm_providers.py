@@ -7,6 +7,9 @@ import pytest
 from medallions import extractive, llm, schema
 from tests.llm_servers import HANG, FakeLLMServer
 
+# Every call is accounted in the database (core.llm: the daily budget, core.models.LLMCall).
+pytestmark = pytest.mark.django_db
+
 GOOD = json.dumps({
     "summary": {"high_level": "The store works.", "subsystems": [{"name": "store", "status": "stable"}]},
     "decisions": [{"id": "D-001", "statement": "Use GIN indexes", "rationale": "fast subsets", "confidence": 0.9}],

@@ -241,6 +241,7 @@ def test_a_windows_session_checkpoints_relative_to_its_git_root(api, django_capt
     assert set(subsystems(job.medallion)) == {"src", "tests"}
 
 
+@pytest.mark.django_db  # every model call is accounted (core.llm)
 def test_a_model_writer_is_told_the_projects_root():
     from medallions import llm
     from tests.llm_servers import FakeLLMServer

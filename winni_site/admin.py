@@ -13,7 +13,7 @@ from django.urls import NoReverseMatch, path, reverse
 from core import anchors, projects
 from core.admin_mixins import ServiceErrorsAsMessages
 from core.errors import ApplicationError
-from core.models import Anchor, Project, ProjectFile, ProjectKey
+from core.models import Anchor, LLMCall, Project, ProjectFile, ProjectKey
 from winni_site import auth, charts, dashboard
 from winni_site.models import ApiToken, BackupRun
 
@@ -113,6 +113,25 @@ class BackupRunAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(LLMCall)
+class LLMCallAdmin(admin.ModelAdmin):
+    """Read-only: every call Winni made to the configured LLM, written by core.llm (the dashboard's
+    LLM panel sums today's)."""
+
+    list_display = ("started_at", "purpose", "provider", "model", "input_tokens", "output_tokens", "cost_usd",
+                    "outcome", "duration_ms")
+    list_filter = ("purpose", "outcome", "provider")
+    search_fields = ("model", "error")
+    date_hierarchy = "started_at"
+    readonly_fields = [f.name for f in LLMCall._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 

@@ -110,6 +110,9 @@ def dashboard_context(request: HttpRequest) -> dict[str, Any]:
         failures = [{**failure, "url": reverse("admin:medallions_medallionjob_change", args=[failure["job_id"]])}
                     for failure in checkpoint_failures(hours=FAILURES_DAYS * 24)]
 
+    if request.user.is_superuser:
+        panels["llm"] = dashboard.llm_today()
+
     cache_model = dashboard.find_model("librarian.QueryMemory")
     if cache_model is not None and can_view(request, cache_model):
         panels["hit_rate"] = charts.line_chart(

@@ -236,3 +236,38 @@ def cache_tier_counts() -> list[tuple[str, int]]:
     counts = dict(QueryMemory.objects.filter(answer__isnull=False).values_list("tier")
                   .annotate(n=Count("pk")).order_by())
     return [(tier, counts.pop(tier, 0)) for tier in Tier.values] + sorted(counts.items())
+
+
+# --- the LLM: today's calls against the budget, and why digests stayed offline -----------------
+
+# The LLM panel lists this many of today's digests that stayed offline, newest first.
+DIGEST_FALLBACKS_SHOWN = 10
+
+
+def llm_today() -> dict[str, Any] | None:
+    """Today's (UTC) LLM calls, tokens of the daily budget and estimated cost (core.llm), digests
+    written by the model, waiting for it, and those that kept the offline digest with the reason;
+    None when no LLM is configured and none was called today."""
+    from conversations.models import SessionDigest
+    from conversations.services import digest as digests
+    from core import llm
+
+    usage = llm.usage_today()
+    configured = settings.WINNI_MEDALLION_LLM_PROVIDER in llm.CHAT_CLIENTS
+    if not configured and not usage["calls"]:
+        return None
+    today = SessionDigest.objects.filter(updated_at__gte=llm.today_start())
+    fallbacks = today.exclude(writer_note="")
+    return {
+        **usage,
+        "provider": settings.WINNI_MEDALLION_LLM_PROVIDER if configured else "",
+        "model": settings.WINNI_MEDALLION_LLM_MODEL if configured else "",
+        "budget_share": min(usage["tokens"] / usage["budget"], 1.0) if usage["budget"] else 1.0,
+        "digests_enabled": digests.model_digests_enabled(),
+        "digests_by_model": today.exclude(writer="extractive").count(),
+        "digests_waiting": digests.model_backlog(),
+        "backlog_cap": settings.WINNI_DIGEST_LLM_BACKLOG,
+        "fallback_count": fallbacks.count(),
+        "fallbacks": list(fallbacks.order_by("-updated_at")
+                          .values("updated_at", "session_id", "conversation_id", "writer_note")[:DIGEST_FALLBACKS_SHOWN]),
+    }

@@ -406,6 +406,17 @@ if WINNI_MEDALLION_LLM_JSON_MODE not in ("object", "schema", "off"):
 WINNI_MEDALLION_LLM_TIMEOUT_SECONDS = env_float("WINNI_MEDALLION_LLM_TIMEOUT_SECONDS", 120.0, minimum=1, maximum=3600)
 # Evidence beyond this many characters is trimmed (oldest transcript text first) before prompting.
 WINNI_MEDALLION_LLM_MAX_INPUT_CHARS = env_int("WINNI_MEDALLION_LLM_MAX_INPUT_CHARS", 48_000, minimum=1000)
+# Every call to the model counts against one daily token budget (input + output, UTC day, every
+# purpose: medallions, digests, the cache's judge); a call that could pass it is not made
+# (core.llm). 0 makes no call at all. Cost is estimated from per-million-token prices in USD
+# (defaults: a mid-size hosted model's list price; 0 for a local Ollama or vLLM).
+WINNI_LLM_DAILY_TOKEN_BUDGET = env_int("WINNI_LLM_DAILY_TOKEN_BUDGET", 200_000, minimum=0)
+WINNI_LLM_INPUT_USD_PER_MTOK = env_float("WINNI_LLM_INPUT_USD_PER_MTOK", 3.0, minimum=0)
+WINNI_LLM_OUTPUT_USD_PER_MTOK = env_float("WINNI_LLM_OUTPUT_USD_PER_MTOK", 15.0, minimum=0)
+# Session digests are written by the model when one is configured: at most this many wait for it,
+# and a session beyond them keeps its offline digest (conversations.services.digest). 0: digests
+# stay offline while medallions use the model.
+WINNI_DIGEST_LLM_BACKLOG = env_int("WINNI_DIGEST_LLM_BACKLOG", 20, minimum=0)
 
 # --- Answer cache ("Librarian", seed 002 §8; names and defaults from the seed) ----------------
 LIBRARIAN_MEMORY_ENABLED = env_bool("LIBRARIAN_MEMORY_ENABLED", True)

@@ -44,3 +44,9 @@ def markdown(value: Any) -> SafeString:
     if len(text) > MARKDOWN_MAX_CHARS:
         return format_html('<div class="winni-plain">{}</div>', text)
     return mark_safe(_renderer().render(text))  # noqa: S308 (raw HTML is off: see above)
+
+
+@register.filter
+def thousands(value: Any) -> str:
+    """200000 → 200,000 (token counts)."""
+    return f"{int(value or 0):,}"

@@ -101,7 +101,7 @@ def judge_answer(query: str, answer: str) -> float | None:
     """The configured LLM's rating of an answer (0–1), or None when there is no chat model, the
     provider fails or the reply holds no number (the answer is then treated as unjudged). Slow:
     call it outside transactions. The LLM is the one configured by WINNI_MEDALLION_LLM_*."""
-    client = llm.chat_client_from_settings()
+    client = llm.chat_client_from_settings(purpose="judgment")
     if client is None:
         return None
     try:
