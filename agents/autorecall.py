@@ -39,7 +39,6 @@ from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents.models import Injection
@@ -253,11 +252,13 @@ def _snippet(text: str, matched: set[str], limit: int) -> str:
 # --- candidates ----------------------------------------------------------------------------------
 
 
-def _scopes(project: Project | None, session_id: str | None, project_only: bool = False) -> dict[str, QuerySet]:
+def _scopes(project: Project | None, session_id: str | None, project_only: bool = False,
+            spoken_only: bool = False) -> dict[str, projects.Scope]:
     # Within a project: its past turns, its memories and the global ones unless project_only; a
     # token limited to projects reads only theirs (core.projects.search_scope, the one rule every
     # search follows). Superseded memories are not brought back (memory.models: current()).
-    return {"message": conversations.message_recall_scope(project=project, excluding_session=session_id),
+    return {"message": conversations.message_recall_scope(project=project, excluding_session=session_id,
+                                                          spoken_only=spoken_only),
             "memory": memories.memory_recall_scope(project=project, project_only=project_only),
             # Past sessions' digests (conversations.services.digest), the project's, not this session's.
             "digest": conversations.digest_recall_scope(project=project, excluding_session=session_id)}
@@ -273,19 +274,14 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
     tool calls) for `query`; `time` (its time words, core.timerank.plan) reweighs them as
     winni_recall does. `project_only`: no global memory."""
-    scopes = _scopes(project, session_id, project_only)
-    if spoken_only:
-        scopes["message"] = scopes["message"].filter(role__in=("user", "assistant"))
-    limited = projects.project_filter(None).narrows  # a token limited to projects
-    filtered = {"message": project is not None or bool(session_id) or spoken_only or limited,
-                "memory": project is not None or limited, "digest": project is not None or bool(session_id) or limited}
+    scopes = _scopes(project, session_id, project_only, spoken_only)
     boosts = time is not None and time.boosts
     depth = CANDIDATES * timerank.DEPTH_FACTOR if boosts else CANDIDATES
     try:
-        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=depth, mode=mode,  # type: ignore[arg-type]
+        hits = rank(query=query, scopes=scopes, limit=depth, mode=mode,  # type: ignore[arg-type]
                     query_vector=query_vector)
     except EmbeddingUnavailable:
-        hits = rank(query=query, scopes=scopes, filtered=filtered, limit=depth, mode="fts")
+        hits = rank(query=query, scopes=scopes, limit=depth, mode="fts")
     hits = answers_first(hits, query=query, scopes=scopes)  # a question shows as its answer
 
     def weight(hit: Any) -> float:

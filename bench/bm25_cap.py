@@ -32,6 +32,7 @@ def main() -> None:
     from realistic import RealisticCorpus, project_queries
 
     from conversations.models import Message
+    from core import projects
     from core.models import Project
     from memory import retrieval
 
@@ -41,7 +42,8 @@ def main() -> None:
                [:args.projects])
     for row in largest:
         project = Project.objects.get(pk=row["project"])
-        scope = Message.objects.filter(project=project)
+        # The project's scope by the one rule, carrying its project (so BM25 reads its own index).
+        scope = projects.search_scope(project, model=Message).scope(Message.objects.all())
         size = row["n"]
         frequencies = retrieval.lexeme_frequencies("conversations_message")
         questions = [retrieval.query_lexemes(text) for _, text, about in asked if about.name == project.slug]
@@ -50,7 +52,8 @@ def main() -> None:
         for round_ in range(args.rounds + 1):
             for lexemes in questions:
                 started = time.perf_counter()
-                retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=20, filtered=True)
+                retrieval.bm25(kind="message", lexemes=lexemes, scope=scope.rows, limit=20, filtered=True,
+                               within=scope.within)
                 if round_:
                     timings.append((time.perf_counter() - started) * 1000)
         overlaps = []
@@ -60,10 +63,12 @@ def main() -> None:
             rarest = min(estimated.values())
             if len(lexemes) < 2 or rarest <= cap:
                 continue  # the cap does not bind: every match of the rarest words is a candidate
-            got = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=20, filtered=True)
+            got = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope.rows, limit=20, filtered=True,
+                                 within=scope.within)
             retrieval.FTS_CANDIDATE_CAP = 100 * size  # every matching row a candidate
             try:
-                exact = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=20, filtered=True)
+                exact = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope.rows, limit=20,
+                                       filtered=True, within=scope.within)
             finally:
                 retrieval.FTS_CANDIDATE_CAP = cap
             overlaps.append(len({key for key, _ in got} & {key for key, _ in exact}) / max(1, min(20, len(exact))))

@@ -15,8 +15,6 @@ The stores (conversations, memories, medallions, contexts, cached answers) regis
 here (`register_store`, from each app's AppConfig.ready) so counts and merges need no app code."""
 from __future__ import annotations
 
-import functools
-import operator
 import posixpath
 import re
 import time
@@ -142,6 +140,41 @@ def require_visible(project: Project | int | None, *, field: str = "project") ->
 
 
 @dataclass(frozen=True)
+class ScopeProjects:
+    """The projects every row a ProjectFilter keeps is in (ProjectFilter.within): what a search
+    over those rows can skip the other projects' vectors and indexes by (memory.vectors,
+    memory.retrieval), the rows' own filters still judging which rows are in."""
+
+    ids: frozenset[int]
+    without_project: bool  # rows with no project are in too
+
+    @property
+    def only(self) -> int | None:
+        """The one project the rows are all in (none without a project), else None."""
+        return next(iter(self.ids)) if len(self.ids) == 1 and not self.without_project else None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows of one kind a search may return (`rows`), with what the search needs to know of them
+    that it must not read back out of the queryset: whether they are fewer than the whole table
+    (`narrowed`: else the table's statistics stand for them) and the projects they are in
+    (`within`, from the ProjectFilter that made them: the search skips the other
+    projects' vectors and uses a project's own indexes by it). Made by ProjectFilter.scope."""
+
+    rows: QuerySet
+    narrowed: bool = True
+    within: ScopeProjects | None = None
+
+    def filter(self, *args: Any, **lookups: Any) -> Scope:
+        """Fewer rows, in the same projects."""
+        return Scope(rows=self.rows.filter(*args, **lookups), narrowed=True, within=self.within)
+
+    def exclude(self, *args: Any, **lookups: Any) -> Scope:
+        return Scope(rows=self.rows.exclude(*args, **lookups), narrowed=True, within=self.within)
+
+
+@dataclass(frozen=True)
 class ProjectFilter:
     """A validated `project` filter: none given (every row), one project, or a name that matches
     no project (no row: a filter never errs on a name it does not know). `allowed`: the projects
@@ -182,59 +215,37 @@ class ProjectFilter:
             return queryset.filter(**{f"{lookup}__in": sorted(self.allowed)})
         return queryset
 
-
-@dataclass(frozen=True)
-class ScopeProjects:
-    """The projects every row of a queryset is in, as its filters say (scope_projects)."""
-
-    ids: frozenset[int]
-    without_project: bool  # rows with no project are in too
-
-    def __and__(self, other: ScopeProjects) -> ScopeProjects:
-        return ScopeProjects(self.ids & other.ids, self.without_project and other.without_project)
-
-    def __or__(self, other: ScopeProjects) -> ScopeProjects:
-        return ScopeProjects(self.ids | other.ids, self.without_project or other.without_project)
-
     @property
-    def only(self) -> int | None:
-        """The one project the rows are all in (none without a project), else None."""
-        return next(iter(self.ids)) if len(self.ids) == 1 and not self.without_project else None
-
-
-def scope_projects(queryset: QuerySet) -> ScopeProjects | None:
-    """The projects `queryset`'s own filters on its model's `project` field confine it to
-    (ProjectFilter.apply, filter(project=…), Q(project=…) | Q(project__isnull=True)); None when they
-    do not. What a search over the rows of these projects can skip the others by (the project a
-    vector carries, memory.vectors); the queryset stays the judge of which rows are in."""
-    return _where_projects(queryset.query.where, queryset.model)
-
-
-def _where_projects(node: Any, model: Any) -> ScopeProjects | None:
-    from django.db.models.lookups import Exact, In, IsNull
-    from django.db.models.sql.where import AND, OR, WhereNode
-
-    if isinstance(node, WhereNode):
-        if node.negated:
-            return None
-        found = [_where_projects(child, model) for child in node.children]
-        if node.connector == AND:
-            known = [part for part in found if part is not None]
-            return functools.reduce(operator.and_, known) if known else None
-        if node.connector == OR and found and all(part is not None for part in found):
-            return functools.reduce(operator.or_, found)  # type: ignore[arg-type]
+    def within(self) -> ScopeProjects | None:
+        """The projects the rows `apply` keeps are in (None: any row, of any project or none).
+        Carried beside the rows to the search (core.projects.Scope) rather than read back out of
+        the queryset's filters."""
+        if self.matches_nothing:
+            return ScopeProjects(frozenset(), False)
+        if self.project is not None:  # given (a given name that matches nothing matched nothing above)
+            return ScopeProjects(frozenset({self.project.pk}), self.with_global and self.allowed is None)
+        if self.allowed is not None:
+            return ScopeProjects(frozenset(self.allowed), False)
         return None
-    target = getattr(getattr(node, "lhs", None), "target", None)
-    if target is None or target.model is not model or target.name != "project":
-        return None
-    value = getattr(node, "rhs", None)
-    if isinstance(node, IsNull):
-        return ScopeProjects(frozenset(), True) if value else None
-    if isinstance(node, Exact) and value is not None:
-        return ScopeProjects(frozenset({int(getattr(value, "pk", value))}), False)
-    if isinstance(node, In) and not hasattr(value, "query"):
-        return ScopeProjects(frozenset(int(getattr(item, "pk", item)) for item in value), False)
-    return None
+
+    def sql(self, column: str) -> tuple[str, list[Any]]:
+        """`apply` as an SQL condition on `column` (a row's project id) and its parameters, for the
+        searches that write their SQL themselves; ("", []) when the filter keeps every row."""
+        within = self.within
+        if within is None:
+            return "", []
+        if not within.ids and not within.without_project:
+            return "FALSE", []
+        if within.without_project:
+            return f"({column} = ANY(%s) OR {column} IS NULL)", [sorted(within.ids)]
+        if within.only is not None:
+            return f"{column} = %s", [within.only]
+        return f"{column} = ANY(%s)", [sorted(within.ids)]
+
+    def scope(self, queryset: QuerySet, lookup: str = "project") -> Scope:
+        """The rows of `queryset` this filter keeps (apply), with the projects they are in (within),
+        as a search takes them."""
+        return Scope(rows=self.apply(queryset, lookup), narrowed=self.narrows, within=self.within)
 
 
 def project_filter(value: Any, *, field: str = "project") -> ProjectFilter:

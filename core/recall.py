@@ -13,11 +13,11 @@ import re
 from typing import Any, Literal, Protocol, TypedDict
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import QuerySet
 
 from core import anchors, projects, searchable, timerank
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
+from core.projects import Scope
 from core.searchable import EmbeddingUnavailable, Hit
 from core.validation import NOT_ONE_OF, parse_date_range, parse_uuid, shown_value, validate_query
 
@@ -48,9 +48,8 @@ DETAILS = ("compact", "full")
 
 
 class Engine(Protocol):
-    def __call__(self, *, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None,
-                 limit: int, offset: int = 0, mode: Mode = "hybrid", query_vector: list[float] | None = None,
-                 attach: bool = True) -> list[Hit]: ...
+    def __call__(self, *, query: str, scopes: dict[str, Scope], limit: int, offset: int = 0, mode: Mode = "hybrid",
+                 query_vector: list[float] | None = None, attach: bool = True) -> list[Hit]: ...
 
 
 _engine: Engine | None = None
@@ -67,11 +66,10 @@ def install_engine(engine: Engine) -> None:
 STALE_DEPTH_MAX = 1000
 
 
-def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] | None = None, limit: int,
-         offset: int = 0, mode: Mode = "hybrid", query_vector: list[float] | None = None,
-         attach: bool = True, include_superseded: bool = False) -> list[Hit]:
-    """Rank rows of several kinds for `query`: `scopes` maps each kind to the queryset of rows it may
-    return (`filtered[kind]`: narrower than the whole table). semantic/hybrid embed the query (or use
+def rank(*, query: str, scopes: dict[str, Scope], limit: int, offset: int = 0, mode: Mode = "hybrid",
+         query_vector: list[float] | None = None, attach: bool = True, include_superseded: bool = False) -> list[Hit]:
+    """Rank rows of several kinds for `query`: `scopes` maps each kind to the rows it may return
+    (core.projects.Scope, made by ProjectFilter.scope). semantic/hybrid embed the query (or use
     `query_vector`); if the provider is down, hybrid degrades to fts and semantic raises
     EmbeddingUnavailable. In hybrid mode each kind's registered `surround` passes score to the rows
     around a hit. `attach` loads each hit's row into `Hit.obj` (and drops rows deleted meanwhile);
@@ -81,12 +79,12 @@ def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] |
         raise ImproperlyConfigured("no search engine is installed: the memory app installs it (INSTALLED_APPS)")
     stale_kinds = [] if include_superseded else [kind for kind in scopes if searchable.get(kind).current is not None]
     if not stale_kinds:
-        return _engine(query=query, scopes=scopes, filtered=filtered, limit=limit, offset=offset, mode=mode,
+        return _engine(query=query, scopes=scopes, limit=limit, offset=offset, mode=mode,
                        query_vector=query_vector, attach=attach)
     wanted = offset + limit
     depth = wanted + max(wanted, 10)
     while True:
-        hits = _engine(query=query, scopes=scopes, filtered=filtered, limit=depth, offset=0, mode=mode,
+        hits = _engine(query=query, scopes=scopes, limit=depth, offset=0, mode=mode,
                        query_vector=query_vector, attach=attach)
         kept = current_hits(hits, scopes=scopes, attach=attach)
         if len(kept) >= wanted or len(hits) < depth or depth >= STALE_DEPTH_MAX:
@@ -94,7 +92,7 @@ def rank(*, query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool] |
         depth = min(depth * 4, STALE_DEPTH_MAX)
 
 
-def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, attach: bool = True) -> list[Hit]:
+def current_hits(hits: list[Hit], *, scopes: dict[str, Scope] | None = None, attach: bool = True) -> list[Hit]:
     """`hits` without the rows that no longer hold (see Searchable.current), best first. A stale
     hit whose kind names successors hands its score to its successor when that one is in the
     kind's scope (when `scopes` is given) and scored lower or not found: the query matched the old
@@ -122,7 +120,7 @@ def current_hits(hits: list[Hit], *, scopes: dict[str, QuerySet] | None = None, 
             continue
         successor = spec.successors(stale)
         reachable = {str(pk): row for pk, row in (
-            (row.pk, row) for row in searchable.current_only(kind, scopes[kind]).filter(
+            (row.pk, row) for row in searchable.current_only(kind, scopes[kind].rows).filter(
                 pk__in=set(successor.values())))}
         for hit in hits:
             new_key = successor.get(hit.key) if hit.kind == kind else None
@@ -164,7 +162,7 @@ def _same_text_key(hit: Hit) -> str:
     return " ".join((searchable.get(hit.kind).text(hit.obj) or "")[:TEXT_CHARS].lower().split())
 
 
-def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | None = None) -> list[Hit]:
+def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | None = None) -> list[Hit]:
     """The one ranking rule for questions and answers (automatic recall, winni_recall and REST,
     the admin's search), on attached hits, best first:
     - a question (a row its kind's `answers` names: a user turn that asks) and the row answering
@@ -180,7 +178,8 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, QuerySet] | 
         spec = searchable.get(kind)
         if spec.answers is not None:
             rows = [hit.obj for hit in hits if hit.kind == kind and hit.obj is not None]
-            questions[kind] = spec.answers(rows, (scopes or {}).get(kind))
+            scope = (scopes or {}).get(kind)
+            questions[kind] = spec.answers(rows, scope.rows if scope is not None else None)
     placed: dict[tuple[str, str], Hit] = {}
     seen_text: set[str] = set()
     out: list[Hit] = []
@@ -301,8 +300,7 @@ def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[
     return query, list(dict.fromkeys(kinds)), limit, mode
 
 
-def recall_scopes(kinds: list[str], filters: dict[str, Any],
-                  project_only: Any = False) -> tuple[dict[str, QuerySet], dict[str, bool]]:
+def recall_scopes(kinds: list[str], filters: dict[str, Any], project_only: Any = False) -> dict[str, Scope]:
     """Per kind, the rows it may return under `filters`; kinds that cannot honour a filter drop out.
     `project` (a kind's registered lookup to its project) is a project's name: every kind scopes
     it by core.projects.search_scope (the project's rows, and the global memories and startup
@@ -311,8 +309,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any],
     given = {name: value for name in searchable.filter_names()
              if (value := filters.get(name)) not in (None, "", [])}
     named = given.pop("project", None)
-    scopes: dict[str, QuerySet] = {}
-    narrowed: dict[str, bool] = {}
+    scopes: dict[str, Scope] = {}
     for kind in kinds:
         spec = searchable.get(kind)
         project = projects.search_scope(named, model=spec.model, project_only=project_only)
@@ -325,14 +322,9 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any],
             lookups["created_at__gte"] = start
         if end:
             lookups["created_at__lt"] = end
-        queryset = spec.model.objects.all()
-        if lookups:
-            queryset = queryset.filter(**lookups)
-        if project.narrows:
-            queryset = project.apply(queryset, spec.filters["project"])
-        scopes[kind] = queryset
-        narrowed[kind] = bool(lookups) or project.narrows
-    return scopes, narrowed
+        scope = project.scope(spec.model.objects.all(), spec.filters.get("project", "project"))
+        scopes[kind] = scope.filter(**lookups) if lookups else scope
+    return scopes
 
 
 def _hit_dict(hit: Hit) -> RecallHitDict:
@@ -421,8 +413,8 @@ def get_item(*, kind: Any, item_id: Any) -> ItemDict:
     if kind not in known:
         raise InvalidInput("kind: " + NOT_ONE_OF.format(choices=", ".join(known), got=shown_value(kind)), field="kind")
     key = parse_uuid(item_id, field="id")
-    scopes, _ = recall_scopes([kind], {})
-    obj = scopes[kind].filter(pk=key).first() if kind in scopes else None
+    scopes = recall_scopes([kind], {})
+    obj = scopes[kind].rows.filter(pk=key).first() if kind in scopes else None
     if obj is None:
         raise NotFound(f"id: no {kind} with id {str(key)!r}", field="id")
     spec = searchable.get(kind)
@@ -464,19 +456,19 @@ def recall(
     if not isinstance(include_superseded, bool):
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     time = timerank.plan(query, as_of=as_of, recency=recency)
-    scopes, narrowed = recall_scopes(kinds, filters or {}, project_only)
+    scopes = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
 
     def ranked(text: str, depth: int) -> list[Hit]:
         nonlocal degraded
         if not degraded:
             try:
-                return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode=mode,  # type: ignore[arg-type]
+                return rank(query=text, scopes=scopes, limit=depth, mode=mode,  # type: ignore[arg-type]
                             include_superseded=include_superseded)
             except EmbeddingUnavailable:
                 # semantic needs the provider; say so and answer lexically rather than not at all.
                 degraded = True
-        return rank(query=text, scopes=scopes, filtered=narrowed, limit=depth, mode="fts",
+        return rank(query=text, scopes=scopes, limit=depth, mode="fts",
                     include_superseded=include_superseded)
 
     def created(hit: Hit) -> Any:

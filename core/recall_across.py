@@ -86,7 +86,7 @@ def recall_by_kind(
     `project` filter takes the global memories and startup contexts too unless `project_only`
     (core.projects.search_scope)."""
     query, kinds, limit, mode = _validate(query, kinds, limit, mode)
-    scopes, narrowed = recall_scopes(kinds, filters or {}, project_only)
+    scopes = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
     vector = None
     used = mode
@@ -101,7 +101,7 @@ def recall_by_kind(
         for kind, scope in scopes.items():
             # A question shows as its answer, never above it (core.recall.answers_first); the round
             # counts the words and meaning of both.
-            hits = answers_first(rank(query=query, scopes={kind: scope}, filtered={kind: narrowed[kind]},
+            hits = answers_first(rank(query=query, scopes={kind: scope},
                                       limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),  # type: ignore[arg-type]
                                  query=query, scopes={kind: scope})[:limit]
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}

@@ -299,8 +299,9 @@ def medallions_latest_for_scope(*, scope: dict[str, Any], limit: int = 3, status
 
 
 def medallions_active_for_project(*, project: Project, limit: int = 3) -> list[Medallion]:
-    """The project's newest active medallions (its own only, not the global ones), newest first."""
-    rows = projects.scope_queryset(Medallion.objects.filter(project=project, status=Status.ACTIVE), None)
+    """The project's newest active medallions (its own only, not the global ones: the one rule of
+    core.projects.search_scope), newest first."""
+    rows = projects.search_scope(project, model=Medallion).apply(Medallion.objects.filter(status=Status.ACTIVE))
     return list(rows.defer("search_vector").order_by("-updated_at")[:limit])
 
 

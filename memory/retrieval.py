@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -33,6 +33,9 @@ from core.recall import Mode
 from core.searchable import CONTEXT_REACH, EmbeddingUnavailable, Hit, Surround
 from core.searchable import Surroundings as Surroundings
 from memory import embeddings, vectors
+
+if TYPE_CHECKING:
+    from core.projects import Scope, ScopeProjects
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -78,8 +81,10 @@ def tsquery(lexemes: list[str], operator: str = "|") -> str:
     return f" {operator} ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
 
 
-def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered: bool) -> list[tuple[str, float]]:
-    """(key, BM25 score) of the best `limit` rows of `kind` within `scope`."""
+def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered: bool,
+         within: ScopeProjects | None = None) -> list[tuple[str, float]]:
+    """(key, BM25 score) of the best `limit` rows of `kind` within `scope` (`filtered`: fewer than
+    the whole table; `within`: the projects its rows are in, core.projects.ProjectFilter.within)."""
     if not lexemes:
         return []
     spec = searchable.get(kind)
@@ -101,7 +106,7 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     # A scope within one project whose rows have a full-text index of their own (the project's
     # literal id lets the planner prove the partial index's predicate) reads that index's short
     # posting lists: always cheaper than reading the rows.
-    own = _own_fts_index(kind, scope) if filtered else None
+    own = _own_fts_index(kind, within) if filtered else None
     postings = table_stats(meta.db_table)[0] * sum(frequencies.get(lexeme, 0.0) for lexeme in lexemes)
     matches = "ts_match_vq(t.search_vector, %s::tsquery)" \
         if own is None and not large and size * SCOPE_SCAN_RATIO < postings else "t.search_vector @@ %s::tsquery"
@@ -191,15 +196,12 @@ def _no_sequential_scans() -> Iterator[None]:
             cursor.execute("SET LOCAL enable_seqscan TO DEFAULT")
 
 
-def _own_fts_index(kind: str, scope: QuerySet) -> int | None:
-    """The project `scope` is confined to, when its rows of `kind` have a full-text index of their
-    own (memory.vectors.project_indexes_sync); else None."""
-    from core.projects import scope_projects
-
+def _own_fts_index(kind: str, within: ScopeProjects | None) -> int | None:
+    """The one project `within` names, when its rows of `kind` have a full-text index of their own
+    (memory.vectors.project_indexes_sync); else None."""
     spec = searchable.get(kind)
     if not spec.project_indexes or not spec.project_column:
         return None
-    within = scope_projects(scope)
     project_id = within.only if within is not None else None
     if project_id is None or not vectors.project_fts_indexed(kind=kind, project_id=project_id):
         return None
@@ -280,16 +282,16 @@ def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
 def search(
     *,
     query: str,
-    scopes: dict[str, QuerySet],
-    filtered: dict[str, bool] | None = None,
+    scopes: dict[str, Scope],
     limit: int,
     offset: int = 0,
     mode: Mode = "hybrid",
     query_vector: list[float] | None = None,
     attach: bool = True,
 ) -> list[Hit]:
-    """Rank rows of several kinds for `query`. `scopes` maps each kind to the queryset of rows it
-    may return (`filtered[kind]` says whether that queryset is narrower than the whole table).
+    """Rank rows of several kinds for `query`. `scopes` maps each kind to the rows it may return
+    (core.projects.Scope: the queryset, whether it is narrower than the whole table, the projects
+    its rows are in).
 
     semantic/hybrid embed the query (or use `query_vector`); if the provider is down, hybrid
     degrades to fts and semantic raises EmbeddingUnavailable.
@@ -301,7 +303,6 @@ def search(
 
     `attach` loads each hit's row into `Hit.obj` and drops rows deleted meanwhile; a caller that
     loads the rows its own way passes False and gets keys and scores only."""
-    filtered = filtered or {}
     # Candidates per side. Fixed (not 3 × limit) so score fusion normalises over the same depth
     # whatever page is asked for.
     depth = max(CANDIDATE_DEPTH, limit + offset)
@@ -310,9 +311,9 @@ def search(
     def hit(kind: str, key: str) -> Hit:
         return hits.setdefault((kind, key), Hit(kind=kind, key=key))
 
-    lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, filtered, depth)
+    lexical: Callable[[], list[tuple[str, str, float]]] = lambda: _lexical_side(query, scopes, depth)
     semantic: Callable[[], list[tuple[str, str, float, int]]] = lambda: _semantic_side(
-        query, query_vector, scopes, filtered, depth, mode)
+        query, query_vector, scopes, depth, mode)
     if mode == "hybrid":
         # The two sides are independent; the vector side (ONNX inference and index walks, both
         # outside the GIL) runs in a helper thread with its own connection while this one ranks by
@@ -333,7 +334,7 @@ def search(
     _fuse(list(hits.values()), mode)
     surround = {kind: spec.surround for kind in scopes if (spec := searchable.get(kind)).surround is not None}
     if mode == "hybrid" and surround:
-        _spread(hits, surround, scopes, filtered)
+        _spread(hits, surround, scopes)
     ordered = sorted(hits.values(), key=lambda e: (-e.fused, e.kind, e.key))
     if mode == "semantic":
         ordered = [entry for entry in ordered if entry.similarity is not None]
@@ -344,21 +345,20 @@ def search(
     return [entry for entry in page if entry.obj is not None]
 
 
-def _lexical_side(query: str, scopes: dict[str, QuerySet], filtered: dict[str, bool],
-                  depth: int) -> list[tuple[str, str, float]]:
+def _lexical_side(query: str, scopes: dict[str, Scope], depth: int) -> list[tuple[str, str, float]]:
     """(kind, key, BM25 score) of the best `depth` rows over every kind, best first."""
     lexemes = query_lexemes(query)
     ranked: list[tuple[str, str, float]] = []
     with _no_sequential_scans():
         for kind, scope in scopes.items():
-            ranked += [(kind, key, score) for key, score in
-                       bm25(kind=kind, lexemes=lexemes, scope=scope, limit=depth, filtered=filtered.get(kind, True))]
+            ranked += [(kind, key, score) for key, score in bm25(
+                kind=kind, lexemes=lexemes, scope=scope.rows, limit=depth, filtered=scope.narrowed, within=scope.within)]
     ranked.sort(key=lambda item: -item[2])
     return ranked[:depth]
 
 
-def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[str, QuerySet],
-                   filtered: dict[str, bool], depth: int, mode: str) -> list[tuple[str, str, float, int]]:
+def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[str, Scope], depth: int,
+                   mode: str) -> list[tuple[str, str, float, int]]:
     """(kind, key, cosine similarity, passage) of the nearest `depth` rows over every kind, best
     first (a row with passages: its nearest vector's, and which passage it was); empty when the
     provider is down in hybrid mode (semantic mode raises EmbeddingUnavailable)."""
@@ -373,7 +373,8 @@ def _semantic_side(query: str, query_vector: list[float] | None, scopes: dict[st
     near: list[tuple[str, str, float, int]] = []
     for kind, scope in scopes.items():
         near += [(kind, key, sim, passage) for key, sim, passage in active.nearest_passages(
-            kind=kind, query_vector=query_vector, limit=depth, scope=scope if filtered.get(kind, True) else None)]
+            kind=kind, query_vector=query_vector, limit=depth, scope=scope.rows if scope.narrowed else None,
+            within=scope.within)]
     near.sort(key=lambda item: -item[2])
     return near[:depth]
 
@@ -413,8 +414,7 @@ def _scaled(value: float | None, low: float, high: float) -> float:
     return (value - low) / (high - low) if high > low else 1.0
 
 
-def _spread(hits: dict[tuple[str, str], Hit], surround: dict[str, Surround], scopes: dict[str, QuerySet],
-            filtered: dict[str, bool]) -> None:
+def _spread(hits: dict[tuple[str, str], Hit], surround: dict[str, Surround], scopes: dict[str, Scope]) -> None:
     """Add to each hit's score what the rows around it and its group pass on (see CONTEXT_REACH,
     GROUP_WEIGHT); all of it computed from the fused scores before any was passed on."""
     weight = settings.WINNI_RECALL_CONTEXT_WEIGHT
@@ -425,7 +425,7 @@ def _spread(hits: dict[tuple[str, str], Hit], surround: dict[str, Surround], sco
         if kind not in scopes:
             continue
         candidates = [key for (hit_kind, key) in hits if hit_kind == kind]
-        found = find(candidates, scopes[kind] if filtered.get(kind, True) else None)
+        found = find(candidates, scopes[kind].rows if scopes[kind].narrowed else None)
         for key, nearby in found.near.items():
             fused = hits[(kind, key)].fused
             for other, distance in nearby:

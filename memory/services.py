@@ -126,11 +126,11 @@ def memory_list(*, tags: list[str] | None = None, project: Any = None) -> Any:
     return queryset
 
 
-def memory_recall_scope(*, project: Any, project_only: bool = False) -> Any:
+def memory_recall_scope(*, project: Any, project_only: bool = False) -> projects.Scope:
     """The memories a recall within `project` reads: those nothing supersedes, the project's and the
     global ones unless `project_only`; a token limited to projects reads only theirs
     (core.projects.search_scope, the rule every search follows)."""
-    return projects.search_scope(project, model=Memory, project_only=project_only).apply(Memory.objects.current())
+    return projects.search_scope(project, model=Memory, project_only=project_only).scope(Memory.objects.current())
 
 
 # --- the words and vectors of stored rows, for ranking outside the engine (automatic recall) ------
@@ -219,15 +219,15 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
         raise InvalidInput("include_superseded must be true or false", field="include_superseded")
     current = not include_superseded
     tags = validate_tags(tags)
-    within = projects.search_scope(project, model=Memory, project_only=project_only)
-    scope = within.apply(Memory.objects.defer("search_vector").order_by("-created_at", "id"))
+    searched = projects.search_scope(project, model=Memory, project_only=project_only).scope(
+        Memory.objects.defer("search_vector").order_by("-created_at", "id"))
     if tags:
-        scope = scope.filter(tags__contains=tags)
+        searched = searched.filter(tags__contains=tags)
     if start:
-        scope = scope.filter(created_at__gte=start)
+        searched = searched.filter(created_at__gte=start)
     if end:
-        scope = scope.filter(created_at__lt=end)
-    filtered = bool(tags) or within.narrows or bool(start or end)
+        searched = searched.filter(created_at__lt=end)
+    scope, filtered, within = searched.rows, searched.narrowed, searched.within
     with storage_op("memory.search", limit=limit) as log:
         # The query's vector is computed by a helper thread while this one reads which memories
         # still wait for theirs.
@@ -244,10 +244,11 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
             query_vector = None
         depth = limit * timerank.DEPTH_FACTOR if time is not None and time.boosts else limit
         if query_vector is None:
-            hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current)
+            hits = _fulltext_only(query=query, scope=scope, limit=depth, filtered=filtered, current=current,
+                                  within=within)
         else:
             hits = _semantic(query_vector=query_vector, scope=scope, limit=depth, filtered=filtered, model=active,
-                             waiting=waiting, current=current)
+                             waiting=waiting, current=current, within=within)
         if time is not None:
             hits = timerank.reweigh(hits, time, score=lambda hit: hit.relevance,
                                     created=lambda hit: hit.memory.created_at)[:limit]
@@ -261,14 +262,16 @@ STALE_DEPTH_MAX = 400
 
 
 def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
-              waiting: list[Memory], current: bool) -> list[MemoryHit]:
-    """`current`: superseded memories hand their match to their successors (_successors_take_over)
+              waiting: list[Memory], current: bool, within: projects.ScopeProjects | None) -> list[MemoryHit]:
+    """`within`: the projects `scope`'s memories are in (core.projects.ProjectFilter.within).
+    `current`: superseded memories hand their match to their successors (_successors_take_over)
     and are left out; the index walk goes deeper while too many of those it found were superseded."""
     fresh = _similarities(rows=waiting, query_vector=query_vector)
     depth = limit if not current else 2 * limit + 10
     via: dict[str, str] = {}
     while True:
-        nearest = model.nearest(kind=KIND, query_vector=query_vector, limit=depth, scope=scope if filtered else None)
+        nearest = model.nearest(kind=KIND, query_vector=query_vector, limit=depth, scope=scope if filtered else None,
+                                within=within)
         found = {**dict(nearest), **fresh}
         if current:
             found, via = _successors_take_over(found)
@@ -381,9 +384,10 @@ def _similarities(*, rows: list[Memory], query_vector: list[float]) -> dict[str,
     return {str(row.pk): sum(a * b for a, b in zip(vector, query_vector)) for row, vector in zip(rows, fresh)}
 
 
-def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool, current: bool) -> list[MemoryHit]:
+def _fulltext_only(*, query: str, scope: Any, limit: int, filtered: bool, current: bool,
+                   within: projects.ScopeProjects | None) -> list[MemoryHit]:
     ranked = retrieval.bm25(kind=KIND, lexemes=retrieval.query_lexemes(query), scope=scope,
-                            limit=3 * limit + 10 if current else limit, filtered=filtered)
+                            limit=3 * limit + 10 if current else limit, filtered=filtered, within=within)
     if not ranked:
         return []
     if current:  # superseded ones hand their score on (see _semantic) and are dropped below

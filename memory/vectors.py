@@ -93,22 +93,23 @@ class ActiveModel:
         self.confirmed = stale
         self.model = model_active() if stale else remembered
 
-    def nearest(self, *, kind: str, query_vector: list[float], limit: int,
-                scope: QuerySet | None = None) -> list[tuple[str, float]]:
+    def nearest(self, *, kind: str, query_vector: list[float], limit: int, scope: QuerySet | None = None,
+                within: ScopeProjects | None = None) -> list[tuple[str, float]]:
         return [(key, similarity) for key, similarity, _ in self.nearest_passages(
-            kind=kind, query_vector=query_vector, limit=limit, scope=scope)]
+            kind=kind, query_vector=query_vector, limit=limit, scope=scope, within=within)]
 
     def nearest_passages(self, *, kind: str, query_vector: list[float], limit: int,
-                         scope: QuerySet | None = None) -> list[Near]:
+                         scope: QuerySet | None = None, within: ScopeProjects | None = None) -> list[Near]:
         """nearest_passages under the active model."""
         if len(query_vector) != self.model.dimensions:
             self._confirm()  # a remembered model of another size may simply be out of date
         try:
             return nearest_passages(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope,
-                                    require_active=not self.confirmed)
+                                    within=within, require_active=not self.confirmed)
         except ModelNotActive:
             self._confirm()
-            return nearest_passages(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope)
+            return nearest_passages(kind=kind, query_vector=query_vector, model=self.model, limit=limit, scope=scope,
+                                    within=within)
 
     def _confirm(self) -> None:
         if not self.confirmed:
@@ -653,29 +654,33 @@ Near = tuple[str, float, int]
 
 
 def nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
-            scope: QuerySet | None = None, require_active: bool = False) -> list[tuple[str, float]]:
+            scope: QuerySet | None = None, within: ScopeProjects | None = None,
+            require_active: bool = False) -> list[tuple[str, float]]:
     """(object_id, cosine similarity) of the `limit` nearest rows (see nearest_passages)."""
     return [(key, similarity) for key, similarity, _ in nearest_passages(
-        kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope, require_active=require_active)]
+        kind=kind, query_vector=query_vector, model=model, limit=limit, scope=scope, within=within,
+        require_active=require_active)]
 
 
 def nearest_passages(*, kind: str, query_vector: list[float], model: EmbeddingModel, limit: int,
-                     scope: QuerySet | None = None, require_active: bool = False) -> list[Near]:
+                     scope: QuerySet | None = None, within: ScopeProjects | None = None,
+                     require_active: bool = False) -> list[Near]:
     """(object_id, cosine similarity, passage) of the `limit` nearest rows of `kind` under `model`,
     best first, restricted to `scope` (a queryset of that kind's rows) when given. A row with
     passages (Searchable.passages) is as near as its nearest vector, and comes back once, with the
-    passage that was. `require_active`: raise ModelNotActive unless `model` is the active one
-    (checked in the same statement).
+    passage that was. `within`: the projects every row of `scope` is in (core.projects.ProjectFilter
+    .within, carried beside the scope in a core.projects.Scope): only their vectors are read, and
+    a project's own index when it has one. `require_active`: raise ModelNotActive unless `model` is
+    the active one (checked in the same statement).
 
     Uses the partial HNSW index (ordered by the halfvec distance, reported exactly). A small scope
     is ranked exactly; a large one by walking the index and keeping the rows in the scope."""
-    within = None
     keys = None
+    # Only a kind whose vectors carry their row's project can be skipped by it.
+    within = within if scope is not None and searchable.get(kind).project_column else None
     if scope is not None:
         from core.counts import capped_keys
-        from core.projects import scope_projects
 
-        within = scope_projects(scope) if searchable.get(kind).project_column else None
         # A small scope is read once and its vectors looked up by key. Joined into the ranking
         # instead (object_id IN (the scope)), it was re-read for every vector whenever the
         # statistics were out of date, as in any table growing since its last ANALYZE: the

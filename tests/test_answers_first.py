@@ -117,9 +117,9 @@ def test_asking_for_user_turns_keeps_the_question(money):
 
 
 def test_the_same_output_twice_shows_once(money):
-    from conversations.models import Message
+    from conversations.services import message_recall_scope
 
-    scope = {"message": Message.objects.filter(project=money["shop"])}
+    scope = {"message": message_recall_scope(project=money["shop"])}
     hits = rank(query="3 failed 41 passed", scopes=scope, limit=10, mode="fts")
     assert {hit.key for hit in hits} >= set(money["outputs"])
     kept = answers_first(hits, query="3 failed 41 passed", scopes=scope)

@@ -181,9 +181,9 @@ def test_a_session_is_found_by_its_client_and_the_recall_scope_leaves_it_out():
         services.message_store(conversation_id=conversation.id, role="user", content="q")
         services.message_store(conversation_id=conversation.id, role="tool", content="t")
     scope = services.message_recall_scope(project=None, excluding_session="s1")
-    assert {(m.conversation_id, m.role) for m in scope} == {(other.id, "user"), (other.id, "tool")}
+    assert {(m.conversation_id, m.role) for m in scope.rows} == {(other.id, "user"), (other.id, "tool")}
     spoken = services.message_recall_scope(project=None, spoken_only=True)
-    assert sorted(m.role for m in spoken) == ["user", "user"]
+    assert sorted(m.role for m in spoken.rows) == ["user", "user"]
     assert services.conversations_by_id(ids=[mine.id, uuid.uuid4()]) == {mine.id: mine}
 
 

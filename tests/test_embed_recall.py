@@ -548,7 +548,8 @@ def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_th
             near={"t3": [("t2", 1), ("t4", 1), ("t1", 2), ("t5", 2), ("t6", 3)], "u1": []},
             group={"t3": "c1", "u1": "c2"})
 
-    retrieval._spread(hits, {"message": surround}, {"message": None, "memory": None}, {"message": True})
+    scope = projects.Scope(rows=searchable.get("message").model.objects.all())
+    retrieval._spread(hits, {"message": surround}, {"message": scope, "memory": scope})
     fused = {key: round(hit.fused, 6) for (_, key), hit in hits.items()}
     # A memory has no group: it is lifted like the best of a group of one, so it still outranks
     # the messages it outranked before.
@@ -566,7 +567,7 @@ def test_a_long_neighbour_receives_a_smaller_share(settings, monkeypatch):
         return retrieval.Surroundings(near={"t3": [("t2", 1), ("t4", 1)]}, group={"t3": "c1"},
                                       size={"t2": 4 * full, "t4": full, "t3": 10})
 
-    retrieval._spread(hits, {"message": surround}, {"message": None}, {"message": True})
+    retrieval._spread(hits, {"message": surround}, {"message": projects.Scope(rows=searchable.get("message").model.objects.all())})
     assert {key: round(hit.fused, 6) for (_, key), hit in hits.items()} == {"t3": 1.0, "t2": 0.075, "t4": 0.3}
 
 

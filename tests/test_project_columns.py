@@ -9,8 +9,8 @@ from django.db.models import Q
 
 from conversations import services as conversations
 from conversations.models import Conversation, Message
-from core import projects, searchable
-from core.projects import ScopeProjects, scope_projects
+from core import projects
+from core.projects import ScopeProjects
 from memory import services as memories
 from memory import vectors
 from memory.models import Embedding, Memory
@@ -75,23 +75,50 @@ def test_memory_vectors_follow_a_memory_moved_by_a_merge(two_projects, django_ca
     assert _vector_projects("memory", [memory.pk]) == {beta.pk}
 
 
-def test_scope_projects_reads_the_projects_a_queryset_is_confined_to(two_projects):
+def test_a_project_filter_carries_the_projects_of_the_rows_it_keeps(two_projects):
+    """The one rule (core.projects.search_scope, a token's limit) in its three forms: the rows
+    `apply` keeps, the projects `within` says they are in (carried beside them to the search in a
+    core.projects.Scope, never read back out of the queryset) and the SQL condition `sql` writes
+    agree, for every shape a filter takes."""
+    from core.projects import ProjectFilter, search_scope
+
     alpha, beta = two_projects
-    assert scope_projects(Message.objects.filter(project=alpha)) == ScopeProjects(frozenset({alpha.pk}), False)
-    assert scope_projects(Message.objects.filter(project_id=alpha.pk).filter(role="user")) \
-        == ScopeProjects(frozenset({alpha.pk}), False)
-    assert scope_projects(Memory.objects.filter(superseded_by__isnull=True).filter(
-        Q(project=alpha) | Q(project__isnull=True))) == ScopeProjects(frozenset({alpha.pk}), True)
-    assert scope_projects(Message.objects.filter(project__in=[alpha.pk, beta.pk]).filter(project=beta)) \
-        == ScopeProjects(frozenset({beta.pk}), False)
-    # A token limited to projects (core.projects' one rule) confines its scopes the same way.
-    assert scope_projects(projects.ProjectFilter(allowed={alpha.pk}).apply(Message.objects.all())) \
-        == ScopeProjects(frozenset({alpha.pk}), False)
-    # Nothing said about the row's own project: no bound (the scope alone decides).
-    assert scope_projects(Message.objects.all()) is None
-    assert scope_projects(Message.objects.exclude(project=alpha)) is None
-    assert scope_projects(Message.objects.filter(conversation__project=alpha)) is None
-    assert scope_projects(Memory.objects.filter(Q(project=alpha) | Q(tags__contains=["x"]))) is None
+    for project in ("alpha", "beta", None):
+        memories.memory_store(content=f"the deploy note of {project}", project=project)
+    cases = [
+        (search_scope("alpha", model=Memory), ScopeProjects(frozenset({alpha.pk}), True)),
+        (search_scope("alpha", model=Memory, project_only=True), ScopeProjects(frozenset({alpha.pk}), False)),
+        (ProjectFilter(allowed=frozenset({alpha.pk, beta.pk})), ScopeProjects(frozenset({alpha.pk, beta.pk}), False)),
+        # A token limited to alpha asking for the global memories too: alpha's alone.
+        (ProjectFilter(given=True, project=alpha, allowed=frozenset({alpha.pk}), with_global=True),
+         ScopeProjects(frozenset({alpha.pk}), False)),
+        (ProjectFilter(given=True, project=beta, allowed=frozenset({alpha.pk})), ScopeProjects(frozenset(), False)),
+        (search_scope("nope", model=Memory), ScopeProjects(frozenset(), False)),
+        (search_scope(None, model=Memory), None),
+    ]
+    everywhere = {alpha.pk, beta.pk, None}
+    for rule, within in cases:
+        scope = rule.scope(Memory.objects.all())
+        assert scope.within == within and scope.narrowed == (within is not None)
+        kept = set(scope.rows.values_list("project_id", flat=True))
+        assert kept == (everywhere if within is None else set(within.ids) | ({None} if within.without_project else set()))
+        condition, params = rule.sql('"memory_memory"."project_id"')
+        written = Memory.objects.extra(where=[condition], params=params) if condition else Memory.objects.all()
+        assert set(written.values_list("project_id", flat=True)) == kept
+        # Narrowing a scope further keeps its projects.
+        assert scope.filter(tags__contains=["x"]).within == within
+    assert search_scope("alpha", model=Message).within == ScopeProjects(frozenset({alpha.pk}), False)
+    assert search_scope("alpha", model=Message).within.only == alpha.pk
+
+
+def _nearest(scope: projects.Scope, **kwargs) -> list:
+    """vectors.nearest over a scope made by the one rule: its rows, and the projects they are in."""
+    return vectors.nearest(scope=scope.rows, within=scope.within, **kwargs)
+
+
+def _in_project(project, *lookups) -> projects.Scope:
+    scope = projects.search_scope(project, model=Message).scope(Message.objects.all())
+    return scope.filter(*lookups) if lookups else scope
 
 
 @pytest.fixture
@@ -111,10 +138,10 @@ def projects_with_vectors(two_projects, django_capture_on_commit_callbacks):
 
 def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(projects_with_vectors, monkeypatch):
     alpha, beta = projects_with_vectors
-    scope = searchable.get("message").model.objects.filter(project=alpha)
-    query = Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
+    scope = _in_project(alpha)
+    query = Embedding.objects.filter(kind="message", object_id=str(scope.rows.first().pk)).get().vector
     model = vectors.model_active()
-    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    exact = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
     walks: list[dict] = []
     walking = vectors._nearest_walking
 
@@ -126,21 +153,21 @@ def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(pr
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
     monkeypatch.setattr(vectors, "WALK_WITHIN_MIN", 10)
     monkeypatch.setattr(vectors, "_nearest_walking", recording)
-    found = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    found = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
     assert walks == [{"within": ScopeProjects(frozenset({alpha.pk}), False), "found": 5}]
     assert [sim for _, sim in found] == pytest.approx([sim for _, sim in exact], abs=2e-3)
-    assert {key for key, _ in found} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    assert {key for key, _ in found} <= {str(pk) for pk in scope.rows.values_list("pk", flat=True)}
 
     # The scope still judges: its other conditions (one role) hold for every row the walk keeps.
     spoken = scope.filter(role="user")
-    kept = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=spoken)
+    kept = _nearest(spoken, kind="message", query_vector=query, model=model, limit=5)
     assert len(kept) == 5
-    assert {key for key, _ in kept} <= {str(pk) for pk in spoken.values_list("pk", flat=True)}
+    assert {key for key, _ in kept} <= {str(pk) for pk in spoken.rows.values_list("pk", flat=True)}
 
     # A walk that cannot fill the page within WALK_TUPLES index entries is ranked exactly instead.
     monkeypatch.setattr(vectors, "WALK_TUPLES", 3)
     walks.clear()
-    assert vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope) == exact
+    assert _nearest(scope, kind="message", query_vector=query, model=model, limit=5) == exact
     assert walks[0]["found"] == 0
 
 
@@ -150,12 +177,12 @@ def test_a_stale_project_on_a_vector_never_lets_a_row_outside_the_scope_in(proje
     # A vector whose copy of the project is wrong (say, written while its conversation moved).
     Embedding.objects.filter(kind="message", object_id=str(outsider.pk)).update(project_id=alpha.pk)
     query = Embedding.objects.get(kind="message", object_id=str(outsider.pk)).vector
-    scope = Message.objects.filter(project=alpha)
-    allowed = {str(pk) for pk in scope.values_list("pk", flat=True)}
+    scope = _in_project(alpha)
+    allowed = {str(pk) for pk in scope.rows.values_list("pk", flat=True)}
     for exact_up_to, walk_from in ((10_000, 10_000), (10, 10)):
         monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", exact_up_to)
         monkeypatch.setattr(vectors, "WALK_WITHIN_MIN", walk_from)
-        found = vectors.nearest(kind="message", query_vector=query, model=vectors.model_active(), limit=5, scope=scope)
+        found = _nearest(scope, kind="message", query_vector=query, model=vectors.model_active(), limit=5)
         assert len(found) == 5 and {key for key, _ in found} <= allowed
 
 
@@ -207,12 +234,12 @@ def test_a_projects_memories_with_the_global_ones_are_ranked_exactly(two_project
             memories.memory_store(content=f"alpha fact {i}: the deploy runs at {i} o'clock", project="alpha")
             memories.memory_store(content=f"beta fact {i}: the deploy runs at {i} o'clock", project="beta")
             memories.memory_store(content=f"global fact {i}: deploys at {i} o'clock need a ticket")
-    scope = Memory.objects.current().filter(Q(project=alpha) | Q(project__isnull=True))
+    scope = memories.memory_recall_scope(project=alpha)
     model = vectors.model_active()
-    query = Embedding.objects.filter(kind="memory", object_id=str(scope.filter(project=alpha).first().pk)).get().vector
+    query = Embedding.objects.filter(kind="memory", object_id=str(scope.rows.filter(project=alpha).first().pk)).get().vector
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 5)  # past the count: the projects' exact ranking
-    found = vectors.nearest(kind="memory", query_vector=query, model=model, limit=24, scope=scope)
-    rows = Embedding.objects.filter(kind="memory", object_id__in=[str(pk) for pk in scope.values_list("pk", flat=True)])
+    found = _nearest(scope, kind="memory", query_vector=query, model=model, limit=24)
+    rows = Embedding.objects.filter(kind="memory", object_id__in=[str(pk) for pk in scope.rows.values_list("pk", flat=True)])
     keys = [row.object_id for row in rows]
     matrix = np.array([row.vector for row in rows], dtype=np.float32)
     cosine = matrix @ np.asarray(query, dtype=np.float32) / np.linalg.norm(matrix, axis=1) / np.linalg.norm(query)
@@ -315,23 +342,23 @@ def test_a_large_projects_vectors_get_an_index_of_their_own_which_its_searches_w
     assert result == {"created": sorted({own} | texts), "dropped": []}
     assert vectors.project_indexes() == {own} | texts
 
-    scope = Message.objects.filter(project=alpha)
-    query = Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
+    scope = _in_project(alpha)
+    query = Embedding.objects.filter(kind="message", object_id=str(scope.rows.first().pk)).get().vector
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10_000)
-    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    exact = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
     with CaptureQueriesContext(connection) as queries:
-        walked = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+        walked = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
     assert [sim for _, sim in walked] == pytest.approx([sim for _, sim in exact], abs=2e-3)
-    assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    assert {key for key, _ in walked} <= {str(pk) for pk in scope.rows.values_list("pk", flat=True)}
     # 60 rows are read faster from the table; what matters is that the statement can be served by
     # the project's own index (its predicate proven from the statement's literal project).
     assert own in _walk_plan(queries, "ORDER BY (vector::halfvec")
 
     # The scope still judges: one role of the project, the project less a session.
     spoken = scope.filter(role="user")
-    kept = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=spoken)
-    assert len(kept) == 5 and {key for key, _ in kept} <= {str(pk) for pk in spoken.values_list("pk", flat=True)}
+    kept = _nearest(spoken, kind="message", query_vector=query, model=model, limit=5)
+    assert len(kept) == 5 and {key for key, _ in kept} <= {str(pk) for pk in spoken.rows.values_list("pk", flat=True)}
 
     # Below half the minimum, the index goes (between the two, it stays: no rebuild back and forth).
     Conversation.objects.filter(project=alpha).first().messages.filter(turn_number__gt=20).delete()
@@ -369,21 +396,21 @@ def test_the_global_memories_get_an_index_of_their_own_which_a_projects_search_w
 
     stale = Memory.objects.filter(project__isnull=True).order_by("created_at").first()
     Memory.objects.filter(pk=stale.pk).update(superseded_by=Memory.objects.filter(project=alpha).first())
-    scope = Memory.objects.current().filter(Q(project=alpha) | Q(project__isnull=True))
+    scope = memories.memory_recall_scope(project=alpha)
     # A random mix of every memory's vector, the superseded one's weighing most: distinct
     # similarities (the test's hashed vectors tie often), the nearest row one the scope leaves out.
     weights = np.random.default_rng(3).uniform(0.1, 1.0, Embedding.objects.filter(kind="memory").count())
     query = sum(weight * np.asarray(row.vector) * (3 if row.object_id == str(stale.pk) else 1)
                 for weight, row in zip(weights, Embedding.objects.filter(kind="memory").order_by("object_id"))).tolist()
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10_000)
-    exact = vectors.nearest(kind="memory", query_vector=query, model=model, limit=8, scope=scope)
+    exact = _nearest(scope, kind="memory", query_vector=query, model=model, limit=8)
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 5)  # past the count: the projects' own vectors
     with CaptureQueriesContext(connection) as queries:
-        walked = vectors.nearest(kind="memory", query_vector=query, model=model, limit=8, scope=scope)
+        walked = _nearest(scope, kind="memory", query_vector=query, model=model, limit=8)
     assert [sim for _, sim in walked] == pytest.approx([sim for _, sim in exact], abs=2e-3)
     assert len({round(sim, 4) for _, sim in walked}) >= 5  # a real ranking, not ties
     assert str(stale.pk) not in {key for key, _ in walked}
-    assert {key for key, _ in walked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
+    assert {key for key, _ in walked} <= {str(pk) for pk in scope.rows.values_list("pk", flat=True)}
     # 24 rows are read faster from the table; what matters is that the global branch can be served
     # by the index of the rows of no project.
     assert own in _walk_plan(queries, "IS NULL ORDER BY (vector::halfvec")
@@ -405,14 +432,15 @@ def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(pr
     from memory import retrieval
 
     alpha, beta = projects_with_vectors
-    scope = Message.objects.filter(project=alpha, role="user")
+    scope = _in_project(alpha, Q(role="user"))
     lexemes = retrieval.query_lexemes("deploys and tests of alpha")
     monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 1)  # without its own index, the rows are read
     monkeypatch.setattr(retrieval, "_table_stats", {})  # this table's statistics, not another test's
 
     def ranked() -> tuple[list, str]:
         with CaptureQueriesContext(connection) as queries:
-            found = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope, limit=10, filtered=True)
+            found = retrieval.bm25(kind="message", lexemes=lexemes, scope=scope.rows, limit=10, filtered=True,
+                                   within=scope.within)
         (statement,) = [q["sql"] for q in queries.captured_queries if "WITH cand" in q["sql"]]
         return found, statement
 
@@ -435,9 +463,10 @@ def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(pr
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert own in plan
     # Another project's search is not confined to alpha's index.
-    theirs = Message.objects.filter(project=beta)
-    other = retrieval.bm25(kind="message", lexemes=lexemes, scope=theirs, limit=5, filtered=True)
-    assert other and {key for key, _ in other} <= {str(pk) for pk in theirs.values_list("pk", flat=True)}
+    theirs = _in_project(beta)
+    other = retrieval.bm25(kind="message", lexemes=lexemes, scope=theirs.rows, limit=5, filtered=True,
+                           within=theirs.within)
+    assert other and {key for key, _ in other} <= {str(pk) for pk in theirs.rows.values_list("pk", flat=True)}
 
 
 def test_the_beat_keeps_project_indexes_unless_they_are_off(settings):

@@ -63,16 +63,8 @@ class MessageFilters:
 
     def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
         """SQL conditions (joined with AND, may be empty) and their parameters."""
-        parts: list[str] = []
-        params: list[Any] = []
-        if self.project.matches_nothing:
-            parts.append("FALSE")
-        elif self.project.project is not None:
-            parts.append(f"{alias}.project_id = %s")
-            params.append(self.project.project.pk)
-        elif self.project.allowed is not None:  # a token limited to projects
-            parts.append(f"{alias}.project_id = ANY(%s)")
-            params.append(sorted(self.project.allowed))
+        project, params = self.project.sql(f"{alias}.project_id")
+        parts: list[str] = [project] if project else []
         if self.conversation_id is not None:
             parts.append(f"{alias}.conversation_id = %s")
             params.append(self.conversation_id)
@@ -91,19 +83,24 @@ class MessageFilters:
         return " AND ".join(parts), params
 
     def apply(self, queryset: Any) -> Any:
-        """The same filters on a Message queryset (for semantic search over the same rows)."""
-        queryset = self.project.apply(queryset, "project")
+        """The same filters on a Message queryset."""
+        return self.scope(queryset).rows
+
+    def scope(self, queryset: Any) -> projects.Scope:
+        """The same filters as a search's scope (for semantic search over the same rows)."""
+        lookups: dict[str, Any] = {}
         if self.conversation_id is not None:
-            queryset = queryset.filter(conversation_id=self.conversation_id)
+            lookups["conversation_id"] = self.conversation_id
         if self.session_id is not None:
-            queryset = queryset.filter(conversation__session_id=self.session_id)
+            lookups["conversation__session_id"] = self.session_id
         if self.role is not None:
-            queryset = queryset.filter(role=self.role)
+            lookups["role"] = self.role
         if self.start is not None:
-            queryset = queryset.filter(created_at__gte=self.start)
+            lookups["created_at__gte"] = self.start
         if self.end is not None:
-            queryset = queryset.filter(created_at__lt=self.end)
-        return queryset
+            lookups["created_at__lt"] = self.end
+        scope = self.project.scope(queryset)
+        return scope.filter(**lookups) if lookups else scope
 
 
 def message_search_filters(
@@ -122,7 +119,7 @@ def message_search_filters(
         role=None if role is None else validate_role(role),
         start=start,
         end=end,
-        project=projects.project_filter(project),
+        project=projects.search_scope(project, model=Message),
     )
 
 
@@ -371,20 +368,20 @@ def message_search(
                       max_chars)
 
 
-def digest_recall_scope(*, project: Any, excluding_session: str | None = None) -> Any:
+def digest_recall_scope(*, project: Any, excluding_session: str | None = None) -> projects.Scope:
     """Past sessions' digests (conversations.services.digest) a recall within `project` reads, the
     project's (core.projects.search_scope), without the session `excluding_session`'s own."""
-    digests = projects.search_scope(project, model=SessionDigest).apply(SessionDigest.objects.all())
+    digests = projects.search_scope(project, model=SessionDigest).scope(SessionDigest.objects.all())
     return digests.exclude(session_id=excluding_session) if excluding_session else digests
 
 
 def message_recall_scope(*, project: Any, excluding_session: str | None = None,
-                         spoken_only: bool = False) -> Any:
+                         spoken_only: bool = False) -> projects.Scope:
     """The messages a recall within `project` reads (all of them for None; a token limited to
     projects reads only theirs: core.projects.search_scope), without the turns of the session
     `excluding_session` (they are in its model's context already), and with `spoken_only` only the
     user's and the assistant's turns (no tool calls)."""
-    messages = projects.search_scope(project, model=Message).apply(Message.objects.all())
+    messages = projects.search_scope(project, model=Message).scope(Message.objects.all())
     if excluding_session:
         # On the message's own column (a join to conversations would keep PostgreSQL from reading
         # the scope as the messages table itself: BM25 hashed the project's rows first).
@@ -622,10 +619,8 @@ def message_parts(text: str, before: str | None) -> Parts:
 def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
     """semantic / hybrid ranking of the filtered messages. If the embedding provider is down,
     hybrid answers from its BM25 side alone and semantic reports the outage."""
-    scope = filters.apply(Message.objects.all())
-    narrowed = bool(filters.sql()[0])
     try:
-        found = recall.rank(query=query, scopes={"message": scope}, filtered={"message": narrowed}, limit=limit,
+        found = recall.rank(query=query, scopes={"message": filters.scope(Message.objects.all())}, limit=limit,
                             offset=offset, mode=mode,  # type: ignore[arg-type]
                             attach=False)  # message_hits loads the rows, with snippets and context
     except EmbeddingUnavailable as exc:
