@@ -207,8 +207,10 @@ def test_similar_compares_as_many_rows_however_large_the_store(threshold, monkey
     assert compared == [services.SIMILAR_CANDIDATES] * 2
     assert large[1] <= small[1]  # (the first also read which projects have indexes of their own: cached)
     # Rows fetched: the candidates, the window and its vectors, a few by key; never the keys of every
-    # memory sharing a word (600 here).
-    assert large[2] == small[2] <= 3 * (services.SIMILAR_CANDIDATES + services.FRESH_SCAN), (small[1:], large[1:])
+    # memory sharing a word (600 here). One row of slack: on a slow host the per-process cache of which
+    # projects have indexes of their own (60 s) can expire between the two stores and be read again.
+    assert small[2] <= 3 * (services.SIMILAR_CANDIDATES + services.FRESH_SCAN), small[1:]
+    assert large[2] <= small[2] + 1, (small[1:], large[1:])
 
 
 def test_similar_keeps_to_the_memorys_project(threshold):
