@@ -76,14 +76,14 @@ STORES: list[Portable] = [
              omit={"medallions.MedallionRevision": frozenset({"job_id"})}),
 ]
 # Models of Winni's apps that are deliberately not exported: credentials, this installation's job
-# and run history (automatic recall's injection log too, and the judgments of its items' use),
-# statistics derived from other rows. Anchors and project files are derived from the exported
+# and run history (automatic recall's injection log too, the judgments of its items' use, and the
+# LLM calls' accounting: a budget is this installation's day), statistics derived from other rows. Anchors and project files are derived from the exported
 # messages, memories and medallions (an import announces them, core.anchors reads them again);
 # confirmations of possibly stale items are not carried over. Every other model must be in STORES
 # (tests/test_ops_export.py checks), so a new model forces a decision.
 NOT_EXPORTED = {
     "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
-    "agents.injection", "core.itemuse", "core.anchor", "core.projectfile",
+    "agents.injection", "core.itemuse", "core.anchor", "core.projectfile", "core.llmcall",
 }
 
 
