@@ -10,7 +10,7 @@ writer waits instead of failing on an index."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -53,6 +53,12 @@ def _lock_writes() -> None:
     """Serialise context writes until the surrounding transaction ends."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
+
+
+class _AuditWho(TypedDict):
+    context_name: str
+    actor: str
+    project: Project | None
 
 
 def _audit(*, context_name: str, action: str, actor: str, before: str | None, after: str | None,
@@ -153,7 +159,7 @@ def context_set(
             raise NotFound(f"no startup context named {_where(name, scope)}", field="name")
         now = timezone.now()
         changed: list[Any] = []
-        audit = {"context_name": name, "actor": actor, "project": scope}
+        audit: _AuditWho = {"context_name": name, "actor": actor, "project": scope}
         if context is None:
             set_active = bool(set_active)
             if set_active:

@@ -1,21 +1,28 @@
 """Behaviour several apps' admin pages share (core imports no app, so every app may use these)."""
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 
 from core.errors import ApplicationError
 
+if TYPE_CHECKING:  # the ModelAdmin these mix into, for the checker only (at run time, object)
+    from django.contrib.admin import ModelAdmin
 
-class ServiceErrorsAsMessages:
+    _ModelAdmin = ModelAdmin[Any]
+else:
+    _ModelAdmin = object
+
+
+class ServiceErrorsAsMessages(_ModelAdmin):
     """A ModelAdmin whose saves go through a service: a refused save (ApplicationError, e.g. a rule
     the service enforces) is shown as an error message on the same form instead of a server error."""
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            return super().changeform_view(request, *args, **kwargs)  # type: ignore[misc]
+            return super().changeform_view(request, *args, **kwargs)
         except ApplicationError as exc:
-            self.message_user(request, exc.message, messages.ERROR)  # type: ignore[attr-defined]
+            self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
 

@@ -106,7 +106,7 @@ def current_hits(hits: list[Hit], *, scopes: dict[str, Scope] | None = None, att
     holding: set[tuple[str, str]] = set()
     for kind, keys in by_kind.items():
         model = searchable.get(kind).model
-        rows = searchable.current_only(kind, model.objects.filter(pk__in=keys)).values_list("pk", flat=True)
+        rows = searchable.current_only(kind, model._default_manager.filter(pk__in=keys)).values_list("pk", flat=True)
         holding.update((kind, str(pk)) for pk in rows)
     kept = [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
     if scopes is None:
@@ -368,7 +368,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
 def _project_slugs(objects: list[Any]) -> dict[Any, str]:
     from core.models import Project
 
-    ids = {getattr(obj, "project_id", None) for obj in objects} - {None}
+    ids = {project_id for obj in objects if (project_id := getattr(obj, "project_id", None)) is not None}
     return dict(Project.objects.filter(pk__in=ids).values_list("pk", "slug")) if ids else {}
 
 
@@ -385,11 +385,17 @@ def compact_rows(hits: list[Hit]) -> list[CompactHitDict]:
         text = spec.text(obj) or ""
         line = " ".join(((spec.display(obj) if spec.display else None) or text).split())
         created = getattr(obj, "created_at", None)
-        row = {"kind": hit.kind, "id": hit.key, "date": created.date().isoformat() if created else None,
-               "project": slugs.get(getattr(obj, "project_id", None)),
-               "line": line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…", "tokens": tokens_of(text),
-               "superseded_by": (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")}
-        rows.append({key: value for key, value in row.items() if value is not None})  # type: ignore[misc]
+        # Empty fields are left out (in this order).
+        row: CompactHitDict = {"kind": hit.kind, "id": hit.key}
+        if created:
+            row["date"] = created.date().isoformat()
+        if (project := slugs.get(getattr(obj, "project_id", None))) is not None:
+            row["project"] = project
+        row["line"] = line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
+        row["tokens"] = tokens_of(text)
+        if (superseded_by := (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")) is not None:
+            row["superseded_by"] = superseded_by
+        rows.append(row)
     return rows
 
 
@@ -493,15 +499,16 @@ def recall(
         hits = anchors.holding_first(hits, lambda hit: f"{hit.kind}:{hit.key}", stale)
         log.update(results=len(hits), stale=len(stale))
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
-    head = {"query": query, "mode": mode, "kinds": kinds}
-    tail = {"count": len(hits), "degraded": degraded, "time_filter": time.report(timeline)}
+    time_filter = time.report(timeline)
     if detail == "compact":
         rows = compact_rows(hits)
         for row in rows:
             if (marks := stale.get(f"{row['kind']}:{row['id']}")) is not None:
                 row["stale"] = marks
-        return {**head, "results": rows, **tail}  # type: ignore[typeddict-item]
+        return {"query": query, "mode": mode, "kinds": kinds, "results": rows, "count": len(hits),
+                "degraded": degraded, "time_filter": time_filter}
     results = [_hit_dict(hit) for hit in hits]
     for result in results:
         result["stale"] = stale.get(f"{result['kind']}:{result['id']}")
-    return {**head, "results": results, **tail}  # type: ignore[typeddict-item]
+    return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(hits),
+            "degraded": degraded, "time_filter": time_filter}

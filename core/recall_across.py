@@ -68,7 +68,7 @@ def _coverage(kind: str, keys: list[str], lexemes: list[str]) -> dict[str, float
     model = searchable.get(kind).model
     held = RawSQL("cardinality(ARRAY(SELECT unnest(tsvector_to_array(search_vector)) "
                   "INTERSECT SELECT unnest(%s::text[])))", [lexemes])
-    rows = model.objects.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
+    rows = model._default_manager.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
     return {str(pk): count / len(lexemes) for pk, count in rows}
 
 
@@ -138,6 +138,6 @@ def recall_by_kind(
     results: list[RankedHitDict] = []
     for hit, strength, share in page:
         result = _hit_dict(hit)
-        results.append({**result, "strength": round(strength, 4), "coverage": round(share, 3)})  # type: ignore[typeddict-item]
+        results.append({**result, "strength": round(strength, 4), "coverage": round(share, 3)})
     return {"query": query, "mode": used if degraded else mode, "kinds": kinds, "results": results,
             "count": len(results), "per_kind": per_kind, "degraded": degraded}

@@ -66,7 +66,7 @@ class Surroundings:
 
 
 # (candidate keys, scope or None) → their surroundings within the scope, up to CONTEXT_REACH away
-Surround = Callable[[list[str], "QuerySet | None"], Surroundings]
+Surround = Callable[[list[str], "QuerySet[Any] | None"], Surroundings]
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Searchable:
     # (rows → {key of a question: its answer row, or None when unanswered within the scope given:
     # the rows a search may return}): ranking shows a question as its answer, never above it
     # (core.recall.answers_first); None: this kind has no rounds.
-    answers: Callable[[list[Any], "QuerySet | None"], dict[str, Any]] | None = None
+    answers: Callable[[list[Any], "QuerySet[Any] | None"], dict[str, Any]] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

@@ -1,5 +1,7 @@
 """REST views for memories: one APIView per operation (HS), shapes from outputs.py. Unlike MCP,
 REST may delete: it serves the people who own the data."""
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -122,7 +124,7 @@ class MemoryDetailApi(APIView):
         reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True,
                                        max_length=services.REASON_MAX_CHARS, help_text="why it changed")
 
-    UPDATE_DOC = dict(
+    UPDATE_DOC: dict[str, Any] = dict(
         tags=MEMORIES, parameters=[MEMORY_ID_PATH],
         description="New content and/or tags (`update_memory`); the memory keeps its id and the previous text "
                     "becomes a version (`GET /memories/{memory_id}/history/`). Give content or tags.",

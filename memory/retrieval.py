@@ -460,7 +460,7 @@ def _attach_objects(page: list[Hit]) -> None:
         by_kind.setdefault(entry.kind, []).append(entry)
     for kind, entries in by_kind.items():
         model = searchable.get(kind).model
-        rows = model.objects.filter(pk__in=[e.key for e in entries])
+        rows = model._default_manager.filter(pk__in=[e.key for e in entries])
         if any(f.name == "search_vector" for f in model._meta.concrete_fields):
             # The indexed words are not what a hit shows (a long tool output's vector is tens of KB).
             rows = rows.defer("search_vector")

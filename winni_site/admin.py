@@ -177,7 +177,7 @@ class ProjectForm(forms.ModelForm):
 
 def _count_subquery(store: projects.ProjectStore) -> Subquery:
     """A correlated count of one store's rows of the project, evaluated for the page's rows only."""
-    rows = store.model.objects.filter(**{store.lookup: OuterRef("pk")}).order_by().values(store.lookup)
+    rows = store.model._default_manager.filter(**{store.lookup: OuterRef("pk")}).order_by().values(store.lookup)
     return Subquery(rows.annotate(n=Count("*")).values("n"), output_field=IntegerField())
 
 

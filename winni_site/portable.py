@@ -279,12 +279,12 @@ def _insert_new(model: type[models.Model], objs: list[tuple[int, models.Model]],
     """Insert the objects whose primary key is not there yet; returns the added primary keys."""
     if not objs:
         return []
-    existing = set(model.objects.filter(pk__in=[o.pk for _, o in objs]).values_list("pk", flat=True))
+    existing = set(model._default_manager.filter(pk__in=[o.pk for _, o in objs]).values_list("pk", flat=True))
     fresh = [(n, o) for n, o in objs if o.pk not in existing]
     with _keep_timestamps(model):
         try:
             with transaction.atomic():
-                model.objects.bulk_create([o for _, o in fresh])
+                model._default_manager.bulk_create([o for _, o in fresh])
         except IntegrityError:
             # Find the line that breaks a constraint, to name it.
             for number, obj in fresh:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from django.db import connection, transaction
 from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, Subquery, TextField, Value
@@ -115,9 +115,9 @@ def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: An
             messages = messages.filter(turn_number__gte=low)
         if high is not None:
             messages = messages.filter(turn_number__lte=high)
-        messages = list(messages)
-        log["messages"] = len(messages)
-    return conversation, messages
+        loaded = list(messages)
+        log["messages"] = len(loaded)
+    return conversation, loaded
 
 
 def conversation_find(*, conversation_id: Any) -> Conversation | None:
@@ -142,8 +142,8 @@ def conversation_activity(*, sources: tuple[str, ...], since: Any) -> dict[int |
     for row in sessions.values("project").annotate(last=Max("updated_at")):
         activity[row["project"]] = {"last_event_at": row["last"], "events_today": 0}
     recent = Message.objects.filter(created_at__gte=since, conversation__metadata__source__in=sources)
-    for row in recent.order_by().values("conversation__project").annotate(n=Count("*")):
-        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    for counted in recent.order_by().values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(counted["conversation__project"], {"last_event_at": None})["events_today"] = counted["n"]
     return activity
 
 
@@ -433,7 +433,7 @@ def messages_store_bulk(
 def conversation_list(
     *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at",
     project: Any = None,
-) -> tuple[list[Conversation], int, bool]:
+) -> tuple[Sequence[Conversation], int, bool]:
     """A page of conversations (newest first by sort_by), each annotated with `message_count`,
     the total number matching and whether that total is an estimate (see `capped_count`).
     `project`: only that project's (a name matching no project: none)."""

@@ -537,7 +537,7 @@ def _tool_parts(content: str) -> tuple[str, str, str] | None:
         return name, _flatten(given, EMBED_TOOL_INPUT_CHARS), _flatten(output, 4 * EMBED_TOOL_OUTPUT_CHARS, said)
     if body is not None or not content.startswith("{"):
         return None
-    found = {}
+    found: dict[tuple[str, ...], int] = {}
     for group in (_TOOL_NAME_KEYS, _TOOL_INPUT_KEYS, _TOOL_OUTPUT_KEYS):
         for key in group:
             at = content.find(f'"{key}": ')

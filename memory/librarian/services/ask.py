@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -27,7 +27,7 @@ from pgvector.django import CosineDistance
 from core import access, llm, projects
 from core.logs import storage_op
 from core.models import Project
-from core.recall import recall
+from core.recall import RecallDict, recall
 from core.redaction import redact
 from memory.librarian.models import QueryMemory, Tier
 from memory.librarian.services.entries import librarian_evict_over_limit
@@ -66,8 +66,9 @@ def knowledge_answer(query: str, project: Project | None = None) -> Knowledge:
     """The best matching stored passages (messages, memories, medallions, contexts: the hybrid
     `winni_recall`, within `project` when given) with their sources, labelled as retrieved text,
     never generated."""
-    hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES,
-                  filters={"project": project})["results"]
+    found = cast(RecallDict, recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES,
+                                    filters={"project": project}))  # detail="full", the default
+    hits = found["results"]
     if not hits:
         return Knowledge(NO_KNOWLEDGE_ANSWER, [])
     lines = ["Retrieved from Winni's memory (passages, not a generated answer):"]
@@ -166,7 +167,7 @@ _HIT_TIER_SQL = """CASE WHEN NOT %(promote)s THEN tier
     WHEN ask_count + 1 >= 4 AND tier <> 'core' THEN 'hot'
     WHEN ask_count + 1 >= 2 AND tier = 'cold' THEN 'warm'
     ELSE tier END"""
-_ENTRY_COLUMNS = [f.column for f in QueryMemory._meta.concrete_fields if f.name != "embedding"]
+_ENTRY_COLUMNS = [f.column for f in QueryMemory._meta.concrete_fields if f.name != "embedding" and f.column]
 
 
 def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: str | None = None,

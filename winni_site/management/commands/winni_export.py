@@ -2,6 +2,7 @@
 checksums); format "winni-export" version 1, documented in docs/operations.md. Deterministic: the same data
 gives the same files."""
 from pathlib import Path
+from typing import TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -25,7 +26,7 @@ class Command(BaseCommand):
         bars: dict[str, tqdm] = {}
 
         def progress(store: str, lines: int) -> None:
-            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=self.stderr._out, leave=True)).update(1)
+            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=cast(TextIO, self.stderr._out), leave=True)).update(1)
 
         try:
             manifest = portable.export_all(out=out, stores=options["store"], progress=progress)  # type: ignore[arg-type]

@@ -2,6 +2,8 @@
 detector knew their format) become [REDACTED:<type>], with the index and vectors following.
 `--dry-run` only counts. Interrupted, the next run goes on where it stopped (`--restart`: from
 the start). docs/privacy.md, "Scrubbing what is stored"."""
+from typing import TextIO, cast
+
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
@@ -21,7 +23,7 @@ class Command(BaseCommand):
         bars: dict[str, tqdm] = {}
 
         def progress(label: str, rows: int) -> None:
-            bars.setdefault(label, tqdm(desc=label, unit=" rows", file=self.stderr._out, leave=True)).update(rows)
+            bars.setdefault(label, tqdm(desc=label, unit=" rows", file=cast(TextIO, self.stderr._out), leave=True)).update(rows)
 
         try:
             report = scrub_stored.scrub_stored(dry_run=bool(options["dry_run"]), restart=bool(options["restart"]),
