@@ -87,8 +87,9 @@ def argument(name: str) -> str | None:
 
 def config_path() -> str:
     """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
-    if argument("--config"):
-        return os.path.expanduser(argument("--config"))
+    given = argument("--config")
+    if given:
+        return os.path.expanduser(given)
     return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
 
 
@@ -311,7 +312,7 @@ _roots: dict = {}
 ROOT_COMMIT_TIMEOUT = 2.0
 
 
-def root_commit(git_root: str, common_dir: str, cache_path: object = None) -> object:
+def root_commit(git_root: str, common_dir: str, cache_path: str | None = None) -> str | None:
     """The repository's root commit (the smallest hash when it has several), from
     `git rev-list --max-parents=0 HEAD`, run once per repository: the answer is kept in
     `cache_path` (a JSON file keyed by the common git dir). None without git, without commits, in

@@ -10,7 +10,7 @@ writer waits instead of failing on an index."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, TypedDict
+from typing import Any, TypedDict, overload
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -93,6 +93,10 @@ def _where(name: str, project: Project | None) -> str:
 # --- reads -----------------------------------------------------------------------------------
 
 
+@overload
+def context_get(*, name: str, project: Any = None) -> StartupContext: ...
+@overload
+def context_get(*, name: None = None, project: Any = None) -> StartupContext | None: ...
 def context_get(*, name: str | None = None, project: Any = None) -> StartupContext | None:
     """The named context (NotFound when missing), or the active one (None when there is none), of
     `project` (a name or Project; None: the global contexts). A project name that matches no

@@ -26,19 +26,19 @@ class ServiceErrorsAsMessages(_ModelAdmin):
             return HttpResponseRedirect(request.get_full_path())
 
 
-class NoDjangoLogEntries:
+class NoDjangoLogEntries(_ModelAdmin):
     """A ModelAdmin whose HISTORY button shows Winni's own trail (audit rows, revisions), written by
     the services whichever interface made the change: Django's LogEntry would be a second trail
     nobody reads."""
 
-    def log_addition(self, *args: Any, **kwargs: Any) -> None:
+    def log_addition(self, *args: Any, **kwargs: Any) -> Any:  # (Django's returns the LogEntry; nobody reads it)
         return None
 
-    def log_change(self, *args: Any, **kwargs: Any) -> None:
+    def log_change(self, *args: Any, **kwargs: Any) -> Any:  # (Django's returns the LogEntry; nobody reads it)
         return None
 
-    def log_deletion(self, *args: Any, **kwargs: Any) -> None:
+    def log_deletion(self, *args: Any, **kwargs: Any) -> Any:  # (Django's returns the LogEntry; nobody reads it)
         return None
 
-    def log_deletions(self, *args: Any, **kwargs: Any) -> None:
+    def log_deletions(self, *args: Any, **kwargs: Any) -> Any:  # (Django's returns the LogEntry; nobody reads it)
         return None

@@ -10,7 +10,7 @@ rows around a hit, extra hit fields) comes from the registry in core.searchable.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, TypeGuard, cast
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -23,6 +23,10 @@ from core.validation import NOT_ONE_OF, parse_date_range, parse_uuid, shown_valu
 
 Mode = Literal["fts", "semantic", "hybrid"]
 MODES = ("fts", "semantic", "hybrid")
+
+
+def is_mode(value: object) -> TypeGuard[Mode]:
+    return value in MODES
 LIMIT_DEFAULT = 10
 LIMIT_MAX = 100
 # A question about the asker's own life ("how many hours have I spent…", "which book did I finish
@@ -285,7 +289,7 @@ class CompactRecallDict(TypedDict):
     time_filter: dict[str, Any] | None
 
 
-def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
+def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, Mode]:
     query = validate_query(query)
     known = searchable.kinds()
     if kinds is None or kinds == []:
@@ -295,7 +299,7 @@ def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[
         raise InvalidInput(f"kinds: unknown kind {bad!r}; known kinds are {', '.join(known)}", field="kinds")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIMIT_MAX:
         raise InvalidInput(f"limit must be between 1 and {LIMIT_MAX}, got {limit!r}", field="limit")
-    if mode not in MODES:
+    if not is_mode(mode):
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     return query, list(dict.fromkeys(kinds)), limit, mode
 
@@ -356,7 +360,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "question": None,
     }
     if spec.hit_fields is not None:
-        result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
+        result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]  # HitFields' keys are among these; a TypedDict may hold more, so mypy cannot tell
     if hit.question is not None:
         asked = hit.question
         result["question"] = {"id": str(asked.pk), "label": spec.label(asked),
@@ -430,7 +434,7 @@ def get_item(*, kind: Any, item_id: Any) -> ItemDict:
                             "project": _project_slugs([obj]).get(getattr(obj, "project_id", None))}
     if spec.hit_fields is not None:
         item.update(spec.hit_fields(obj))
-    return {key: value for key, value in item.items() if value is not None}  # type: ignore[return-value]
+    return cast(ItemDict, {key: value for key, value in item.items() if value is not None})  # its empty fields left out
 
 
 def recall(
@@ -469,7 +473,7 @@ def recall(
         nonlocal degraded
         if not degraded:
             try:
-                return rank(query=text, scopes=scopes, limit=depth, mode=mode,  # type: ignore[arg-type]
+                return rank(query=text, scopes=scopes, limit=depth, mode=mode,
                             include_superseded=include_superseded)
             except EmbeddingUnavailable:
                 # semantic needs the provider; say so and answer lexically rather than not at all.

@@ -20,7 +20,16 @@ from django.db.models.expressions import RawSQL
 
 from core import searchable
 from core.logs import storage_op
-from core.recall import ROUND_DEPTH_FACTOR, RecallHitDict, _hit_dict, _validate, answers_first, rank, recall_scopes
+from core.recall import (
+    ROUND_DEPTH_FACTOR,
+    Mode,
+    RecallHitDict,
+    _hit_dict,
+    _validate,
+    answers_first,
+    rank,
+    recall_scopes,
+)
 from core.searchable import EmbeddingUnavailable, Hit
 
 COVERAGE_WEIGHT = 0.5
@@ -89,7 +98,7 @@ def recall_by_kind(
     scopes = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
     vector = None
-    used = mode
+    used: Mode = mode
     if mode != "fts" and _embed_query is not None:
         try:
             vector = _embed_query(query)
@@ -102,7 +111,7 @@ def recall_by_kind(
             # A question shows as its answer, never above it (core.recall.answers_first); the round
             # counts the words and meaning of both.
             hits = answers_first(rank(query=query, scopes={kind: scope},
-                                      limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),  # type: ignore[arg-type]
+                                      limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),
                                  query=query, scopes={kind: scope})[:limit]
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
             coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), lexemes)

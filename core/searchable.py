@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypedDict
 
 from django.contrib.postgres.search import SearchVector
 from django.db import models, transaction
@@ -69,6 +69,14 @@ class Surroundings:
 Surround = Callable[[list[str], "QuerySet[Any] | None"], Surroundings]
 
 
+class HitFields(TypedDict, total=False):
+    """What a recall hit of a kind adds to the common fields (Searchable.hit_fields)."""
+
+    conversation_id: str | None
+    turn: int | None
+    superseded_by: str | None
+
+
 @dataclass
 class Hit:
     """One ranked row, as the ranking engine returns it."""
@@ -114,7 +122,7 @@ class Searchable:
     # The rows around candidate hits, for hybrid ranking (see Surroundings); None: no neighbours.
     surround: Surround | None = None
     # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
-    hit_fields: Callable[[Any], dict[str, Any]] | None = None
+    hit_fields: Callable[[Any], HitFields] | None = None
     # What a hit shows of a row instead of its text's start when that is not for reading (a tool
     # call stored as JSON: one readable line); None from it, or no function: the text.
     display: Callable[[Any], str | None] | None = None

@@ -42,9 +42,8 @@ MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
 class TagField(serializers.CharField):
     """One tag; the service trims it, lower-cases it and checks its length (naming the field)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID},
-                         **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID}, **kwargs)
 
 
 class MemoryCreateListApi(APIView):

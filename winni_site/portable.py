@@ -264,7 +264,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 def _keep_timestamps(model: type[models.Model]) -> Iterator[None]:
     """auto_now / auto_now_add would stamp imported rows with the import time; an import keeps
     the exported times instead."""
-    stamped = [f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    stamped = [f for f in model._meta.concrete_fields
+               if isinstance(f, (models.DateField, models.TimeField)) and (f.auto_now or f.auto_now_add)]
     saved = [(f, f.auto_now, f.auto_now_add) for f in stamped]
     for f in stamped:
         f.auto_now = f.auto_now_add = False

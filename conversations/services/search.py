@@ -297,7 +297,7 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
         ]
         # A long turn found through one of its passages shows that passage (conversations.services.passages).
         snippet = message_display(message) or passage_shown("message", message, item.passage) \
-            or message.snippet  # type: ignore[attr-defined]
+            or message.snippet  # type: ignore[attr-defined]  # a column of the raw query (_HITS_SQL)
         result.append(SearchHit(message=message, rank=item.rank, snippet=snippet, context=context))
     return result
 
@@ -339,7 +339,7 @@ def message_search(
     (a boost for the named range; an order question's timeline); `time_filter` says so. The page's
     JSON holds at most `max_chars` characters: its messages' content is cut to fit (READ_MAX_CHARS)."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
-    if mode not in recall.MODES:
+    if not recall.is_mode(mode):
         raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
     offset = validate_offset(offset)
@@ -616,12 +616,13 @@ def message_parts(text: str, before: str | None) -> Parts:
     return [(text, 1.0), (before, weight)] if before and weight else [(text, 1.0)]
 
 
-def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
+def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int,
+                               mode: recall.Mode) -> RankedPage:
     """semantic / hybrid ranking of the filtered messages. If the embedding provider is down,
     hybrid answers from its BM25 side alone and semantic reports the outage."""
     try:
         found = recall.rank(query=query, scopes={"message": filters.scope(Message.objects.all())}, limit=limit,
-                            offset=offset, mode=mode,  # type: ignore[arg-type]
+                            offset=offset, mode=mode,
                             attach=False)  # message_hits loads the rows, with snippets and context
     except EmbeddingUnavailable as exc:
         raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",
