@@ -16,7 +16,7 @@ IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)$")
 EXPLAINED = re.compile(r"^\[[a-z-]+(?:,\s*[a-z-]+)*\]\s+#\s*\S.{3,}")
 
 
-@pytest.mark.slow  # scheduled first (tests/conftest.py): a cold run (no cache) takes about a minute
+@pytest.mark.slow  # scheduled first (tests/conftest.py): a cold run (no cache) takes under a minute
 def test_mypy_passes() -> None:
     # The cache (pyproject.toml: var/mypy-cache, git-ignored) makes a second run a few seconds.
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "winni_site.settings.dev"}
