@@ -33,7 +33,7 @@ from core.errors import ApplicationError, Conflict, Forbidden, InvalidInput, Not
 from core.logs import storage_op
 from core.models import STRONG_KINDS, KeyKind, Project, ProjectKey
 
-M = TypeVar("M", bound=models.Model)
+QS = TypeVar("QS", bound=QuerySet[Any])  # a queryset keeps its class (a model's own QuerySet) through scoping
 
 NAME_MAX = 200
 VALUE_MAX = 2000
@@ -204,7 +204,7 @@ class ProjectFilter:
         """Whether the filter leaves rows out (a project named, or a token limited to projects)."""
         return self.given or self.allowed is not None
 
-    def apply(self, queryset: QuerySet[M], lookup: str = "project") -> QuerySet[M]:
+    def apply(self, queryset: QS, lookup: str = "project") -> QS:
         """The rows of `queryset` this filter keeps. Every store's project scoping goes through
         here (scope_queryset), and so does the restriction of a token limited to projects."""
         if self.matches_nothing:
@@ -281,7 +281,7 @@ def search_scope(value: Any, *, model: type[models.Model], project_only: Any = F
     return found
 
 
-def scope_queryset(queryset: QuerySet[M], project: Any, *, lookup: str = "project", field: str = "project") -> QuerySet[M]:
+def scope_queryset(queryset: QS, project: Any, *, lookup: str = "project", field: str = "project") -> QS:
     """`queryset` narrowed to the project named by `project` (a name, a Project or None: no
     narrowing); a name that matches no project gives no rows."""
     return project_filter(project, field=field).apply(queryset, lookup)

@@ -16,6 +16,7 @@ from django.utils import timezone
 from core import anchors, projects, searchable, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
+from core.models import Project
 from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import (
@@ -28,7 +29,7 @@ from core.validation import (
 )
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from memory.models import Embedding, EmbeddingModel, Memory, MemoryVersion
+from memory.models import Embedding, EmbeddingModel, Memory, MemoryQuerySet, MemoryVersion
 
 KIND = "memory"
 CONTENT_EMPTY = "must not be empty or whitespace"
@@ -327,7 +328,7 @@ def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], di
     return scores, via
 
 
-def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str,
+def _waiting_for_a_vector(*, query: str, scope: MemoryQuerySet, filtered: bool, model: str,
                           lexemes: list[str] | None = None) -> list[Memory]:
     """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
     commit) that share a word with the query, to be embedded by the search itself: the best
@@ -709,7 +710,7 @@ def memory_history(*, memory_id: Any) -> tuple[Memory, list[MemoryVersion]]:
     return memory, list(memory.versions.order_by("-version"))
 
 
-def memories_merge(source: Any, target: Any) -> int:
+def memories_merge(source: Project, target: Project) -> int:
     """Move `source` project's memories into `target` (core.projects.project_merge, inside its
     transaction). A fact the target already holds stays the target's memory, with the moved
     copy's tags added; the copy goes (same normalised content: nothing is lost but its row)."""

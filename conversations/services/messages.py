@@ -2,12 +2,13 @@
 Every interface (MCP, REST, admin, capture) calls these."""
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from django.db import connection, transaction
-from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, Subquery, TextField, Value
+from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
@@ -132,7 +133,7 @@ def conversation_for_session(*, session_id: str, source: str) -> Conversation | 
             .select_related("project").order_by("created_at").first())
 
 
-def conversation_activity(*, sources: tuple[str, ...], since: Any) -> dict[int | None, dict[str, Any]]:
+def conversation_activity(*, sources: tuple[str, ...], since: dt.datetime) -> dict[int | None, dict[str, Any]]:
     """Per project (None: conversations without one), among the conversations whose
     `metadata.source` is one of `sources`: the newest `updated_at` (a stored message moves it) and
     how many of their messages were created since `since`. Cheap on a large database: the
@@ -486,7 +487,7 @@ def conversation_delete(*, conversation_id: Any, force: bool = False) -> int:
 COUNT_EXACT_UP_TO = 10_000
 
 
-def capped_count(queryset: Any) -> tuple[int, bool]:
+def capped_count(queryset: QuerySet[Any]) -> tuple[int, bool]:
     """(total, total_is_estimate): exact up to COUNT_EXACT_UP_TO, the planner's estimate beyond."""
     return counts.capped_count(queryset, COUNT_EXACT_UP_TO)
 

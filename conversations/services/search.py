@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
 from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message, SessionDigest
@@ -392,7 +393,7 @@ def message_recall_scope(*, project: Any, excluding_session: str | None = None,
     return messages
 
 
-def whole_conversations(scope: Any) -> bool:
+def whole_conversations(scope: QuerySet[Message]) -> bool:
     """Whether a Message queryset's filters each take or leave out whole conversations (a project, a
     session, a conversation, negated or not: every column they read is the conversation's), so
     that a conversation with one turn in the scope has all of them in it. A message's project is
@@ -409,7 +410,7 @@ def whole_conversations(scope: Any) -> bool:
     return per_conversation(scope.query.where)
 
 
-def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
+def message_surroundings(keys: list[str], scope: QuerySet[Any] | None) -> Surroundings:
     """The messages up to CONTEXT_REACH turns before and after each of `keys` (within `scope`, a
     Message queryset, when given), and each one's conversation: hybrid ranking passes part of a
     hit's score to them (the message kind's `surround` in the searchable registry)."""
