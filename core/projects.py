@@ -166,7 +166,7 @@ class Scope:
     (`within`, from the ProjectFilter that made them: the search skips the other
     projects' vectors and uses a project's own indexes by it). Made by ProjectFilter.scope."""
 
-    rows: QuerySet
+    rows: QuerySet[Any]
     narrowed: bool = True
     within: ScopeProjects | None = None
 
@@ -246,7 +246,7 @@ class ProjectFilter:
             return f"{column} = %s", [within.only]
         return f"{column} = ANY(%s)", [sorted(within.ids)]
 
-    def scope(self, queryset: QuerySet, lookup: str = "project") -> Scope:
+    def scope(self, queryset: QuerySet[Any], lookup: str = "project") -> Scope:
         """The rows of `queryset` this filter keeps (apply), with the projects they are in (within),
         as a search takes them."""
         return Scope(rows=self.apply(queryset, lookup), narrowed=self.narrows, within=self.within)

@@ -326,7 +326,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any], project_only: Any =
             lookups["created_at__gte"] = start
         if end:
             lookups["created_at__lt"] = end
-        scope = project.scope(spec.model.objects.all(), spec.filters.get("project", "project"))
+        scope = project.scope(spec.model._default_manager.all(), spec.filters.get("project", "project"))
         scopes[kind] = scope.filter(**lookups) if lookups else scope
     return scopes
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField
+from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
@@ -29,7 +29,7 @@ from core.validation import (
 )
 from memory import embeddings, retrieval, vectors
 from memory.embeddings import EmbeddingError, EmbeddingUnavailable
-from memory.models import Embedding, EmbeddingModel, Memory, MemoryQuerySet, MemoryVersion
+from memory.models import Embedding, EmbeddingModel, Memory, MemoryVersion
 
 KIND = "memory"
 CONTENT_EMPTY = "must not be empty or whitespace"
@@ -262,7 +262,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
 STALE_DEPTH_MAX = 400
 
 
-def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
+def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: vectors.ActiveModel,
               waiting: list[Memory], current: bool, within: projects.ScopeProjects | None) -> list[MemoryHit]:
     """`within`: the projects `scope`'s memories are in (core.projects.ProjectFilter.within).
     `current`: superseded memories hand their match to their successors (_successors_take_over)
@@ -328,7 +328,7 @@ def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], di
     return scores, via
 
 
-def _waiting_for_a_vector(*, query: str, scope: MemoryQuerySet, filtered: bool, model: str,
+def _waiting_for_a_vector(*, query: str, scope: QuerySet[Memory], filtered: bool, model: str,
                           lexemes: list[str] | None = None) -> list[Memory]:
     """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
     commit) that share a word with the query, to be embedded by the search itself: the best

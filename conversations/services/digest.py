@@ -317,7 +317,7 @@ def session_digest_model_write(*, digest_id: Any) -> SessionDigest | None:
             try:
                 reply = client.chat([{"role": "user", "content": model_prompt(sections, messages, cwd=cwd)}],
                                     system=MODEL_SYSTEM, json_format=json_format)
-                sections = {**sections, **model_parts(reply)}  # type: ignore[assignment]
+                sections = {**sections, **model_parts(reply)}  # type: ignore[assignment]  # model_parts: only Sections keys (ModelParts validated the reply)
             except llm.LLMBudgetSpent as exc:
                 note = str(exc)
             except llm.LLMError as exc:

@@ -83,11 +83,11 @@ class MessageFilters:
             params.append(self.end)
         return " AND ".join(parts), params
 
-    def apply(self, queryset: Any) -> Any:
+    def apply(self, queryset: QuerySet[Message]) -> QuerySet[Message]:
         """The same filters on a Message queryset."""
         return self.scope(queryset).rows
 
-    def scope(self, queryset: Any) -> projects.Scope:
+    def scope(self, queryset: QuerySet[Message]) -> projects.Scope:
         """The same filters as a search's scope (for semantic search over the same rows)."""
         lookups: dict[str, Any] = {}
         if self.conversation_id is not None:
