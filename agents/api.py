@@ -140,7 +140,7 @@ def _result_dict(result: capture.CaptureResult) -> dict[str, Any]:
     }
 
 
-PROMPT_EVENT = {"payload": {"hook_event_name": "UserPromptSubmit", "session_id": "7d1c9b0e-claude-session",
+PROMPT_EVENT: dict[str, Any] = {"payload": {"hook_event_name": "UserPromptSubmit", "session_id": "7d1c9b0e-claude-session",
                             "cwd": "/home/me/src/winni", "prompt": "How do we store money amounts?"},
                 "event_id": "evt-0001", "captured_at": "2026-11-24T09:50:00Z",
                 "repository": {"git_root": "/home/me/src/winni", "remote": "github.com/example/winni",
@@ -233,7 +233,7 @@ class CaptureEventBatchApi(APIView):
 
 class CaptureSessionStartApi(APIView):
     class InputSerializer(StrictSerializer):
-        source = serializers.ChoiceField(choices=list(capture.SESSION_START_SOURCES), required=False,
+        source = serializers.ChoiceField(choices=list(capture.SESSION_START_SOURCES), required=False,  # type: ignore[assignment]  # a field named as the hook's payload names it; DRF takes declared fields off the class, so Field.source is not shadowed
                                          default="startup", help_text="Claude Code's SessionStart source")
         # The hook sends `cwd=` when Claude Code gave none.
         cwd = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,

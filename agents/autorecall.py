@@ -47,7 +47,7 @@ from core import anchors, paths, projects, repeats, timerank
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
-from core.recall import answers_first, rank
+from core.recall import Mode, answers_first, rank
 from core.searchable import EmbeddingUnavailable, passage_shown
 from core.validation import validate_int_range, validate_storable
 from medallions import services as medallions
@@ -269,7 +269,7 @@ def _date(value: Any) -> str | None:
 
 
 def _recalled(query: str, project: Project | None, session_id: str | None,
-              query_vector: list[float] | None, *, mode: str = "hybrid", spoken_only: bool = False,
+              query_vector: list[float] | None, *, mode: Mode = "hybrid", spoken_only: bool = False,
               time: timerank.TimePlan | None = None, project_only: bool = False) -> list[Candidate]:
     """Hybrid recall's best memories and past turns (`spoken_only`: user and assistant turns, no
     tool calls) for `query`; `time` (its time words, core.timerank.plan) reweighs them as
@@ -278,17 +278,17 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     boosts = time is not None and time.boosts
     depth = CANDIDATES * timerank.DEPTH_FACTOR if boosts else CANDIDATES
     try:
-        hits = rank(query=query, scopes=scopes, limit=depth, mode=mode,  # type: ignore[arg-type]
+        hits = rank(query=query, scopes=scopes, limit=depth, mode=mode,
                     query_vector=query_vector)
     except EmbeddingUnavailable:
         hits = rank(query=query, scopes=scopes, limit=depth, mode="fts")
     hits = answers_first(hits, query=query, scopes=scopes)  # a question shows as its answer
 
     def weight(hit: Any) -> float:
-        return time.weight(hit.obj.created_at) if boosts else 1.0  # type: ignore[union-attr]
+        return time.weight(hit.obj.created_at) if boosts and time is not None else 1.0
 
-    if boosts:
-        hits = timerank.reweigh(hits, time, score=lambda hit: hit.fused,  # type: ignore[arg-type]
+    if boosts and time is not None:  # (boosts: a time plan that boosts)
+        hits = timerank.reweigh(hits, time, score=lambda hit: hit.fused,
                                 created=lambda hit: hit.obj.created_at)[:CANDIDATES]
     conversation_ids = [hit.obj.conversation_id for hit in hits if hit.kind == "message"]
     by_id = conversations.conversations_by_id(ids=conversation_ids) if conversation_ids else {}
@@ -433,8 +433,8 @@ def _similarities(query_vector: list[float] | None, candidates: list[Candidate])
     missing = [c.text for c in candidates if c.similarity is None and c.text not in _item_vectors]
     if missing:
         try:
-            for text, vector in zip(missing, embeddings.embed_in_request(missing)):
-                _item_vectors[text] = vector
+            for text, embedded in zip(missing, embeddings.embed_in_request(missing)):
+                _item_vectors[text] = embedded
         except EmbeddingUnavailable:
             return
         if len(_item_vectors) > 5_000:
@@ -494,10 +494,10 @@ def project_recall_enabled(project: Project | None) -> bool:
     return project is None or (project.settings or {}).get("recall_inject", True) is not False
 
 
-def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, str]]]:
+def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, Any]]]:
     """The admin transcript's "Winni added" notes: what automatic recall added to each message
     (a prompt, a tool call that touched a file)."""
-    notes: dict[Any, list[dict[str, str]]] = {}
+    notes: dict[Any, list[dict[str, Any]]] = {}
     from agents.use import injections_judge, uses_said
 
     rows = list(Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at"))

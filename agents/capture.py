@@ -271,7 +271,7 @@ def hook_fields(payload: dict[str, Any]) -> dict[str, Any]:
     agent wrote it (hooks of type http), its own unknown keys."""
     fields = payload.get("unknown_fields")
     if not isinstance(fields, dict):
-        event = payload.get("hook_event_name") if isinstance(payload.get("hook_event_name"), str) else ""
+        event = named if isinstance(named := payload.get("hook_event_name"), str) else ""
         fields = agent_dialects.unknown_fields(
             {k: v for k, v in payload.items() if k not in COMMON_KEYS}, event)
     return redact_json(json.loads(json.dumps(fields, ensure_ascii=False, default=str)), field="metadata") \
@@ -290,7 +290,7 @@ def prompt_content(payload: dict[str, Any], agent: str) -> tuple[str, dict[str, 
             return prompt, {}
         shape = field[:40]
     else:
-        unknown = payload.get("unknown_fields") if isinstance(payload.get("unknown_fields"), dict) else {}
+        unknown = found_unknown if isinstance(found_unknown := payload.get("unknown_fields"), dict) else {}
         found, where = agent_dialects.find_prompt({**unknown, **{k: v for k, v in payload.items()
                                                                   if k not in COMMON_KEYS}, "prompt": prompt})
         if found is not None:
@@ -486,6 +486,7 @@ def capture_with_recall(*, payload: Any, actor: str = "", **event: Any) -> tuple
         # The helper's connection broke before the capture could use it (a database restart since
         # its last use: it is not checked first, see core.connections) and was dropped.
         result = capture_hook_event(payload=payload, actor=actor, **event)
+    assert early is not None  # (the capture runs beside only for a prompt with a project)
     if not result.stored or result.project_id != early.pk:
         return result, hook_recall(payload=payload, result=result)
     if found is None:
@@ -688,6 +689,7 @@ def transcript_line_messages(line: Any, *, transcript_path: str = "") -> list[Tr
     if not isinstance(message, dict):
         raise InvalidInput("line.message must be a JSON object", field="line.message")
     content = message.get("content")
+    found: list[tuple[str, str, str] | None]
     if isinstance(content, str):
         found = [(role, content, "text")] if content.strip() else []
     elif isinstance(content, list):
@@ -731,7 +733,8 @@ def transcript_import_lines(
     a line's key (Claude Code: its uuid and block index) is stored with each message, and a key
     already present is skipped. A malformed line is counted and skipped; the rest of the file is
     still imported."""
-    stats = ImportStats(sessions=set())
+    sessions: set[str] = set()
+    stats = ImportStats(sessions=sessions)
     pending: list[TranscriptMessage] = []
     for raw in lines:
         if not raw.strip():
@@ -750,7 +753,7 @@ def transcript_import_lines(
         by_session.setdefault(item.session_id, []).append(item)
     with storage_op("capture.transcript_import", path=transcript_path, source=source) as log:
         for session_id, items in by_session.items():
-            stats.sessions.add(session_id)  # type: ignore[union-attr]
+            sessions.add(session_id)
             _import_session(session_id, items, stats, source=source)
         log.update(added=stats.added, duplicates=stats.duplicates, malformed=stats.malformed)
     return stats

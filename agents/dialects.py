@@ -13,9 +13,15 @@ kept raw in `unknown_fields` (each value cut to UNKNOWN_VALUE_CHARS), and a prom
 a new field or into a nested structure is still found (find_prompt). An event Winni does not
 capture gives None; a payload that is not an event at all raises Unreadable (the hook logs it and
 never fails the agent)."""
+from __future__ import annotations  # annotations stay text: the hook imports no typing at start-up
+
 import json
 import os
 import time
+
+TYPE_CHECKING = False  # (mypy reads it as typing's; the hook does not import typing)
+if TYPE_CHECKING:
+    from typing import Any
 
 CLAUDE, CODEX, GEMINI, COPILOT = "claude", "codex", "gemini", "copilot"
 AGENTS = (CLAUDE, CODEX, GEMINI, COPILOT)
@@ -102,7 +108,7 @@ def _first(payload: dict, *names: str) -> object:
     return None
 
 
-def _text(value: object) -> object:
+def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
@@ -116,7 +122,7 @@ def _maybe_json(value: object) -> object:
     return value
 
 
-def prompt_text(value: object, depth: int = 0) -> object:
+def prompt_text(value: object, depth: int = 0) -> str | None:
     """The text a prompt value holds: the string itself, or the text parts of a structure (joined
     by line breaks); None when it holds no text."""
     if isinstance(value, str):
@@ -210,7 +216,7 @@ def normalize(agent: str, payload: dict, hint: object = None, state_path: str = 
     session_id = _first(payload, "session_id", "sessionId")
     if not isinstance(session_id, str) or not session_id:
         raise Unreadable("no session_id")
-    event = {
+    event: dict[str, Any] = {
         "hook_event_name": common,
         "session_id": session_id,
         "cwd": _text(_first(payload, "cwd")),
@@ -300,7 +306,7 @@ def _reply_in(lines: list, prompt: object = None) -> tuple:
             continue
         if not isinstance(item, dict):
             continue
-        data = item.get("data") if isinstance(item.get("data"), dict) else {}
+        data = found_data if isinstance(found_data := item.get("data"), dict) else {}
         if item.get("type") == "user.message":
             messages, last_user = [], data.get("content")
         elif item.get("type") == "assistant.message" and isinstance(data.get("content"), str):

@@ -29,6 +29,8 @@ install_claude_hooks` writes, by default ~/.config/winni/claude-hook.json):
   WINNI_HOOK_SPOOL (spool file), WINNI_HOOK_LOG (log file), WINNI_HOOK_CONFIG or --config PATH
   (config file path).
 """
+from __future__ import annotations  # annotations stay text: the hook imports no typing at start-up
+
 # Only cheap modules at start-up: http.client alone costs more than the rest of the hook together
 # (its email-parser imports), so plain HTTP goes over a socket and http.client is loaded for HTTPS.
 import json
@@ -36,6 +38,11 @@ import os
 import socket
 import sys
 import time
+
+TYPE_CHECKING = False  # (mypy reads it as typing's; the hook does not import typing)
+if TYPE_CHECKING:
+    import types
+    from typing import Any
 
 DEFAULT_CONFIG = "~/.config/winni/claude-hook.json"
 DEFAULT_SPOOL = "~/.cache/winni/claude-hook-spool.jsonl"
@@ -70,7 +77,7 @@ class Slow(Unreachable):
         self.waited = waited
 
 
-def argument(name: str) -> object:
+def argument(name: str) -> str | None:
     """The value after `name` on the command line (e.g. --config PATH), or None."""
     args = sys.argv[1:]
     if name in args and args.index(name) + 1 < len(args):
@@ -80,18 +87,19 @@ def argument(name: str) -> object:
 
 def config_path() -> str:
     """`--config PATH` on the command line, else WINNI_HOOK_CONFIG, else the default."""
-    if argument("--config"):
-        return os.path.expanduser(argument("--config"))
+    given = argument("--config")
+    if given:
+        return os.path.expanduser(given)
     return os.path.expanduser(os.environ.get("WINNI_HOOK_CONFIG") or DEFAULT_CONFIG)
 
 
-def dialects() -> object:
+def dialects() -> types.ModuleType:
     """agents/dialects.py, next to this file (`python3 -I` does not put the script's folder on sys.path)."""
     try:
         from agents import dialects as agent_dialects
     except ImportError:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import dialects as agent_dialects
+        import dialects as agent_dialects  # type: ignore[import-not-found,no-redef]  # this folder, on sys.path from the line above
     return agent_dialects
 
 
@@ -304,7 +312,7 @@ _roots: dict = {}
 ROOT_COMMIT_TIMEOUT = 2.0
 
 
-def root_commit(git_root: str, common_dir: str, cache_path: object = None) -> object:
+def root_commit(git_root: str, common_dir: str, cache_path: str | None = None) -> str | None:
     """The repository's root commit (the smallest hash when it has several), from
     `git rev-list --max-parents=0 HEAD`, run once per repository: the answer is kept in
     `cache_path` (a JSON file keyed by the common git dir). None without git, without commits, in
@@ -350,7 +358,7 @@ def root_commit(git_root: str, common_dir: str, cache_path: object = None) -> ob
     return found or None
 
 
-def repository(cwd: str, cache_path: object = None) -> dict:
+def repository(cwd: str, cache_path: str | None = None) -> dict:
     """What identifies the project `cwd` belongs to, read cheaply: the git root, the origin
     remote's URL, the root commit, and the branch (all None outside a git repository).
     Winni resolves these to a project (core.projects.project_resolve)."""
@@ -372,7 +380,7 @@ class Spool:
 
     def __init__(self, path: str) -> None:
         self.path = os.path.expanduser(path)
-        self.handle = None
+        self.handle: Any = None  # the open spool file, between __enter__ and __exit__
 
     def __enter__(self) -> "Spool":
         import fcntl
@@ -413,7 +421,8 @@ class Spool:
 
 def take_batch(queue: list) -> list:
     """The oldest events that fit in one request (at least one)."""
-    batch, size = [], 0
+    batch: list[object] = []
+    size = 0
     for event in queue[:BATCH_SIZE]:
         size += len(json.dumps(event))
         if batch and size > BATCH_MAX_BYTES:

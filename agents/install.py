@@ -443,7 +443,7 @@ def plan_codex(target: Target, install: bool) -> list[Edit]:
             del doc["mcp_servers"]
     for path, doc in docs.items():
         text = tomlkit.dumps(doc) if changes[path] else texts[path]
-        if changes[path] and not install:
+        if changes[path] and not install and text is not None:  # (changed: the text tomlkit wrote)
             # What is left once Winni's tables are gone: the user's text as it was (a file that
             # held only Winni's tables goes away).
             text = text.rstrip("\n") + "\n" if text.strip() else None
@@ -487,7 +487,7 @@ def mcp_entry_secrets(target: Target) -> list[str]:
         except ConfigError:
             continue
         key, headers = ("mcp_servers", "http_headers") if path.suffix == ".toml" else ("mcpServers", "headers")
-        entries = [(data.get(key) or {}).get(MCP_NAME) if hasattr(data.get(key) or {}, "get") else None]
+        entries: list[Any] = [(data.get(key) or {}).get(MCP_NAME) if hasattr(data.get(key) or {}, "get") else None]
         if path.name == ".claude.json" and isinstance(data.get("projects"), dict):
             entries += [(folder.get("mcpServers") or {}).get(MCP_NAME) for folder in data["projects"].values()
                         if isinstance(folder, dict) and isinstance(folder.get("mcpServers"), dict)]

@@ -95,7 +95,7 @@ def tool_calls(body: bytes) -> dict[Any, dict[str, Any]]:
     calls = {}
     for message in messages:
         if isinstance(message, dict) and message.get("method") == "tools/call" and "id" in message:
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = found_params if isinstance(found_params := message.get("params"), dict) else {}
             calls[message["id"]] = {"name": params.get("name"), "arguments": params.get("arguments")}
     return calls
 

@@ -96,7 +96,7 @@ class CodexRollout:
             session = payload.get("id") or payload.get("session_id")
             if isinstance(session, str) and session:
                 self.session_id = session
-            git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+            git = found_git if isinstance(found_git := payload.get("git"), dict) else {}
             self.session_metadata.update(cwd=payload.get("cwd"), git_branch=git.get("branch"),
                                          codex_version=payload.get("cli_version"))
             return []
@@ -157,7 +157,7 @@ def gemini_chat_lines(text: str) -> list[str]:
             continue
         update = item.get("$set") if isinstance(item, dict) else None
         if isinstance(update, dict):
-            found = update.get("messages") if isinstance(update.get("messages"), list) else []
+            found = listed if isinstance(listed := update.get("messages"), list) else []
             lines += [json.dumps({"session": head, "message": m}) for m in found]
             if not found:
                 lines.append(json.dumps({"session": head, "update": update}))
@@ -240,7 +240,7 @@ class CopilotEvents:
         if kind == "session.start":
             if isinstance(data.get("sessionId"), str) and data["sessionId"]:
                 self.session_id = data["sessionId"]
-            context = data.get("context") if isinstance(data.get("context"), dict) else {}
+            context = found_context if isinstance(found_context := data.get("context"), dict) else {}
             self.session_metadata.update(cwd=context.get("cwd"), git_branch=context.get("branch"),
                                          copilot_version=data.get("copilotVersion"))
             return []
@@ -254,7 +254,7 @@ class CopilotEvents:
                     body = {"tool_call": call.get("name"), "id": call.get("toolCallId"), "input": call.get("arguments")}
                     found.append(("tool", _tool_text(body), "tool_request"))
         elif kind == "tool.execution_complete":
-            result = data.get("result") if isinstance(data.get("result"), dict) else {}
+            result = found_result if isinstance(found_result := data.get("result"), dict) else {}
             body = {"tool_result": result.get("content", data.get("result")), "id": data.get("toolCallId"),
                     "success": data.get("success")}
             found.append(("tool", _tool_text(body), "tool_result"))

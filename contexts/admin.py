@@ -23,7 +23,7 @@ def _actor(request: HttpRequest) -> str:
 
 
 def _activated(context: StartupContext) -> str:
-    scope = f"of project {context.project.slug}" if context.project_id else "global"  # type: ignore[union-attr]
+    scope = f"of project {context.project.slug}" if context.project is not None else "global"
     return f"{context.name!r} is now the active {scope} startup context."
 
 
@@ -89,7 +89,7 @@ class StartupContextAdmin(NoDjangoLogEntries, ServiceErrorsAsMessages, admin.Mod
         first, with the content hashes before and after."""
         context = self.get_object(request, unquote(object_id))
         if context is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]  # Django's own not-found answer; private, so not in the stubs
         if not self.has_view_or_change_permission(request, context):
             raise PermissionDenied
         entries = [{"title": f"sha256 {r.sha256_before[:12] or '—'} → {r.sha256_after[:12] or '—'}", "when": r.at,

@@ -110,7 +110,7 @@ class ContextDetailApi(APIView):
         responses={200: answer(outputs.ContextDict, "the context", CONTEXT)},
     )
     def get(self, request: Request, name: str) -> Response:
-        return Response(outputs.context_dict(services.context_get(name=name, project=_project(request))))  # type: ignore[arg-type]
+        return Response(outputs.context_dict(services.context_get(name=name, project=_project(request))))
 
     @extend_schema(
         operation_id="contexts_update", tags=CONTEXTS, summary="Update a startup context",

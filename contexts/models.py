@@ -1,4 +1,5 @@
 import uuid
+from collections.abc import Collection
 
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
@@ -47,7 +48,7 @@ class StartupContext(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def validate_constraints(self, exclude: set[str] | None = None) -> None:
+    def validate_constraints(self, exclude: Collection[str] | None = None) -> None:
         # Activating a context switches the previous one off in the same transaction
         # (contexts.services), so a form must not refuse it for "another context is active"; the
         # names are checked by the service too, with a message naming the project.

@@ -10,7 +10,7 @@ writer waits instead of failing on an index."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, TypedDict, overload
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -55,6 +55,12 @@ def _lock_writes() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [WRITE_LOCK_KEY])
 
 
+class _AuditWho(TypedDict):
+    context_name: str
+    actor: str
+    project: Project | None
+
+
 def _audit(*, context_name: str, action: str, actor: str, before: str | None, after: str | None,
            project: Project | None) -> None:
     StartupContextAudit.objects.create(
@@ -87,6 +93,10 @@ def _where(name: str, project: Project | None) -> str:
 # --- reads -----------------------------------------------------------------------------------
 
 
+@overload
+def context_get(*, name: str, project: Any = None) -> StartupContext: ...
+@overload
+def context_get(*, name: None = None, project: Any = None) -> StartupContext | None: ...
 def context_get(*, name: str | None = None, project: Any = None) -> StartupContext | None:
     """The named context (NotFound when missing), or the active one (None when there is none), of
     `project` (a name or Project; None: the global contexts). A project name that matches no
@@ -153,7 +163,7 @@ def context_set(
             raise NotFound(f"no startup context named {_where(name, scope)}", field="name")
         now = timezone.now()
         changed: list[Any] = []
-        audit = {"context_name": name, "actor": actor, "project": scope}
+        audit: _AuditWho = {"context_name": name, "actor": actor, "project": scope}
         if context is None:
             set_active = bool(set_active)
             if set_active:

@@ -173,7 +173,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.display(ordering="_message_count", description="messages")
     def message_count(self, obj: Conversation) -> int:
-        return obj._message_count  # type: ignore[attr-defined]
+        return obj._message_count  # type: ignore[attr-defined]  # annotated by get_queryset
 
     @admin.display(ordering="first_message_at", description="first activity")
     def first_activity(self, obj: Conversation) -> Any:

@@ -1,6 +1,11 @@
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from core.searchable import HitFields
 
 
 class ConversationsConfig(AppConfig):
@@ -49,7 +54,7 @@ class ConversationsConfig(AppConfig):
         register_store(ProjectStore(label="digests", model=SessionDigest, counted=False))
 
 
-def _message_hit_fields(message: Any) -> dict[str, Any]:
+def _message_hit_fields(message: Any) -> HitFields:
     """A recall hit on a message names its conversation and turn."""
     return {"conversation_id": str(message.conversation_id) if message.conversation_id else None,
             "turn": message.turn_number}

@@ -1,6 +1,6 @@
 """The return shapes of seed 001 §5, shared by MCP tools and REST views (one place per shape)."""
 import json
-from typing import Any, TypedDict
+from typing import Any, Sequence, TypedDict
 
 from conversations.models import Conversation, FiedlerResult, Message
 from conversations.services import SearchHit, SearchPage
@@ -181,7 +181,7 @@ def bulk_stored_dict(conversation: Conversation, messages: list[Message]) -> Bul
 
 
 def conversation_list_dict(
-    conversations: list[Conversation], total: int, estimate: bool, limit: int, offset: int
+    conversations: Sequence[Conversation], total: int, estimate: bool, limit: int, offset: int
 ) -> ConversationListDict:
     return {
         "conversations": [
@@ -192,7 +192,7 @@ def conversation_list_dict(
                 "project": slug_of(conversation),
                 "created_at": conversation.created_at.isoformat(),
                 "updated_at": conversation.updated_at.isoformat(),
-                "message_count": conversation.message_count,  # type: ignore[attr-defined]
+                "message_count": conversation.message_count,  # type: ignore[attr-defined]  # annotated by conversation_list
                 "metadata": conversation.metadata,
             }
             for conversation in conversations

@@ -62,13 +62,13 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(block, dict) for block in value):
-        texts = [block.get("text") for block in value if isinstance(block.get("text"), str)]
+        texts = [text for block in value if isinstance(text := block.get("text"), str)]
         if texts:
             return "\n".join(texts)
     if isinstance(value, dict):
         if isinstance(value.get("content"), list):
             return _text(value["content"])
-        streams = [value.get(key) for key in ("stdout", "stderr") if isinstance(value.get(key), str) and value.get(key)]
+        streams = [stream for key in ("stdout", "stderr") if isinstance(stream := value.get(key), str) and stream]
         if streams:
             return "\n".join(streams)
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)

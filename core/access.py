@@ -14,9 +14,12 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from core.errors import Forbidden, NotFound
+
+if TYPE_CHECKING:
+    from core.models import Project
 
 READ, WRITE, ADMIN = "read", "write", "admin"
 SCOPES = (READ, WRITE, ADMIN)
@@ -94,7 +97,7 @@ def allowed_project_ids() -> frozenset[int] | None:
     return None if access is None else access.project_ids
 
 
-def check_write_project(project: Any, *, field: str = "project") -> Any:
+def check_write_project(project: Project | None, *, field: str = "project") -> Project | None:
     """The project a write goes into, for a token limited to projects: the one named, when it is
     among the token's (else Forbidden); none named, the token's only project (else Forbidden:
     global rows are outside every project)."""

@@ -365,8 +365,8 @@ def marks(keys: Iterable[str]) -> dict[str, list[Mark]]:
         # The file of that path; else (a path named by its end) the files whose path ends so.
         candidates = [row for row in mine if row.path == anchor.path] or [
             row for row in mine if row.path.endswith(f"/{anchor.path}")]
-        candidates = [row for row in candidates if row.changed_at is not None]
-        changed = max(candidates, key=lambda row: row.changed_at, default=None)
+        dated = [(row.changed_at, row) for row in candidates if row.changed_at is not None]
+        changed = max(dated, key=lambda pair: pair[0], default=(None, None))[1]
         mark = _mark(anchor, changed) if changed is not None else None
         if mark is not None:
             found.setdefault(anchor.item_key, []).append(mark)

@@ -17,7 +17,7 @@ from django.db import InterfaceError, OperationalError, connection
 T = TypeVar("T")
 
 
-def run_unchecked(work: Callable[[], Any], *, retry: bool) -> Any:
+def run_unchecked(work: Callable[[], T], *, retry: bool) -> T:
     """`work()` on this thread's connection, kept between calls (up to WINNI_DB_CONN_MAX_AGE) and
     not health-checked first. A connection that turns out broken (the database restarted since its
     last use) is dropped; with `retry` (for read-only work, safe to repeat) the work then runs once
@@ -51,7 +51,7 @@ HELPERS = 4
 _helper_slots = threading.BoundedSemaphore(HELPERS)
 
 
-def in_background(work: Callable[..., Any], *args: Any) -> Future | None:
+def in_background(work: Callable[..., T], *args: Any) -> Future[T] | None:
     """`work(*args)` started in a helper thread, or None when every helper is busy (a loaded
     process: the caller then does the work itself rather than queue behind other requests).
     Database work must bring its own connection (run_unchecked) and not need the caller's

@@ -95,7 +95,7 @@ def rest_exception_handler(exc: Exception, context: dict[str, Any]) -> Any:
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.http_status)
     if isinstance(exc, DjangoValidationError):
-        fields = exc.message_dict if hasattr(exc, "error_dict") else {}
+        fields: dict[str, Any] = exc.message_dict if hasattr(exc, "error_dict") else {}
         message = "; ".join(exc.messages)
         return Response(error_body("invalid", message, fields), status=400)
     if isinstance(exc, Http404):

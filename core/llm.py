@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -94,8 +95,8 @@ class UsageToday(TypedDict):
     tokens: int
     budget: int
     cost_usd: Decimal
-    by_purpose: list[dict[str, Any]]
-    last_errors: list[dict[str, Any]]
+    by_purpose: Sequence[Mapping[str, Any]]  # purpose, calls, tokens, cost_usd, errors
+    last_errors: Sequence[Mapping[str, Any]]  # started_at, purpose, error
 
 
 def usage_today(*, errors: int = 5) -> UsageToday:
@@ -177,7 +178,7 @@ class ChatClient(ABC):
         """The sum of the usage fields `keys` that are whole numbers; None when the first is missing."""
         if not isinstance(usage, dict) or not isinstance(usage.get(keys[0]), int):
             return None
-        return sum(usage[key] for key in keys if isinstance(usage.get(key), int) and usage[key] >= 0)
+        return sum(int(usage[key]) for key in keys if isinstance(usage.get(key), int) and usage[key] >= 0)
 
     @abstractmethod
     def _usage(self, payload: Any) -> tuple[int | None, int | None]:

@@ -13,7 +13,7 @@ import functools
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar, cast, overload
 
 from django.db import DataError, close_old_connections
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -50,7 +50,11 @@ def token_access() -> access.Access | None:
     return None if token is None else access.from_scopes(token.client_id, list(token.scopes))
 
 
-def service_tool(fn: F | None = None, *, needs: str = access.WRITE) -> Any:
+@overload
+def service_tool(fn: F, *, needs: str = access.WRITE) -> F: ...
+@overload
+def service_tool(fn: None = None, *, needs: str = access.WRITE) -> Callable[[F], F]: ...
+def service_tool(fn: F | None = None, *, needs: str = access.WRITE) -> F | Callable[[F], F]:
     """Wrap a sync tool handler (the SDK runs it in a worker thread, where Django's request
     cleanup never runs): close stale connections around the call, act with the token's access
     (core.access: a tool that changes data `needs` a write token, `read_tool`s a read token; a
@@ -74,7 +78,7 @@ def service_tool(fn: F | None = None, *, needs: str = access.WRITE) -> Any:
         finally:
             close_old_connections()
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def tool_error(error: ApplicationError) -> ToolError:
@@ -85,7 +89,7 @@ def tool_error(error: ApplicationError) -> ToolError:
 
 def read_tool(fn: F) -> F:
     """`service_tool` for a tool that changes nothing: a read token may call it."""
-    return service_tool(fn, needs=access.READ)  # type: ignore[no-any-return]
+    return service_tool(fn, needs=access.READ)
 
 
 def with_access(fn: F) -> F:
@@ -103,7 +107,7 @@ def with_access(fn: F) -> F:
         finally:
             close_old_connections()
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 @dataclass(frozen=True)
@@ -257,7 +261,7 @@ def lean_schema(schema: Any) -> Any:
     return lean(schema)
 
 
-def plain_description(text: str | None) -> str | None:
+def plain_description(text: str) -> str:
     """A docstring as one paragraph: its indentation and line breaks are characters every
     session's tools/list carries and the model does not need."""
     return " ".join(text.split()) if text else text

@@ -1,11 +1,18 @@
 """Operations that several apps' migrations share. Each takes everything it builds from its
 arguments, so a migration keeps doing what it did when it was written."""
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.apps.registry import Apps
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import migrations, models
+from django.db.backends.utils import CursorWrapper
+from django.db.migrations.operations.base import Operation
+from django.db.models.expressions import Expression
 
 
-def regenerate_search_vector(model_name: str, index_name: str, expression) -> list:  # type: ignore[no-untyped-def]
+def regenerate_search_vector(model_name: str, index_name: str, expression: Expression) -> list[Operation]:
     """Give `model_name.search_vector` a new generated expression. Django cannot alter a generated
     column, so: drop its GIN index and the column, add both again (PostgreSQL computes the column
     for every row and builds the index in the same migration)."""
@@ -26,18 +33,18 @@ def regenerate_search_vector(model_name: str, index_name: str, expression) -> li
 LEGACY_PREFIX = "repo:"
 
 
-def _free_slug(Project, name: str) -> str:  # type: ignore[no-untyped-def]
+def _free_slug(Project: type[models.Model], name: str) -> str:
     from django.utils.text import slugify
 
     base = slugify(name)[:94].strip("-") or "project"
-    taken = set(Project.objects.filter(slug__startswith=base).values_list("slug", flat=True))
+    taken = set(Project._default_manager.filter(slug__startswith=base).values_list("slug", flat=True))
     slug, number = base, 2
     while slug in taken:
         slug, number = f"{base}-{number}", number + 1
     return slug
 
 
-def legacy_project(apps, name: str, last_activity=None) -> int:  # type: ignore[no-untyped-def]
+def legacy_project(apps: Apps, name: str, last_activity: datetime | None = None) -> int:
     """The id of the project a legacy name stands for (a git root's folder name, as conversations'
     `metadata.project`, memories' `repo:` tags and medallions' `repo:` scope nodes used it): the
     project with that alias (case-insensitively), else one made now with the name, a free slug and
@@ -49,20 +56,20 @@ def legacy_project(apps, name: str, last_activity=None) -> int:  # type: ignore[
     Project = apps.get_model("core", "Project")
     ProjectKey = apps.get_model("core", "ProjectKey")
     name = name.strip()[:200]
-    key = ProjectKey.objects.filter(kind="alias", value__iexact=name).order_by("pk").first()
+    key = ProjectKey._default_manager.filter(kind="alias", value__iexact=name).order_by("pk").first()
     if key is None:
         now = timezone.now()
-        project = Project.objects.create(name=name, slug=_free_slug(Project, name), created_at=now,
+        project = Project._default_manager.create(name=name, slug=_free_slug(Project, name), created_at=now,
                                          last_activity_at=last_activity or now)
-        ProjectKey.objects.create(project=project, kind="alias", value=name, created_at=now)
-        return project.pk
+        ProjectKey._default_manager.create(project=project, kind="alias", value=name, created_at=now)
+        return int(project.pk)
     if last_activity is not None:
-        Project.objects.filter(pk=key.project_id, last_activity_at__lt=last_activity).update(
+        Project._default_manager.filter(pk=key.project_id, last_activity_at__lt=last_activity).update(
             last_activity_at=last_activity)
-    return key.project_id
+    return int(key.project_id)
 
 
-def legacy_name(items) -> str | None:  # type: ignore[no-untyped-def]
+def legacy_name(items: Iterable[object] | None) -> str | None:
     """The name in the first `repo:<name>` of a list of tags or scope nodes."""
     for item in items or []:
         if isinstance(item, str) and item.startswith(LEGACY_PREFIX) and item[len(LEGACY_PREFIX):].strip():
@@ -73,7 +80,7 @@ def legacy_name(items) -> str | None:  # type: ignore[no-untyped-def]
 # --- indexes after a backfill ------------------------------------------------------------------
 
 
-def compact_indexes(cursor, tables: list[str]) -> list[str]:  # type: ignore[no-untyped-def]
+def compact_indexes(cursor: CursorWrapper, tables: list[str]) -> list[str]:
     """Rebuild the B-tree and GIN indexes of `tables` that hold rows (HNSW indexes are left alone:
     rebuilding one takes minutes per million vectors); returns their names. After an UPDATE that
     gave every row a new version (a backfilled column that an index covers: no HOT update), each

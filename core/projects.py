@@ -19,7 +19,8 @@ import posixpath
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from datetime import timedelta
+from typing import Any, Callable, TypeVar, cast
 from urllib.parse import urlsplit
 
 from django.db import connection, models, transaction
@@ -31,6 +32,8 @@ from core import access, paths
 from core.errors import ApplicationError, Conflict, Forbidden, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import STRONG_KINDS, KeyKind, Project, ProjectKey
+
+QS = TypeVar("QS", bound=QuerySet[Any])  # a queryset keeps its class (a model's own QuerySet) through scoping
 
 NAME_MAX = 200
 VALUE_MAX = 2000
@@ -84,7 +87,8 @@ def stores() -> list[ProjectStore]:
 def project_id_of(label: str, pk: Any) -> int | None:
     """The project of one row of a registered store (None: global, or no such row)."""
     store = _stores[label]
-    return store.model.objects.filter(pk=pk).values_list(store.lookup, flat=True).first()
+    project_id: int | None = store.model._default_manager.filter(pk=pk).values_list(store.lookup, flat=True).first()
+    return project_id
 
 
 # --- the `project` filter and argument -----------------------------------------------------------------
@@ -162,7 +166,7 @@ class Scope:
     (`within`, from the ProjectFilter that made them: the search skips the other
     projects' vectors and uses a project's own indexes by it). Made by ProjectFilter.scope."""
 
-    rows: QuerySet
+    rows: QuerySet[Any]
     narrowed: bool = True
     within: ScopeProjects | None = None
 
@@ -200,7 +204,7 @@ class ProjectFilter:
         """Whether the filter leaves rows out (a project named, or a token limited to projects)."""
         return self.given or self.allowed is not None
 
-    def apply(self, queryset: QuerySet, lookup: str = "project") -> QuerySet:
+    def apply(self, queryset: QS, lookup: str = "project") -> QS:
         """The rows of `queryset` this filter keeps. Every store's project scoping goes through
         here (scope_queryset), and so does the restriction of a token limited to projects."""
         if self.matches_nothing:
@@ -242,7 +246,7 @@ class ProjectFilter:
             return f"{column} = %s", [within.only]
         return f"{column} = ANY(%s)", [sorted(within.ids)]
 
-    def scope(self, queryset: QuerySet, lookup: str = "project") -> Scope:
+    def scope(self, queryset: QuerySet[Any], lookup: str = "project") -> Scope:
         """The rows of `queryset` this filter keeps (apply), with the projects they are in (within),
         as a search takes them."""
         return Scope(rows=self.apply(queryset, lookup), narrowed=self.narrows, within=self.within)
@@ -277,7 +281,7 @@ def search_scope(value: Any, *, model: type[models.Model], project_only: Any = F
     return found
 
 
-def scope_queryset(queryset: QuerySet, project: Any, *, lookup: str = "project", field: str = "project") -> QuerySet:
+def scope_queryset(queryset: QS, project: Any, *, lookup: str = "project", field: str = "project") -> QS:
     """`queryset` narrowed to the project named by `project` (a name, a Project or None: no
     narrowing); a name that matches no project gives no rows."""
     return project_filter(project, field=field).apply(queryset, lookup)
@@ -470,7 +474,10 @@ def _claimable(identity: Identity) -> tuple[Project | None, list[ProjectKey]]:
 def unique_slug(name: str, *, exclude_pk: int | None = None) -> str:
     """A slug for `name` that no other project has: name, name-2, name-3 …"""
     base = slugify(name)[: SLUG_MAX - 6].strip("-") or "project"
-    taken = set(Project.objects.filter(slug__startswith=base).exclude(pk=exclude_pk).values_list("slug", flat=True))
+    others = Project.objects.filter(slug__startswith=base)
+    if exclude_pk is not None:
+        others = others.exclude(pk=exclude_pk)
+    taken = set(others.values_list("slug", flat=True))
     slug, number = base, 2
     while slug in taken:
         slug, number = f"{base}-{number}", number + 1
@@ -552,7 +559,7 @@ def project_touch(project_id: int | None) -> None:
 
     def bump() -> None:
         moment = timezone.now()
-        cutoff = moment - timezone.timedelta(seconds=TOUCH_EVERY_SECONDS)
+        cutoff = moment - timedelta(seconds=TOUCH_EVERY_SECONDS)
         Project.objects.filter(pk=project_id, last_activity_at__lt=cutoff).update(last_activity_at=moment)
 
     transaction.on_commit(bump)
@@ -649,7 +656,7 @@ def project_merge(*, source: Any, target: Any, dry_run: bool = False) -> dict[st
             if store.merge is not None:
                 moved[store.label] = store.merge(source_project, target_project)
             else:
-                moved[store.label] = store.model.objects.filter(**{store.lookup: source_project}).update(
+                moved[store.label] = store.model._default_manager.filter(**{store.lookup: source_project}).update(
                     **{store.lookup: target_project})
         ProjectKey.objects.filter(project=source_project).update(project=target_project)
         Project.objects.filter(pk=source_project.pk).delete()
@@ -667,7 +674,7 @@ def project_counts(project_ids: list[int] | None = None) -> dict[int, dict[str, 
     for store in _stores.values():
         if not store.counted:
             continue
-        rows = store.model.objects.exclude(**{f"{store.lookup}__isnull": True})
+        rows = store.model._default_manager.exclude(**{f"{store.lookup}__isnull": True})
         if project_ids is not None:
             rows = rows.filter(**{f"{store.lookup}__in": project_ids})
         for project_id, n in rows.order_by().values_list(store.lookup).annotate(n=Count("*")):
@@ -682,7 +689,7 @@ def project_list(*, project: Any = None) -> list[tuple[Project, dict[str, int]]]
     queryset = Project.objects.all()
     if wanted.matches_nothing:
         queryset = queryset.none()
-    elif wanted.given:
+    elif wanted.given and wanted.project is not None:  # (given and no project: matches nothing)
         queryset = queryset.filter(pk=wanted.project.pk)
     elif wanted.allowed is not None:
         queryset = queryset.filter(pk__in=wanted.allowed)
@@ -695,5 +702,5 @@ def project_list(*, project: Any = None) -> list[tuple[Project, dict[str, int]]]
 def slug_of(row: models.Model) -> str | None:
     """The slug of a row's project, for outputs (None: global). Load lists with
     select_related("project"): otherwise each row costs a query."""
-    return row.project.slug if getattr(row, "project_id", None) else None  # type: ignore[attr-defined]
+    return cast(Any, row).project.slug if getattr(row, "project_id", None) else None  # any app's model
 

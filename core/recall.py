@@ -10,7 +10,7 @@ rows around a hit, extra hit fields) comes from the registry in core.searchable.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, TypeGuard, cast
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -23,6 +23,10 @@ from core.validation import NOT_ONE_OF, parse_date_range, parse_uuid, shown_valu
 
 Mode = Literal["fts", "semantic", "hybrid"]
 MODES = ("fts", "semantic", "hybrid")
+
+
+def is_mode(value: object) -> TypeGuard[Mode]:
+    return value in MODES
 LIMIT_DEFAULT = 10
 LIMIT_MAX = 100
 # A question about the asker's own life ("how many hours have I spent…", "which book did I finish
@@ -106,7 +110,7 @@ def current_hits(hits: list[Hit], *, scopes: dict[str, Scope] | None = None, att
     holding: set[tuple[str, str]] = set()
     for kind, keys in by_kind.items():
         model = searchable.get(kind).model
-        rows = searchable.current_only(kind, model.objects.filter(pk__in=keys)).values_list("pk", flat=True)
+        rows = searchable.current_only(kind, model._default_manager.filter(pk__in=keys)).values_list("pk", flat=True)
         holding.update((kind, str(pk)) for pk in rows)
     kept = [hit for hit in hits if hit.kind not in by_kind or (hit.kind, hit.key) in holding]
     if scopes is None:
@@ -285,7 +289,7 @@ class CompactRecallDict(TypedDict):
     time_filter: dict[str, Any] | None
 
 
-def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, str]:
+def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[str], int, Mode]:
     query = validate_query(query)
     known = searchable.kinds()
     if kinds is None or kinds == []:
@@ -295,7 +299,7 @@ def _validate(query: Any, kinds: Any, limit: Any, mode: Any) -> tuple[str, list[
         raise InvalidInput(f"kinds: unknown kind {bad!r}; known kinds are {', '.join(known)}", field="kinds")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIMIT_MAX:
         raise InvalidInput(f"limit must be between 1 and {LIMIT_MAX}, got {limit!r}", field="limit")
-    if mode not in MODES:
+    if not is_mode(mode):
         raise InvalidInput(f"mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     return query, list(dict.fromkeys(kinds)), limit, mode
 
@@ -322,7 +326,7 @@ def recall_scopes(kinds: list[str], filters: dict[str, Any], project_only: Any =
             lookups["created_at__gte"] = start
         if end:
             lookups["created_at__lt"] = end
-        scope = project.scope(spec.model.objects.all(), spec.filters.get("project", "project"))
+        scope = project.scope(spec.model._default_manager.all(), spec.filters.get("project", "project"))
         scopes[kind] = scope.filter(**lookups) if lookups else scope
     return scopes
 
@@ -356,7 +360,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
         "question": None,
     }
     if spec.hit_fields is not None:
-        result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]
+        result.update(spec.hit_fields(obj))  # type: ignore[typeddict-item]  # HitFields' keys are among these; a TypedDict may hold more, so mypy cannot tell
     if hit.question is not None:
         asked = hit.question
         result["question"] = {"id": str(asked.pk), "label": spec.label(asked),
@@ -368,7 +372,7 @@ def _hit_dict(hit: Hit) -> RecallHitDict:
 def _project_slugs(objects: list[Any]) -> dict[Any, str]:
     from core.models import Project
 
-    ids = {getattr(obj, "project_id", None) for obj in objects} - {None}
+    ids = {project_id for obj in objects if (project_id := getattr(obj, "project_id", None)) is not None}
     return dict(Project.objects.filter(pk__in=ids).values_list("pk", "slug")) if ids else {}
 
 
@@ -385,11 +389,17 @@ def compact_rows(hits: list[Hit]) -> list[CompactHitDict]:
         text = spec.text(obj) or ""
         line = " ".join(((spec.display(obj) if spec.display else None) or text).split())
         created = getattr(obj, "created_at", None)
-        row = {"kind": hit.kind, "id": hit.key, "date": created.date().isoformat() if created else None,
-               "project": slugs.get(getattr(obj, "project_id", None)),
-               "line": line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…", "tokens": tokens_of(text),
-               "superseded_by": (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")}
-        rows.append({key: value for key, value in row.items() if value is not None})  # type: ignore[misc]
+        # Empty fields are left out (in this order).
+        row: CompactHitDict = {"kind": hit.kind, "id": hit.key}
+        if created:
+            row["date"] = created.date().isoformat()
+        if (project := slugs.get(getattr(obj, "project_id", None))) is not None:
+            row["project"] = project
+        row["line"] = line if len(line) <= LINE_CHARS else line[:LINE_CHARS - 1] + "…"
+        row["tokens"] = tokens_of(text)
+        if (superseded_by := (spec.hit_fields(obj) if spec.hit_fields else {}).get("superseded_by")) is not None:
+            row["superseded_by"] = superseded_by
+        rows.append(row)
     return rows
 
 
@@ -424,7 +434,7 @@ def get_item(*, kind: Any, item_id: Any) -> ItemDict:
                             "project": _project_slugs([obj]).get(getattr(obj, "project_id", None))}
     if spec.hit_fields is not None:
         item.update(spec.hit_fields(obj))
-    return {key: value for key, value in item.items() if value is not None}  # type: ignore[return-value]
+    return cast(ItemDict, {key: value for key, value in item.items() if value is not None})  # its empty fields left out
 
 
 def recall(
@@ -463,7 +473,7 @@ def recall(
         nonlocal degraded
         if not degraded:
             try:
-                return rank(query=text, scopes=scopes, limit=depth, mode=mode,  # type: ignore[arg-type]
+                return rank(query=text, scopes=scopes, limit=depth, mode=mode,
                             include_superseded=include_superseded)
             except EmbeddingUnavailable:
                 # semantic needs the provider; say so and answer lexically rather than not at all.
@@ -493,15 +503,16 @@ def recall(
         hits = anchors.holding_first(hits, lambda hit: f"{hit.kind}:{hit.key}", stale)
         log.update(results=len(hits), stale=len(stale))
     timeline = timerank.timeline(hits, created, lambda hit: hit.key) if time.order else None
-    head = {"query": query, "mode": mode, "kinds": kinds}
-    tail = {"count": len(hits), "degraded": degraded, "time_filter": time.report(timeline)}
+    time_filter = time.report(timeline)
     if detail == "compact":
         rows = compact_rows(hits)
         for row in rows:
             if (marks := stale.get(f"{row['kind']}:{row['id']}")) is not None:
                 row["stale"] = marks
-        return {**head, "results": rows, **tail}  # type: ignore[typeddict-item]
+        return {"query": query, "mode": mode, "kinds": kinds, "results": rows, "count": len(hits),
+                "degraded": degraded, "time_filter": time_filter}
     results = [_hit_dict(hit) for hit in hits]
     for result in results:
         result["stale"] = stale.get(f"{result['kind']}:{result['id']}")
-    return {**head, "results": results, **tail}  # type: ignore[typeddict-item]
+    return {"query": query, "mode": mode, "kinds": kinds, "results": results, "count": len(hits),
+            "degraded": degraded, "time_filter": time_filter}

@@ -20,7 +20,16 @@ from django.db.models.expressions import RawSQL
 
 from core import searchable
 from core.logs import storage_op
-from core.recall import ROUND_DEPTH_FACTOR, RecallHitDict, _hit_dict, _validate, answers_first, rank, recall_scopes
+from core.recall import (
+    ROUND_DEPTH_FACTOR,
+    Mode,
+    RecallHitDict,
+    _hit_dict,
+    _validate,
+    answers_first,
+    rank,
+    recall_scopes,
+)
 from core.searchable import EmbeddingUnavailable, Hit
 
 COVERAGE_WEIGHT = 0.5
@@ -68,7 +77,7 @@ def _coverage(kind: str, keys: list[str], lexemes: list[str]) -> dict[str, float
     model = searchable.get(kind).model
     held = RawSQL("cardinality(ARRAY(SELECT unnest(tsvector_to_array(search_vector)) "
                   "INTERSECT SELECT unnest(%s::text[])))", [lexemes])
-    rows = model.objects.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
+    rows = model._default_manager.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
     return {str(pk): count / len(lexemes) for pk, count in rows}
 
 
@@ -89,7 +98,7 @@ def recall_by_kind(
     scopes = recall_scopes(kinds, filters or {}, project_only)
     degraded = False
     vector = None
-    used = mode
+    used: Mode = mode
     if mode != "fts" and _embed_query is not None:
         try:
             vector = _embed_query(query)
@@ -102,7 +111,7 @@ def recall_by_kind(
             # A question shows as its answer, never above it (core.recall.answers_first); the round
             # counts the words and meaning of both.
             hits = answers_first(rank(query=query, scopes={kind: scope},
-                                      limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),  # type: ignore[arg-type]
+                                      limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),
                                  query=query, scopes={kind: scope})[:limit]
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
             coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), lexemes)
@@ -138,6 +147,6 @@ def recall_by_kind(
     results: list[RankedHitDict] = []
     for hit, strength, share in page:
         result = _hit_dict(hit)
-        results.append({**result, "strength": round(strength, 4), "coverage": round(share, 3)})  # type: ignore[typeddict-item]
+        results.append({**result, "strength": round(strength, 4), "coverage": round(share, 3)})
     return {"query": query, "mode": used if degraded else mode, "kinds": kinds, "results": results,
             "count": len(results), "per_kind": per_kind, "degraded": degraded}

@@ -19,7 +19,7 @@ import logging
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, TypedDict
+from typing import Any, Callable, Iterator, TypedDict, TypeVar, overload
 
 from django.conf import settings
 from rest_framework.renderers import JSONRenderer
@@ -134,6 +134,13 @@ def redact_json(value: Any, *, field: str = "metadata", named: bool = False, key
     return value
 
 
+_T = TypeVar("_T")
+
+
+@overload
+def plain(text: str) -> str: ...
+@overload
+def plain(text: _T) -> _T: ...
 def plain(text: Any) -> Any:
     """A `Redacted` as the plain `str` the database drivers expect."""
     return str(text) if type(text) is Redacted else text

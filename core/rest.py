@@ -149,7 +149,7 @@ def uuid_path(name: str, description: str = "") -> OpenApiParameter:
     return OpenApiParameter(name, OpenApiTypes.UUID, OpenApiParameter.PATH, description=description)
 
 
-def type_problem(field: serializers.Field, value: Any) -> str | None:
+def type_problem(field: serializers.Field[Any, Any, Any, Any], value: Any) -> str | None:
     """Why `value` (parsed JSON) is the wrong type for `field`, or None. null is left to the
     field (allow_null), a nested serializer to itself."""
     if value is None:
@@ -182,7 +182,7 @@ def type_problem(field: serializers.Field, value: Any) -> str | None:
     return bounds_problem(field, value) if ok else NOT_A.format(expected=expected, got=json_type(value))
 
 
-def bounds_problem(field: serializers.Field, value: Any) -> str | None:
+def bounds_problem(field: serializers.Field[Any, Any, Any, Any], value: Any) -> str | None:
     """Why a value of the right type is outside what `field` allows (a choice, a range, a
     length), in the words MCP uses too (core.validation), or None."""
     if isinstance(field, serializers.ChoiceField) and not isinstance(field, serializers.MultipleChoiceField):
@@ -202,7 +202,7 @@ def bounds_problem(field: serializers.Field, value: Any) -> str | None:
     return None
 
 
-def query_problem(field: serializers.Field, values: list[str]) -> str | None:
+def query_problem(field: serializers.Field[Any, Any, Any, Any], values: list[str]) -> str | None:
     """Why these query-string values are wrong for `field`, or None. DRF would take the last of
     repeated values, read an empty one as "not given" and "yes" or "1" as true; the schema says
     one integer, one boolean (`true` or `false`), one non-empty value."""
@@ -232,7 +232,7 @@ def query_problem(field: serializers.Field, values: list[str]) -> str | None:
     return None
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(serializers.Serializer[Any]):
     """A Serializer whose input must have the declared types (see the module docstring), in a
     JSON body and in a query string (a QueryDict) alike."""
 
@@ -323,7 +323,8 @@ def shape(hint: Any) -> dict[str, Any]:
     is documented by the same type the MCP tool's output schema comes from."""
     from drf_spectacular.plumbing import resolve_type_hint
 
-    return resolve_type_hint(hint)
+    schema: dict[str, Any] = resolve_type_hint(hint)
+    return schema
 
 
 def answer(hint: Any, description: str, example: Any = None) -> Any:

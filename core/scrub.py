@@ -33,7 +33,7 @@ import json
 import re
 import string
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
@@ -75,10 +75,10 @@ WORD_CHAR = re.compile(r"[A-Za-z0-9]")
 @dataclass(frozen=True)
 class Pattern:
     kind: str
-    regex: re.Pattern
-    tail: re.Pattern | None = TOKEN_TAIL  # run the match on over these (a pattern may stop short of the end)
+    regex: re.Pattern[str]
+    tail: re.Pattern[str] | None = TOKEN_TAIL  # run the match on over these (a pattern may stop short of the end)
     valid: Callable[[str], bool] | None = None
-    gate: re.Pattern | None = None  # skip the pattern unless this finds something in the ASCII-lowercased text
+    gate: re.Pattern[bytes] | None = None  # skip the pattern unless this finds something in the ASCII-lowercased text
     # The regex finds an anchor inside the secret (`:` of a Telegram token); the secret starts up to
     # lead_max of these characters before it.
     lead: str = ""
@@ -96,7 +96,7 @@ class Pattern:
 
 
 
-def _literal_prefix(regex: re.Pattern) -> str:
+def _literal_prefix(regex: re.Pattern[str]) -> str:
     """The characters every match of a case-sensitive regex starts with ("" when unsure)."""
     if regex.flags & re.IGNORECASE:
         return ""
@@ -117,7 +117,7 @@ def _literal_prefix(regex: re.Pattern) -> str:
     return "".join(prefix)
 
 
-def token(prefix: str, body: str, kind: str, **options) -> Pattern:
+def token(prefix: str, body: str, kind: str, **options: Any) -> Pattern:
     """`prefix` + `body`, not inside a longer token: the look-behind sits after the literal prefix
     so the regex engine still skips ahead to the prefix, and a run like `sk-sk-sk-…` costs one try."""
     literal = re.escape(prefix)
@@ -168,7 +168,7 @@ def _b64decode(value: str) -> bytes:
         return b""
 
 
-def _json_object(part: str) -> dict | None:
+def _json_object(part: str) -> dict[str, Any] | None:
     try:
         decoded = json.loads(_b64decode(part).decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
@@ -347,7 +347,9 @@ def _token_spans(text: str, lowered: bytes) -> Iterable[tuple[int, int, str]]:
             if text.startswith("AccountKey=", start):  # the Azure pattern includes the label: keep it
                 start += len("AccountKey=")
             if pattern.tail is not None:
-                end = pattern.tail.match(text, end).end()
+                tail = pattern.tail.match(text, end)
+                assert tail is not None  # a tail may be empty ({0,n}): it always matches
+                end = tail.end()
             if pattern.valid is None or pattern.valid(text[start:end]):
                 yield start, end, pattern.kind
 
@@ -365,6 +367,7 @@ def _pem_spans(text: str) -> Iterable[tuple[int, int, str]]:
     position = 0
     while match := PEM_BEGIN.search(text, position):
         body = PEM_BODY.match(text, match.end())
+        assert body is not None  # the body may be empty (*): it always matches
         if body.end() > match.end():  # a header alone (in docs, in code that looks for keys) hides nothing
             end = PEM_END.search(text, body.end(), body.end() + 100)  # right after the body (its last short line)
             stop = end.end() if end else body.end()
@@ -580,7 +583,7 @@ IDENTIFIER_WORD = re.compile(IDENTIFIER)
 CODE = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[][A-Za-z0-9_.,=:()\[\]-]*|\([A-Za-z_][A-Za-z0-9_.]*,?|[A-Za-z]:\\.*"
                   r"|[A-Za-z_][A-Za-z_.]*[)\]]{1,3}[,:;]?")  # a name (no digits) closing a call: `token: ApiToken)`
 # "{{ secret }}", "${DB_PASSWORD}", "%(password)s", "$DB_PASS", f"…{PASSWORD}…", f"…{rand(…"
-TEMPLATE = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]{2}|\{[A-Za-z_][A-Za-z0-9_.]*[}(\[]")
+TEMPLATE: re.Pattern[str] = re.compile(r"\$\{|\{\{|\}\}|%\([A-Za-z_][A-Za-z0-9_]*\)[sdr]|\$[A-Z_]{2}|\{[A-Za-z_][A-Za-z0-9_.]*[}(\[]")
 
 
 PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+){2,40}/?")
@@ -624,7 +627,9 @@ def _whole(text: str, start: int, value: str, quoted: bool) -> str:
     """A value that filled the pattern's cap runs on (an AWS session token is 700+ characters)."""
     if len(value) < VALUE_MAX:
         return value
-    return value + (LONG_QUOTED_VALUE if quoted else LONG_VALUE).match(text, start + len(value)).group()
+    rest = (LONG_QUOTED_VALUE if quoted else LONG_VALUE).match(text, start + len(value))
+    assert rest is not None  # the rest may be empty (*): it always matches
+    return value + rest.group()
 
 
 def _named_values(text: str, lowered: bytes) -> Iterable[tuple[str, int, int, bool]]:
@@ -754,7 +759,9 @@ def scrub(text: object, *, enabled: bool = True) -> ScrubResult:
     spans = find_secrets(text)
     if not spans:
         return ScrubResult(text, {}, private)
-    out, counts, last = [], {}, 0
+    out: list[str] = []
+    counts: dict[str, int] = {}
+    last = 0
     for start, end, kind in spans:
         out += [text[last:start], redaction(kind)]
         counts[kind] = counts.get(kind, 0) + 1

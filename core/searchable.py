@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypedDict
 
 from django.contrib.postgres.search import SearchVector
 from django.db import models, transaction
@@ -66,7 +66,15 @@ class Surroundings:
 
 
 # (candidate keys, scope or None) → their surroundings within the scope, up to CONTEXT_REACH away
-Surround = Callable[[list[str], "QuerySet | None"], Surroundings]
+Surround = Callable[[list[str], "QuerySet[Any] | None"], Surroundings]
+
+
+class HitFields(TypedDict, total=False):
+    """What a recall hit of a kind adds to the common fields (Searchable.hit_fields)."""
+
+    conversation_id: str | None
+    turn: int | None
+    superseded_by: str | None
 
 
 @dataclass
@@ -114,7 +122,7 @@ class Searchable:
     # The rows around candidate hits, for hybrid ranking (see Surroundings); None: no neighbours.
     surround: Surround | None = None
     # What a recall hit of this kind adds to the common fields (a message: its conversation and turn).
-    hit_fields: Callable[[Any], dict[str, Any]] | None = None
+    hit_fields: Callable[[Any], HitFields] | None = None
     # What a hit shows of a row instead of its text's start when that is not for reading (a tool
     # call stored as JSON: one readable line); None from it, or no function: the text.
     display: Callable[[Any], str | None] | None = None
@@ -122,7 +130,7 @@ class Searchable:
     # (rows → {key of a question: its answer row, or None when unanswered within the scope given:
     # the rows a search may return}): ranking shows a question as its answer, never above it
     # (core.recall.answers_first); None: this kind has no rounds.
-    answers: Callable[[list[Any], "QuerySet | None"], dict[str, Any]] | None = None
+    answers: Callable[[list[Any], "QuerySet[Any] | None"], dict[str, Any]] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

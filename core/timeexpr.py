@@ -138,7 +138,10 @@ def parse_time_filter(query: str, as_of: datetime) -> TimeFilter | None:
     found = _find_range(query, base)
     if found is not None:
         start, end, text = found
-        utc = lambda value: None if value is None else value.replace(tzinfo=local_tz).astimezone(timezone.utc)  # noqa: E731
+
+        def utc(value: datetime | None) -> datetime | None:
+            return None if value is None else value.replace(tzinfo=local_tz).astimezone(timezone.utc)
+
         return TimeFilter(utc(start), utc(end), text, "range", order_words is not None)
     if order_words:
         return TimeFilter(None, None, order_words, "order", True)
@@ -190,8 +193,10 @@ def _find_range(query: str, base: datetime) -> tuple[datetime | None, datetime |
     directions = [_direction(query, span) for span in spans]
     ranges = [_directed(span, direction) for span, direction in zip(spans, directions)]
     lows, highs = [lo for lo, _ in ranges], [hi for _, hi in ranges]
-    lo = None if None in lows else min(lows)  # type: ignore[type-var]
-    hi = None if None in highs else max(highs)  # type: ignore[type-var]
+    # Open on a side when any phrase is open there.
+    known_lows, known_highs = [lo for lo in lows if lo is not None], [hi for hi in highs if hi is not None]
+    lo = min(known_lows) if len(known_lows) == len(lows) else None
+    hi = max(known_highs) if len(known_highs) == len(highs) else None
     start = _lead(query, spans[0].start) if directions[0] else spans[0].start
     return lo, hi, _phrase(query, start, spans[-1].end)
 
@@ -352,7 +357,9 @@ def _phrase(query: str, start: int, end: int) -> str:
 
 def _parse(text: str, base: datetime) -> datetime | None:
     try:
-        return dateparser_parse(text, languages=["en"], settings={**SETTINGS_BASE, "RELATIVE_BASE": base})
+        parsed: datetime | None = dateparser_parse(text, languages=["en"],
+                                                   settings={**SETTINGS_BASE, "RELATIVE_BASE": base})
+        return parsed
     except (ValueError, OverflowError, TypeError):
         return None
 

@@ -83,7 +83,7 @@ class TimePlan:
             half_life = max(PROXIMITY_MIN_DAYS, (found.end - found.start).total_seconds() / 86400 / 2)
         else:
             half_life = PROXIMITY_OPEN_DAYS
-        return 0.5 ** (distance / half_life)
+        return float(0.5 ** (distance / half_life))  # float ** float is typed Any (a negative base gives complex)
 
     def report(self, timeline: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
         """What the search did with time: None when the query named none and no recency was asked.
@@ -154,7 +154,8 @@ def timeline(items: list[T], created: Callable[[T], datetime | None], ident: Cal
              ) -> list[dict[str, Any]]:
     """The best ORDER_WINDOW items oldest first, as {id, created_at} (undated ones last)."""
     head = items[:ORDER_WINDOW]
-    dated = sorted((item for item in head if created(item) is not None), key=lambda item: created(item))  # type: ignore[arg-type,return-value]
+    pairs = [(when, item) for item in head if (when := created(item)) is not None]
+    dated = [item for _, item in sorted(pairs, key=lambda pair: pair[0])]
     undated = [item for item in head if created(item) is None]
-    return [{"id": ident(item), "created_at": created(item).isoformat() if created(item) else None}  # type: ignore[union-attr]
+    return [{"id": ident(item), "created_at": when.isoformat() if (when := created(item)) else None}
             for item in [*dated, *undated]]

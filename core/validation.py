@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.conf import settings
 from django.utils import timezone
@@ -107,6 +107,10 @@ def validate_text(value: Any, *, field: str, empty_message: str) -> str:
     return validate_storable(value, field=field)
 
 
+@overload
+def parse_uuid(value: Any, *, field: str, optional: Literal[False] = False) -> uuid.UUID: ...
+@overload
+def parse_uuid(value: Any, *, field: str, optional: bool) -> uuid.UUID | None: ...
 def parse_uuid(value: Any, *, field: str, optional: bool = False) -> uuid.UUID | None:
     """A UUID (or its text); with `optional`, None and "" give None."""
     if optional and (value is None or value == ""):

@@ -73,7 +73,7 @@ class InvariantRow(forms.Form):
 
 
 # Each row section: its formset, the prefix of its ids, and where its list sits in the document.
-ROW_SECTIONS = {
+ROW_SECTIONS: dict[str, tuple[type[forms.BaseFormSet[Any]], str, str]] = {
     "decisions": (forms.formset_factory(DecisionRow, extra=1, can_delete=True), "D", "decisions"),
     "open_questions": (forms.formset_factory(QuestionRow, extra=1, can_delete=True), "Q", "open_questions"),
     "invariants": (forms.formset_factory(InvariantRow, extra=1, can_delete=True), "", "affordances.invariants"),
@@ -107,7 +107,7 @@ class MedallionForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         instance = self.instance
-        stored = {"decisions": [], "open_questions": [], "invariants": []}
+        stored: dict[str, list[dict[str, Any]]] = {"decisions": [], "open_questions": [], "invariants": []}
         if not instance._state.adding:
             stored = {"decisions": instance.decisions or [], "open_questions": instance.open_questions or [],
                       "invariants": [{"text": line} for line in (instance.affordances or {}).get("invariants", [])]}
@@ -177,6 +177,7 @@ class MedallionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns its cleaned_data
         parsed: dict[str, Any] = {}
         self.row_forms: dict[str, list[forms.Form]] = {}
         self.from_rows: set[str] = set()
@@ -279,7 +280,7 @@ class MedallionAdmin(NoDjangoLogEntries, admin.ModelAdmin):
         canonical JSON) against the version that followed it."""
         medallion = self.get_object(request, unquote(object_id))
         if medallion is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)  # type: ignore[attr-defined]  # Django's own not-found answer; private, so not in the stubs
         if not self.has_view_or_change_permission(request, medallion):
             raise PermissionDenied
         newer, newer_name = medallion.document(), "current version"

@@ -63,7 +63,7 @@ def _components() -> dict[str, dict[str, Any]]:
 EXTRA_COMPONENTS.update(_components())
 MEDALLION_REF = {"$ref": "#/components/schemas/Medallion"}
 INPUT_BODY = {"application/json": {"$ref": "#/components/schemas/MedallionInput"}}
-EXAMPLE_INPUT = {
+EXAMPLE_INPUT: dict[str, Any] = {
     "scope": {"graph_nodes": ["billing/invoices"], "tags": ["repo:winni"]},
     "summary": {"high_level": "Invoices are exported nightly as CSV; money is integer cents.",
                 "subsystems": [{"name": "export", "status": "in_progress", "notes": "CSV writer done"}]},
@@ -74,7 +74,7 @@ EXAMPLE_INPUT = {
     "affordances": {"recommended_entry_points": ["billing/export.py"], "avoid_repeating": [],
                     "invariants": ["amounts are integers"]},
 }
-EXAMPLE = {**EXAMPLE_INPUT, "meta": {"id": MID, "schema_version": schema.SCHEMA_VERSION, "created_at": NOW,
+EXAMPLE: dict[str, Any] = {**EXAMPLE_INPUT, "meta": {"id": MID, "schema_version": schema.SCHEMA_VERSION, "created_at": NOW,
                                      "updated_at": NOW, "status": "active",
                                      "model_info": {"provider": "", "model": ""}}}
 

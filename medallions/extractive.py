@@ -174,7 +174,7 @@ class ExtractiveLLM:
         all_text = self._all_text(evidence)
         sentences = [s for part in prose for s in _sentences(part)]
 
-        decisions = []
+        decisions: list[dict[str, Any]] = []
         for sentence in repeats.unique(stated_decisions(sentences), MAX_DECISIONS, restated=True):
             because = BECAUSE.search(sentence)
             decisions.append({
@@ -185,7 +185,7 @@ class ExtractiveLLM:
                 "status": "active",
             })
 
-        questions = []
+        questions: list[dict[str, Any]] = []
         for question in repeats.unique(self._open_questions(evidence, turns), MAX_QUESTIONS):
             blocked = BLOCKED_ON.search(question)
             priority = "high" if HIGH.search(question) else "low" if LOW.search(question) else "medium"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -67,8 +67,11 @@ class Evidence:
 
 
 class MedallionLLM(Protocol):
-    provider: str
-    model: str
+    @property
+    def provider(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
 
     def generate(self, scope: dict[str, list[str]], evidence: Evidence) -> schema.Content: ...
 
@@ -108,9 +111,9 @@ def system_prompt() -> str:
     return _render(
         "system.txt",
         content_schema=json.dumps(schema.json_schema(schema.Content), separators=(",", ":")),
-        subsystem_statuses=", ".join(schema.SubsystemStatus.__args__),  # type: ignore[attr-defined]
-        decision_statuses=", ".join(schema.DecisionStatus.__args__),  # type: ignore[attr-defined]
-        priorities=", ".join(schema.Priority.__args__),  # type: ignore[attr-defined]
+        subsystem_statuses=", ".join(get_args(schema.SubsystemStatus)),
+        decision_statuses=", ".join(get_args(schema.DecisionStatus)),
+        priorities=", ".join(get_args(schema.Priority)),
     )
 
 

@@ -70,7 +70,7 @@ class CheckpointFailed(Exception):
 def parse_id(value: Any, *, field: str, what: str) -> uuid.UUID:
     """An unknown or malformed id is the same thing to a caller: not found."""
     try:
-        return parse_uuid(value, field=field)  # type: ignore[return-value]
+        return parse_uuid(value, field=field)
     except InvalidInput:
         raise NotFound(f"{what} {str(value)[:80]!r} not found ({field} must be a UUID)", field=field) from None
 

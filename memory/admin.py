@@ -49,6 +49,7 @@ class MemoryForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # a ModelForm's clean() returns its cleaned_data
         try:
             data["content"] = services.validate_content(data.get("content") or "")
             data["tags"] = services.validate_tags(data.get("tags") or [])
@@ -104,7 +105,7 @@ class MemoryAdmin(admin.ModelAdmin):
     def get_inline_instances(self, request: HttpRequest, obj: Memory | None = None) -> list[Any]:
         return super().get_inline_instances(request, obj) if obj is not None else []
 
-    def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Memory | None = None) -> list[str | list[str] | tuple[str, ...]]:
         if obj is None:
             return ["content", "project", "tags", "metadata"]
         return ["content", "tags", "reason", "possibly_stale", "project", "metadata", "created_at", "version",

@@ -1,5 +1,7 @@
 """REST views for memories: one APIView per operation (HS), shapes from outputs.py. Unlike MCP,
 REST may delete: it serves the people who own the data."""
+from typing import Any
+
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -40,9 +42,8 @@ MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
 class TagField(serializers.CharField):
     """One tag; the service trims it, lower-cases it and checks its length (naming the field)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID},
-                         **kwargs)  # type: ignore[arg-type]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID}, **kwargs)
 
 
 class MemoryCreateListApi(APIView):
@@ -122,7 +123,7 @@ class MemoryDetailApi(APIView):
         reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True,
                                        max_length=services.REASON_MAX_CHARS, help_text="why it changed")
 
-    UPDATE_DOC = dict(
+    UPDATE_DOC: dict[str, Any] = dict(
         tags=MEMORIES, parameters=[MEMORY_ID_PATH],
         description="New content and/or tags (`update_memory`); the memory keeps its id and the previous text "
                     "becomes a version (`GET /memories/{memory_id}/history/`). Give content or tags.",

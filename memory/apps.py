@@ -1,6 +1,11 @@
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from django.apps import AppConfig
+
+if TYPE_CHECKING:
+    from core.searchable import HitFields
 
 
 class MemoryConfig(AppConfig):
@@ -42,7 +47,7 @@ class MemoryConfig(AppConfig):
         health.register_check("embeddings", _embedding_health)
 
 
-def _memory_hit_fields(memory: Any) -> dict[str, Any]:
+def _memory_hit_fields(memory: Any) -> HitFields:
     return {"superseded_by": str(memory.superseded_by_id) if memory.superseded_by_id else None}
 
 

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 log = logging.getLogger("winni.embeddings")
 
@@ -178,7 +178,7 @@ def export(model_dir: Path, graph: Path) -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    transformer = SentenceTransformer(str(model_dir), device="cpu")[0].auto_model.eval()
+    transformer = cast("torch.nn.Module", SentenceTransformer(str(model_dir), device="cpu")[0].auto_model).eval()
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self) -> None:

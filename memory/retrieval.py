@@ -90,7 +90,7 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     spec = searchable.get(kind)
     meta = spec.model._meta
     table = connection.ops.quote_name(meta.db_table)
-    pk = connection.ops.quote_name(meta.pk.column)
+    pk = connection.ops.quote_name(meta.pk.column)  # type: ignore[arg-type]  # set once the model is built; the stubs allow None
     size = _scope_size(scope, meta.db_table, filtered)
     # Table-wide frequencies say little about a small filtered scope (a session: every lexeme is
     # read). A large one (a big project's messages) is treated like the whole table: its candidates
@@ -111,14 +111,14 @@ def bm25(*, kind: str, lexemes: list[str], scope: QuerySet, limit: int, filtered
     matches = "ts_match_vq(t.search_vector, %s::tsquery)" \
         if own is None and not large and size * SCOPE_SCAN_RATIO < postings else "t.search_vector @@ %s::tsquery"
     chosen = candidate_lexemes(lexemes, estimated)
-    scope_clause, scope_params = "", []
+    scope_clause, scope_params = "", ()
     if filtered:
         # Unordered: a model's default ordering (messages: conversation, turn) would sort the whole
         # scope inside the IN (a large project's 170,000 messages) for nothing.
         scope_sql, scope_params = scope.order_by().values("pk").query.sql_with_params()
         scope_clause = f" AND t.{pk} IN ({scope_sql})"
         if own is not None:
-            scope_clause += f" AND t.{connection.ops.quote_name(spec.project_column)} = {own}"
+            scope_clause += f" AND t.{connection.ops.quote_name(spec.project_column)} = {own}"  # type: ignore[arg-type]  # own: the kind has a project column
     # Each candidate's tsvector is read once, for its length and for the query's lexemes alone:
     # setweight marks them (weight A; the stored vectors carry none) and ts_filter keeps them, both
     # one pass in C. Unnesting every lexeme of every candidate to find the few asked for cost ≈ 5×
@@ -272,7 +272,7 @@ def _scope_size(scope: QuerySet, table: str, filtered: bool) -> int:
         sql, params = scope.order_by().values("pk").query.sql_with_params()
         with connection.cursor() as cursor:
             cursor.execute("SELECT winni_capped_count(%s, %s)",
-                           [connection.ops.compose_sql(sql, params), SCOPE_COUNT_EXACT_UP_TO])
+                           [connection.ops.compose_sql(sql, params), SCOPE_COUNT_EXACT_UP_TO])  # type: ignore[attr-defined]  # PostgreSQL's operations have it; the stubs type the base class
             return int(cursor.fetchone()[0][0])
     # Unfiltered: the planner's estimate is good enough for IDF and costs nothing.
     estimate = table_stats(table)[0]
@@ -460,7 +460,7 @@ def _attach_objects(page: list[Hit]) -> None:
         by_kind.setdefault(entry.kind, []).append(entry)
     for kind, entries in by_kind.items():
         model = searchable.get(kind).model
-        rows = model.objects.filter(pk__in=[e.key for e in entries])
+        rows = model._default_manager.filter(pk__in=[e.key for e in entries])
         if any(f.name == "search_vector" for f in model._meta.concrete_fields):
             # The indexed words are not what a hit shows (a long tool output's vector is tens of KB).
             rows = rows.defer("search_vector")

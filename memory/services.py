@@ -9,13 +9,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BooleanField
+from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from core import anchors, projects, searchable, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
+from core.models import Project
 from core.redaction import redact, redact_json
 from core.searchable import announce_changed
 from core.validation import (
@@ -261,7 +262,7 @@ def memory_search(*, query: str, limit: int = 5, tags: list[str] | None = None, 
 STALE_DEPTH_MAX = 400
 
 
-def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: Any,
+def _semantic(*, query_vector: list[float], scope: Any, limit: int, filtered: bool, model: vectors.ActiveModel,
               waiting: list[Memory], current: bool, within: projects.ScopeProjects | None) -> list[MemoryHit]:
     """`within`: the projects `scope`'s memories are in (core.projects.ProjectFilter.within).
     `current`: superseded memories hand their match to their successors (_successors_take_over)
@@ -327,7 +328,7 @@ def _successors_take_over(found: dict[str, float]) -> tuple[dict[str, float], di
     return scores, via
 
 
-def _waiting_for_a_vector(*, query: str, scope: Any, filtered: bool, model: str,
+def _waiting_for_a_vector(*, query: str, scope: QuerySet[Memory], filtered: bool, model: str,
                           lexemes: list[str] | None = None) -> list[Memory]:
     """Read-your-writes: memories with no vector yet (the worker embeds them moments after their
     commit) that share a word with the query, to be embedded by the search itself: the best
@@ -444,7 +445,7 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
     project_id = in_project.pk if in_project else _source_project(conversation, message)
     projects.require_visible(project_id)  # a token limited to projects: the source's project is one of them
     digest = content_hash(content)
-    same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)
+    same = Memory.objects.select_related("project").filter(content_hash=digest, project_id=project_id)  # type: ignore[misc]  # None filters IS NULL (a global memory); the stubs allow no None
     with storage_op("memory.store", supersedes=len(replaced)) as log:
         existing = same.first()
         if existing is not None:
@@ -553,7 +554,7 @@ def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float]
     lexemes = retrieval.query_lexemes(memory.content)
     if not lexemes:
         return []
-    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)
+    scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)  # type: ignore[misc]  # None filters IS NULL (a global memory); the stubs allow no None
     found = {key: sim for key, sim, _ in vectors.nearest_in_project(
         kind=KIND, query_vector=query_vector, model=model, project_id=memory.project_id, limit=SIMILAR_CANDIDATES)
         if sim >= threshold}
@@ -596,7 +597,7 @@ def validate_supersedes(value: Any, *, field: str = "supersedes") -> list[uuid.U
     if len(value) > MAX_SUPERSEDES:
         raise InvalidInput(f"{field}: at most {MAX_SUPERSEDES} memory ids, got {len(value)}", field=field)
     ids = [parse_uuid(item, field=field) for item in value]
-    return list(dict.fromkeys(ids))  # type: ignore[arg-type]
+    return list(dict.fromkeys(ids))
 
 
 def _supersede(memory: Memory, replaced: list[uuid.UUID]) -> None:
@@ -607,7 +608,7 @@ def _supersede(memory: Memory, replaced: list[uuid.UUID]) -> None:
         return
     if memory.pk in replaced:
         raise InvalidInput(f"supersedes: memory {memory.pk} cannot supersede itself", field="supersedes")
-    visible = projects.scope_queryset(Memory.objects, None)  # a project token supersedes only its own
+    visible = projects.scope_queryset(Memory.objects.all(), None)  # a project token supersedes only its own
     found = set(visible.select_for_update(of=("self",)).filter(pk__in=replaced).values_list("pk", flat=True))
     missing = [pk for pk in replaced if pk not in found]
     if missing:
@@ -658,7 +659,7 @@ def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reas
     validate_storable(reason, field="reason")
     with storage_op("memory.update", memory_id=str(pk)) as log, transaction.atomic():
         # A token limited to projects updates only their memories (core.projects' one rule).
-        rows = projects.scope_queryset(Memory.objects, None)
+        rows = projects.scope_queryset(Memory.objects.all(), None)
         memory = rows.select_for_update(of=("self",)).select_related("project").defer("search_vector") \
             .filter(pk=pk).first()
         if memory is None:
@@ -670,8 +671,8 @@ def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reas
             log.update(changed=False, version=memory.version)
             return memory, False
         if digest != memory.content_hash:
-            twin = Memory.objects.filter(content_hash=digest, project_id=memory.project_id).exclude(pk=pk) \
-                .values_list("pk", flat=True).first()
+            twin = (Memory.objects.filter(content_hash=digest, project_id=memory.project_id)  # type: ignore[misc]  # None filters IS NULL (a global memory); the stubs allow no None
+                    .exclude(pk=pk).values_list("pk", flat=True).first())
             if twin is not None:
                 raise Conflict(f"content: memory {twin} already says this (in the same project); update or "
                                f"supersede that one instead", field="content", extra={"memory_id": str(twin)})
@@ -681,9 +682,9 @@ def memory_update(*, memory_id: Any, content: Any = None, tags: Any = None, reas
             written_at=memory.updated_at or memory.created_at, written_by=memory.updated_by,
             reason=memory.update_reason, replaced_at=now, replaced_by=actor,
         )
-        if content_changed:
+        if content_changed and new_content is not None:  # (content_changed: a new content was given)
             memory.content, memory.content_hash = new_content, digest
-        if tags_changed:
+        if tags_changed and new_tags is not None:  # (tags_changed: new tags were given)
             memory.tags = new_tags
         memory.version += 1
         memory.updated_at, memory.updated_by, memory.update_reason = now, actor, reason
@@ -709,7 +710,7 @@ def memory_history(*, memory_id: Any) -> tuple[Memory, list[MemoryVersion]]:
     return memory, list(memory.versions.order_by("-version"))
 
 
-def memories_merge(source: Any, target: Any) -> int:
+def memories_merge(source: Project, target: Project) -> int:
     """Move `source` project's memories into `target` (core.projects.project_merge, inside its
     transaction). A fact the target already holds stays the target's memory, with the moved
     copy's tags added; the copy goes (same normalised content: nothing is lost but its row)."""

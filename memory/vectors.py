@@ -91,7 +91,7 @@ class ActiveModel:
         # (memory_search's read-your-writes). Outside a re-embedding the two agree: no round trip.
         stale = remembered is None or remembered.name != embeddings.model_name()
         self.confirmed = stale
-        self.model = model_active() if stale else remembered
+        self.model = remembered if remembered is not None and not stale else model_active()
 
     def nearest(self, *, kind: str, query_vector: list[float], limit: int, scope: QuerySet | None = None,
                 within: ScopeProjects | None = None) -> list[tuple[str, float]]:
@@ -316,7 +316,7 @@ def _key(pk: Any) -> str:
 def pending(*, kind: str, model: str, scope: QuerySet | None = None) -> QuerySet:
     """Rows of `kind` (within `scope`) that have no vector under `model` yet."""
     spec = searchable.get(kind)
-    base = scope if scope is not None else spec.model.objects.all()
+    base = scope if scope is not None else spec.model._default_manager.all()
     has_vector = Embedding.objects.filter(kind=kind, model=model, object_id=Cast(OuterRef("pk"), TextField()))
     return base.filter(~Exists(has_vector))
 
@@ -342,7 +342,7 @@ def embedding_store(*, kind: str, ids: Iterable[Any], model: str | None = None, 
     model_name = model or embeddings.model_name()
     dims = embeddings.dimensions()
     keys = [_key(pk) for pk in ids]
-    rows = list(spec.model.objects.filter(pk__in=keys).order_by(*spec.batch_order))
+    rows = list(spec.model._default_manager.filter(pk__in=keys).order_by(*spec.batch_order))
     found = {_key(row.pk) for row in rows}
     gone = set(keys) - found
     if gone:
@@ -423,7 +423,7 @@ def _written_since(*, kind: str, model: str, keys: list[str], limit: int) -> lis
     rows written only, so the read stays small when the worker keeps up. Empty for a kind without
     `created_at`."""
     spec = searchable.get(kind)
-    rows = spec.model.objects
+    rows = spec.model._default_manager
     if limit <= 0 or not any(f.name == "created_at" for f in spec.model._meta.concrete_fields):
         return []
     since = rows.filter(pk__in=keys).order_by("created_at").values("created_at")[:1]
@@ -503,7 +503,7 @@ def passages_store(*, kind: str, ids: Iterable[Any], model: str | None = None) -
               .values_list("object_id", flat=True))
     done = set(Embedding.objects.filter(kind=kind, model=model_name, object_id__in=keys, passage__gt=0)
                .values_list("object_id", flat=True))
-    rows = [row for row in spec.model.objects.filter(pk__in=keys).order_by(*spec.batch_order)
+    rows = [row for row in spec.model._default_manager.filter(pk__in=keys).order_by(*spec.batch_order)
             if _key(row.pk) in own - done and spec.passages(row)]
     if not rows:
         return 0
@@ -519,7 +519,7 @@ def embeddings_forget(*, kind: str, ids: Iterable[Any]) -> int:
 def orphans_delete(*, kind: str) -> int:
     """Vectors whose row is gone (e.g. messages deleted with their conversation)."""
     spec = searchable.get(kind)
-    alive = spec.model.objects.annotate(_key=Cast("pk", TextField())).filter(_key=OuterRef("object_id"))
+    alive = spec.model._default_manager.annotate(_key=Cast("pk", TextField())).filter(_key=OuterRef("object_id"))
     deleted, _ = Embedding.objects.filter(kind=kind).filter(~Exists(alive)).delete()
     return deleted
 

@@ -71,7 +71,7 @@ class ApiTokenAdmin(ServiceErrorsAsMessages, admin.ModelAdmin):
         token, secret = auth.token_create(name=form.cleaned_data["name"])
         obj.pk, obj.created_at, obj.secret_sha256 = token.pk, token.created_at, token.secret_sha256
         # Kept on this request's object only (the ModelAdmin is shared by concurrent requests).
-        obj._winni_secret = secret  # type: ignore[attr-defined]
+        obj._winni_secret = secret  # type: ignore[attr-defined]  # an attribute of this one object, not a field
 
     def response_add(self, request: HttpRequest, obj: ApiToken, post_url_continue: Any = None) -> HttpResponse:
         """The one page that shows the secret: rendered here, never stored (not even in a message)."""
@@ -109,10 +109,10 @@ class BackupRunAdmin(admin.ModelAdmin):
     list_filter = ("status",)
     readonly_fields = [f.name for f in BackupRun._meta.fields]
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request):
         return False
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request, obj=None):
         return False
 
 
@@ -177,7 +177,7 @@ class ProjectForm(forms.ModelForm):
 
 def _count_subquery(store: projects.ProjectStore) -> Subquery:
     """A correlated count of one store's rows of the project, evaluated for the page's rows only."""
-    rows = store.model.objects.filter(**{store.lookup: OuterRef("pk")}).order_by().values(store.lookup)
+    rows = store.model._default_manager.filter(**{store.lookup: OuterRef("pk")}).order_by().values(store.lookup)
     return Subquery(rows.annotate(n=Count("*")).values("n"), output_field=IntegerField())
 
 

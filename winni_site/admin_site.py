@@ -12,7 +12,8 @@ from django.contrib.admin.apps import AdminConfig
 from django.core.paginator import Paginator
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import URLPattern, path
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, URLResolver, path
 from django.utils.functional import cached_property
 
 from winni_site import dashboard
@@ -29,7 +30,7 @@ class EstimatedCountPaginator(Paginator):
     estimated = False
 
     @cached_property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         queryset = self.object_list
         if isinstance(queryset, QuerySet) and not queryset.query.where and not queryset.query.distinct:
             estimate = dashboard.large_table_estimate(queryset.model)
@@ -59,10 +60,10 @@ class WinniAdminSite(admin.AdminSite):
         for model in models:
             model_admin = self._registry[model]
             if model_admin.paginator is Paginator:
-                model_admin.paginator = EstimatedCountPaginator
-            model_admin.show_full_result_count = False
+                model_admin.paginator = EstimatedCountPaginator  # type: ignore[misc]  # this registered admin's, not its class's
+            model_admin.show_full_result_count = False  # type: ignore[misc]  # this registered admin's, not its class's
 
-    def get_urls(self) -> list[URLPattern]:
+    def get_urls(self) -> list[URLResolver | URLPattern]:
         from winni_site import admin_views
 
         return [
@@ -70,12 +71,13 @@ class WinniAdminSite(admin.AdminSite):
             *super().get_urls(),
         ]
 
-    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
         from winni_site import admin_views
 
         return super().index(request, {**admin_views.dashboard_context(request), **(extra_context or {})})
 
-    def app_index(self, request: HttpRequest, app_label: str, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def app_index(self, request: HttpRequest, app_label: str,  # type: ignore[override]  # may redirect (Django's always renders)
+                  extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """An app with one list the user may see (the answer cache's) goes straight to that list:
         a page holding a single link is a click for nothing."""
         app = self.get_app_list(request, app_label)

@@ -221,7 +221,7 @@ def search_hits(query: str, kinds: list[str], limit: int, *, project: str | None
             "snippet": snippet(_readable(hit), words), "meta": [],
             "created_at": hit["created_at"] and dt.datetime.fromisoformat(hit["created_at"]),
             # The question this hit answers (core.recall.answers_first): shown under the answer.
-            "asked": snippet(hit["question"]["text"], words) if hit.get("question") else "",
+            "asked": snippet(question["text"], words) if (question := hit.get("question")) else "",
         }
         conversation = conversations.get(hit.get("conversation_id") or "")
         if hit["kind"] == "message" and conversation is not None:

@@ -33,20 +33,20 @@ INVALID_TOKEN = "invalid or revoked token"
 ERROR_CODES = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
-async def _reject(send, status: int, code: str, message: str) -> None:  # type: ignore[no-untyped-def]
+async def _reject(send, status: int, code: str, message: str) -> None:
     body = json.dumps(error_body(code, message)).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
 
 
-def _json_errors(send, *, bearer: bool):  # type: ignore[no-untyped-def]
+def _json_errors(send, *, bearer: bool):
     """`send` for the MCP app: an error response that is not JSON becomes the error shape, and a
     401 for a request that carried a bearer token says the token is invalid or revoked (without
     saying which). Other responses pass through untouched (streamed)."""
     held: dict = {}
 
-    async def wrapped(message):  # type: ignore[no-untyped-def]
+    async def wrapped(message):
         if message["type"] == "http.response.start":
             response_headers = dict(message.get("headers") or [])
             content_type = response_headers.get(b"content-type", b"")
@@ -92,7 +92,7 @@ _request_threads: list[ThreadPoolExecutor] = []
 _free_threads: asyncio.Queue | None = None
 
 
-async def _django(scope, receive, send):  # type: ignore[no-untyped-def]
+async def _django(scope, receive, send):
     global _free_threads
     if _free_threads is None:
         _free_threads = asyncio.Queue()
@@ -120,12 +120,12 @@ def request_threads_shutdown() -> None:
     _free_threads = None
 
 
-def _warm_before_startup(receive):  # type: ignore[no-untyped-def]
+def _warm_before_startup(receive):
     """`receive` for the lifespan: the startup event reaches the MCP app only after the recall path
     is warm (autorecall.recall_warm_up), and uvicorn listens only after the startup: until Winni can
     answer a prompt in time, a hook finds it not running (and spools) rather than slow."""
 
-    async def wrapped():  # type: ignore[no-untyped-def]
+    async def wrapped():
         message = await receive()
         if message["type"] == "lifespan.startup":
             from agents import autorecall
@@ -136,7 +136,7 @@ def _warm_before_startup(receive):  # type: ignore[no-untyped-def]
     return wrapped
 
 
-async def application(scope, receive, send):  # type: ignore[no-untyped-def]
+async def application(scope, receive, send):
     if scope["type"] == "lifespan":
         return await mcp_app(scope, _warm_before_startup(receive), send)
     if scope["type"] != "http":
@@ -146,7 +146,7 @@ async def application(scope, receive, send):  # type: ignore[no-untyped-def]
     request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or new_request_id()
     token = request_id_var.set(request_id)
 
-    async def send_with_request_id(message):  # type: ignore[no-untyped-def]
+    async def send_with_request_id(message):
         if message["type"] == "http.response.start":
             message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
         await send(message)

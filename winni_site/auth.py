@@ -112,7 +112,7 @@ class TokenPrincipal:
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
-    def authenticate(self, request):  # type: ignore[no-untyped-def]
+    def authenticate(self, request):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
@@ -125,7 +125,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("invalid or revoked token")
         return TokenPrincipal(name=granted.token), granted
 
-    def authenticate_header(self, request) -> str:  # type: ignore[no-untyped-def]
+    def authenticate_header(self, request) -> str:
         # Makes DRF answer 401 (not 403) when the header is missing.
         return 'Bearer realm="winni"'
 
@@ -198,7 +198,7 @@ class TokenScopePermission(permissions.BasePermission):
     that only read although they are not GET (`token_scopes = {"POST": "read"}`) or that need
     more (`{"POST": "admin"}`); otherwise GET, HEAD and OPTIONS read and the rest write."""
 
-    def has_permission(self, request, view) -> bool:  # type: ignore[no-untyped-def]
+    def has_permission(self, request, view) -> bool:
         granted = request.auth
         if not isinstance(granted, access.Access):
             return True  # a user's session (the admin): Django's permissions decide
@@ -220,10 +220,10 @@ class AccessMiddleware:
     """Forgets the token's access at the end of each request (a WSGI thread serves the next one
     with the same context)."""
 
-    def __init__(self, get_response):  # type: ignore[no-untyped-def]
+    def __init__(self, get_response):
         self.get_response = get_response
 
-    def __call__(self, request):  # type: ignore[no-untyped-def]
+    def __call__(self, request):
         with access.acting_as(None):
             return self.get_response(request)
 

@@ -124,7 +124,9 @@ def backup_create(
             assert snapshot_row is not None
             counts = pgtools.row_counts(conn)
             schema = pgtools.schema_version(conn)
-            server_version = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+            version_row = conn.execute("SHOW server_version").fetchone()
+            assert version_row is not None
+            server_version = str(version_row[0])
             say(f"dumping {sum(counts.values())} rows in {len(counts)} tables with {programs / 'pg_dump'}")
             try:
                 pgtools.run_program(

@@ -102,6 +102,7 @@ def line_chart(
     chart = _axes("line", title, width, height, top_value, fmt)
     plot_h = chart["plot_h"]
     step = chart["plot_w"] / max(len(points) - 1, 1)
+    current: list[Any]
     dots, segments, current, labels = [], [], [], []
     for i, (label, value) in enumerate(points):
         x = round(LEFT + i * step, 1)

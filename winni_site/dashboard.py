@@ -4,7 +4,7 @@ messages (large tables are counted from PostgreSQL's estimate, not COUNT(*))."""
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import redis
 from django.apps import apps
@@ -198,7 +198,7 @@ STATUS_CACHE_KEY = "winni:admin:system-status"
 
 def system_status() -> dict[str, Any]:
     """system_status_now(), at most STATUS_CACHE_SECONDS old."""
-    return cache.get_or_set(STATUS_CACHE_KEY, system_status_now, STATUS_CACHE_SECONDS)
+    return cast(dict[str, Any], cache.get_or_set(STATUS_CACHE_KEY, system_status_now, STATUS_CACHE_SECONDS))
 
 
 def system_status_now() -> dict[str, Any]:

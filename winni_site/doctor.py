@@ -196,7 +196,7 @@ def received(output: str) -> str:
         return text
     if not isinstance(data, dict):
         return text
-    inner = data.get("hookSpecificOutput") if isinstance(data.get("hookSpecificOutput"), dict) else data
+    inner = specific if isinstance(specific := data.get("hookSpecificOutput"), dict) else data
     return str(inner.get("additionalContext") or "")
 
 
@@ -403,8 +403,8 @@ def doctor(*, home: Path, project: Path | None, cwd: str, prompt: str, default_u
             return 1
         write(f"Winni at {url}: running")
     write(f"MCP tool sets served (WINNI_MCP_TOOLSETS): {', '.join(settings.WINNI_MCP_TOOLSETS)}")
-    for problem in unreadable:
-        write(f"PROBLEM: {problem.replace('; nothing was changed', '')}")
+    for unreadable_file in unreadable:
+        write(f"PROBLEM: {unreadable_file.replace('; nothing was changed', '')}")
         write("  fix: correct the file by hand (the agent cannot read it either)")
     if not found:
         where = f"project {project}" if project else str(home)

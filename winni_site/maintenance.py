@@ -77,7 +77,7 @@ def retention_purge(*, dry_run: bool = False, now: dt.datetime | None = None) ->
                     if kind not in searchable.kinds():
                         continue
                     kind_model = searchable.get(kind).model
-                    ids = kind_model.objects.filter(**{f"{lookup}__in": doomed}).values_list("pk", flat=True)
+                    ids = kind_model._default_manager.filter(**{f"{lookup}__in": doomed}).values_list("pk", flat=True)
                     searchable.announce_changed(kind, list(ids))
                 doomed.delete()
             log["rows"] = count

@@ -9,6 +9,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import Tool as MCPTool
+from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 
 from agents import mcp as agents_mcp
@@ -81,7 +82,7 @@ def build_mcp_server() -> MCPServer:
         token_verifier=ApiTokenVerifier(),
         # resource_server_url=None: plain bearer tokens, no OAuth discovery pushed on clients.
         auth=AuthSettings(
-            issuer_url=f"http://{settings.WINNI_HOST}:{settings.WINNI_PORT}",
+            issuer_url=AnyHttpUrl(f"http://{settings.WINNI_HOST}:{settings.WINNI_PORT}"),
             resource_server_url=None,
             required_scopes=[MCP_SCOPE],
         ),

@@ -264,7 +264,8 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 def _keep_timestamps(model: type[models.Model]) -> Iterator[None]:
     """auto_now / auto_now_add would stamp imported rows with the import time; an import keeps
     the exported times instead."""
-    stamped = [f for f in model._meta.concrete_fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    stamped = [f for f in model._meta.concrete_fields
+               if isinstance(f, (models.DateField, models.TimeField)) and (f.auto_now or f.auto_now_add)]
     saved = [(f, f.auto_now, f.auto_now_add) for f in stamped]
     for f in stamped:
         f.auto_now = f.auto_now_add = False
@@ -279,12 +280,12 @@ def _insert_new(model: type[models.Model], objs: list[tuple[int, models.Model]],
     """Insert the objects whose primary key is not there yet; returns the added primary keys."""
     if not objs:
         return []
-    existing = set(model.objects.filter(pk__in=[o.pk for _, o in objs]).values_list("pk", flat=True))
+    existing = set(model._default_manager.filter(pk__in=[o.pk for _, o in objs]).values_list("pk", flat=True))
     fresh = [(n, o) for n, o in objs if o.pk not in existing]
     with _keep_timestamps(model):
         try:
             with transaction.atomic():
-                model.objects.bulk_create([o for _, o in fresh])
+                model._default_manager.bulk_create([o for _, o in fresh])
         except IntegrityError:
             # Find the line that breaks a constraint, to name it.
             for number, obj in fresh:

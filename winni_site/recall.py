@@ -2,7 +2,7 @@
 list over every searchable kind (the service is core.recall). It spans every app, so its
 interfaces belong to the assembly; automatic recall's (winni_context, `POST /api/v1/recall/context`)
 are the agents' (agents/mcp.py, agents/api.py)."""
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from pydantic import Field
@@ -65,9 +65,9 @@ def winni_recall(
     # project_only; a question about order ("which came first") gets time_filter.timeline.
     filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
                "start_date": start_date, "end_date": end_date, "project": project}
-    return recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                  include_superseded=include_superseded, as_of=as_of, recency=recency, project_only=project_only,
-                  detail=detail)
+    return cast(dict[str, Any], recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
+                                       include_superseded=include_superseded, as_of=as_of, recency=recency,
+                                       project_only=project_only, detail=detail))
 
 
 @read_tool
@@ -131,7 +131,9 @@ class RecallApi(APIView):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             # The kinds are registered by the apps (AppConfig.ready), so they are read here, not at import.
-            self.fields["kinds"].child.choices = searchable.kinds()
+            kinds = self.fields["kinds"]
+            assert isinstance(kinds, serializers.ListField) and isinstance(kinds.child, serializers.ChoiceField)
+            kinds.child.choices = searchable.kinds()
 
     def _answer(self, raw: Any) -> Response:
         data = self.InputSerializer(data=raw)

@@ -5,7 +5,7 @@ component "InputRequest", and all but one operation would document someone else'
 serializers are named after their view instead ("MessageStoreApiInputRequest"). The token
 authentication is documented as the bearer scheme, and a trimmed CharField's "not blank" as a
 pattern."""
-from typing import Any
+from typing import Any, Literal
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
@@ -15,7 +15,7 @@ from core.rest import NON_BLANK
 
 
 class WinniAutoSchema(AutoSchema):
-    def get_serializer_name(self, serializer: Any, direction: str) -> str:
+    def get_serializer_name(self, serializer: Any, direction: Literal["request", "response"]) -> str:
         cls = serializer if isinstance(serializer, type) else type(serializer)
         outer, _, inner = cls.__qualname__.rpartition(".")
         if outer and "<locals>" not in outer:

@@ -135,7 +135,7 @@ def _save_state(state: dict[str, str]) -> None:
 
 
 def _batches(model: type[models.Model], after: Any, columns: list[str]) -> Iterator[list[Any]]:
-    queryset = model.objects.order_by("pk").only("pk", *columns)
+    queryset = model._default_manager.order_by("pk").only("pk", *columns)
     while True:
         rows = list((queryset.filter(pk__gt=after) if after is not None else queryset)[:BATCH])
         if not rows:
@@ -233,7 +233,7 @@ def _rewrite(store: StoredText, model: type[models.Model], dirty: list[tuple[Any
             except Exception as exc:  # noqa: BLE001 - a unique constraint: the scrubbed row is a duplicate
                 if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
                     raise
-                model.objects.filter(pk=row.pk).delete()
+                model._default_manager.filter(pk=row.pk).delete()
                 dropped += 1
         if store.kind and kept:
             announce_changed(store.kind, _forget_vectors(store.kind, kept))

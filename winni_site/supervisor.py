@@ -167,10 +167,10 @@ class ChildProcess(Unit):
 
     def gone(self, reaped: dict[int, int]) -> bool:
         """Exited, and no process of its group is left (a killed Celery leaves its pool behind)."""
-        if self.poll(reaped) is None:
+        if self.poll(reaped) is None or self.process is None:  # (poll: None when never started)
             return False
         try:
-            os.killpg(self.process.pid, 0)  # type: ignore[union-attr]
+            os.killpg(self.process.pid, 0)
             return False
         except (ProcessLookupError, PermissionError):
             return True
@@ -220,7 +220,7 @@ class EmbeddedServer(Unit):
         if self._pid is not None and self._pid not in reaped and not self._alive(self._pid):
             _reap_child(self._pid, reaped)  # it died after the supervisor's last reap
         if self._pid in reaped:
-            return Exit(reaped.pop(self._pid))  # type: ignore[arg-type]
+            return Exit(reaped.pop(self._pid))
         if self._pid is not None and self._alive(self._pid):
             return None
         current = self._find_pid()
@@ -388,10 +388,10 @@ class Supervisor:
                     unit.kill()
                 killed = True
             self.reaped.clear()
-        for unit in reversed([u for u in self.units if isinstance(u, EmbeddedServer) and u.state != "new"]):
-            unit.terminate()
-        for unit in self.units:
-            unit.state = "stopped"
+        for server in reversed([u for u in self.units if isinstance(u, EmbeddedServer) and u.state != "new"]):
+            server.terminate()
+        for each in self.units:
+            each.state = "stopped"
         self.on_change()
 
 

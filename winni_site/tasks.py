@@ -10,7 +10,7 @@ def worker_heartbeat() -> float:
 
 
 @shared_task(name="winni_site.tasks.backup_scheduled", bind=True, acks_late=True)
-def backup_scheduled(self) -> str:  # type: ignore[no-untyped-def]
+def backup_scheduled(self) -> str:
     """Beat sends this every WINNI_BACKUP_INTERVAL_HOURS. acks_late: a worker killed mid-backup
     leaves the message unacknowledged and the task runs again (backups.backup_scheduled)."""
     from winni_site import backups

@@ -3,7 +3,7 @@ from django.db import migrations
 from core.migration_ops import compact_indexes
 
 
-def compact(apps, schema_editor):  # type: ignore[no-untyped-def]
+def compact(apps, schema_editor):
     """Migration 0006 gave existing messages their conversation's project: a new version of each
     such row in every index of the table, and its own index built in the same transaction with the
     old versions too. Rebuilt here, in a transaction of their own, as those rows written once

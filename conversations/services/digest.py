@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -129,7 +129,8 @@ def _unanswered(spoken: list[Message]) -> list[str]:
     return [_clip(s) for m in tail for s in _sentences(m.content) if s.endswith("?")]
 
 
-SECTION_TITLES = (("asked", "Asked"), ("files_changed", "Files changed"), ("files_read", "Files read"),
+SectionKey = Literal["asked", "files_changed", "files_read", "commands", "decisions", "rules", "open_questions"]
+SECTION_TITLES: tuple[tuple[SectionKey, str], ...] = (("asked", "Asked"), ("files_changed", "Files changed"), ("files_read", "Files read"),
                   ("commands", "Commands"), ("decisions", "Decisions"), ("rules", "Rules"),
                   ("open_questions", "Open questions"))
 
@@ -141,7 +142,7 @@ def digest_text(sections: Sections, *, conversation: Conversation, started: Any,
     where = conversation.project.slug if conversation.project_id and conversation.project else "no project"
     lines = [f"Session digest · {where} · {day} {span} · session {conversation.session_id or conversation.pk}".strip()]
     for key, title in SECTION_TITLES:
-        items = sections[key]  # type: ignore[literal-required]
+        items = sections[key]
         if items:
             lines.append(f"{title}: " + "; ".join(items))
     if sections["last_answer"]:
@@ -316,7 +317,7 @@ def session_digest_model_write(*, digest_id: Any) -> SessionDigest | None:
             try:
                 reply = client.chat([{"role": "user", "content": model_prompt(sections, messages, cwd=cwd)}],
                                     system=MODEL_SYSTEM, json_format=json_format)
-                sections = {**sections, **model_parts(reply)}  # type: ignore[assignment]
+                sections = {**sections, **model_parts(reply)}  # type: ignore[assignment]  # model_parts: only Sections keys (ModelParts validated the reply)
             except llm.LLMBudgetSpent as exc:
                 note = str(exc)
             except llm.LLMError as exc:

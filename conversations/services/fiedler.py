@@ -144,9 +144,9 @@ def fiedler_results_for_correlation(*, correlation_id: Any) -> list[FiedlerResul
     """Every result of one orchestration run, oldest first; an unknown id is NotFound."""
     correlation_id = _required_text(correlation_id, field="correlation_id", max_length=255)
     with storage_op("fiedler.get", correlation_id=correlation_id) as log:
-        rows = projects.scope_queryset(FiedlerResult.objects.filter(correlation_id=correlation_id), None,
-                                       lookup="conversation__project")
-        rows = list(rows.defer("search_vector").order_by("created_at", "model"))
+        scoped = projects.scope_queryset(FiedlerResult.objects.filter(correlation_id=correlation_id), None,
+                                         lookup="conversation__project")
+        rows = list(scoped.defer("search_vector").order_by("created_at", "model"))
         log["results"] = len(rows)
     if not rows:
         raise NotFound(f"no Fiedler results for correlation_id {correlation_id!r}", field="correlation_id")

@@ -2,12 +2,13 @@
 Every interface (MCP, REST, admin, capture) calls these."""
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from django.db import connection, transaction
-from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, Subquery, TextField, Value
+from django.db.models import Count, DateTimeField, IntegerField, Max, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
@@ -115,9 +116,9 @@ def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: An
             messages = messages.filter(turn_number__gte=low)
         if high is not None:
             messages = messages.filter(turn_number__lte=high)
-        messages = list(messages)
-        log["messages"] = len(messages)
-    return conversation, messages
+        loaded = list(messages)
+        log["messages"] = len(loaded)
+    return conversation, loaded
 
 
 def conversation_find(*, conversation_id: Any) -> Conversation | None:
@@ -132,7 +133,7 @@ def conversation_for_session(*, session_id: str, source: str) -> Conversation | 
             .select_related("project").order_by("created_at").first())
 
 
-def conversation_activity(*, sources: tuple[str, ...], since: Any) -> dict[int | None, dict[str, Any]]:
+def conversation_activity(*, sources: tuple[str, ...], since: dt.datetime) -> dict[int | None, dict[str, Any]]:
     """Per project (None: conversations without one), among the conversations whose
     `metadata.source` is one of `sources`: the newest `updated_at` (a stored message moves it) and
     how many of their messages were created since `since`. Cheap on a large database: the
@@ -142,8 +143,8 @@ def conversation_activity(*, sources: tuple[str, ...], since: Any) -> dict[int |
     for row in sessions.values("project").annotate(last=Max("updated_at")):
         activity[row["project"]] = {"last_event_at": row["last"], "events_today": 0}
     recent = Message.objects.filter(created_at__gte=since, conversation__metadata__source__in=sources)
-    for row in recent.order_by().values("conversation__project").annotate(n=Count("*")):
-        activity.setdefault(row["conversation__project"], {"last_event_at": None})["events_today"] = row["n"]
+    for counted in recent.order_by().values("conversation__project").annotate(n=Count("*")):
+        activity.setdefault(counted["conversation__project"], {"last_event_at": None})["events_today"] = counted["n"]
     return activity
 
 
@@ -433,7 +434,7 @@ def messages_store_bulk(
 def conversation_list(
     *, session_id: str | None = None, limit: int = 20, offset: int = 0, sort_by: str = "updated_at",
     project: Any = None,
-) -> tuple[list[Conversation], int, bool]:
+) -> tuple[Sequence[Conversation], int, bool]:
     """A page of conversations (newest first by sort_by), each annotated with `message_count`,
     the total number matching and whether that total is an estimate (see `capped_count`).
     `project`: only that project's (a name matching no project: none)."""
@@ -486,7 +487,7 @@ def conversation_delete(*, conversation_id: Any, force: bool = False) -> int:
 COUNT_EXACT_UP_TO = 10_000
 
 
-def capped_count(queryset: Any) -> tuple[int, bool]:
+def capped_count(queryset: QuerySet[Any]) -> tuple[int, bool]:
     """(total, total_is_estimate): exact up to COUNT_EXACT_UP_TO, the planner's estimate beyond."""
     return counts.capped_count(queryset, COUNT_EXACT_UP_TO)
 

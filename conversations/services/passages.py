@@ -19,11 +19,14 @@ message's own vector's is."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from django.conf import settings
 
 from core.searchable import Passage
+
+if TYPE_CHECKING:
+    from conversations.models import Message
 
 # ≈ 128 word pieces of English prose (all-MiniLM-L6-v2's tokenizer, LongMemEval_S dev turns over
 # 550 characters: 4.45 characters per word piece, passages of median 128 pieces, 90th percentile
@@ -42,7 +45,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _SPACE = re.compile(r"\s")
 
 
-def message_passages(message: Any) -> list[Passage]:
+def message_passages(message: Message) -> list[Passage]:
     """The passages of `message` (role, content) beyond its own vector: none for a short or a tool
     message, at most WINNI_EMBEDDING_PASSAGES_MAX."""
     most = min(settings.WINNI_EMBEDDING_PASSAGES_MAX, PASSAGES_MAX)

@@ -33,7 +33,7 @@ def asks(text: str) -> bool:
     return "?" in head or bool(_ASKS.match(head))
 
 
-def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[str, Any]:
+def message_answers(messages: list[Message], scope: QuerySet[Message] | None = None) -> dict[str, Message | None]:
     """For each of `messages` that is a user turn asking something, the turn that answers it, as
     a loaded Message: the last assistant turn before the next user turn (its final reply, after
     any tool calls), within ROUND_REACH turns and within `scope` (the rows the caller may return);
@@ -62,6 +62,8 @@ def message_answers(messages: list[Any], scope: QuerySet | None = None) -> dict[
         if answer is not None:
             chosen[str(question.pk)] = answer
     wanted = {pk for pk in chosen.values() if pk is not None}
-    rows = (scope if scope is not None else Message.objects.all()).filter(pk__in=wanted) if wanted else []
-    loaded = {str(row.pk): row for row in (rows.defer("search_vector") if wanted else [])}
+    loaded: dict[str, Message] = {}
+    if wanted:
+        rows = (scope if scope is not None else Message.objects.all()).filter(pk__in=wanted)
+        loaded = {str(row.pk): row for row in rows.defer("search_vector")}
     return {key: loaded.get(str(pk)) if pk is not None else None for key, pk in chosen.items()}

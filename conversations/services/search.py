@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import QuerySet
 from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message, SessionDigest
@@ -82,11 +83,11 @@ class MessageFilters:
             params.append(self.end)
         return " AND ".join(parts), params
 
-    def apply(self, queryset: Any) -> Any:
+    def apply(self, queryset: QuerySet[Message]) -> QuerySet[Message]:
         """The same filters on a Message queryset."""
         return self.scope(queryset).rows
 
-    def scope(self, queryset: Any) -> projects.Scope:
+    def scope(self, queryset: QuerySet[Message]) -> projects.Scope:
         """The same filters as a search's scope (for semantic search over the same rows)."""
         lookups: dict[str, Any] = {}
         if self.conversation_id is not None:
@@ -297,7 +298,7 @@ def message_hits(*, ranked: list[RankedMessage], query: str, context_lines: int)
         ]
         # A long turn found through one of its passages shows that passage (conversations.services.passages).
         snippet = message_display(message) or passage_shown("message", message, item.passage) \
-            or message.snippet  # type: ignore[attr-defined]
+            or message.snippet  # type: ignore[attr-defined]  # a column of the raw query (_HITS_SQL)
         result.append(SearchHit(message=message, rank=item.rank, snippet=snippet, context=context))
     return result
 
@@ -339,7 +340,7 @@ def message_search(
     (a boost for the named range; an order question's timeline); `time_filter` says so. The page's
     JSON holds at most `max_chars` characters: its messages' content is cut to fit (READ_MAX_CHARS)."""
     mode = mode or settings.WINNI_SEARCH_DEFAULT_MODE
-    if mode not in recall.MODES:
+    if not recall.is_mode(mode):
         raise InvalidInput(f"mode must be one of {', '.join(recall.MODES)}, got {str(mode)[:40]!r}", field="mode")
     limit = validate_limit(limit)
     offset = validate_offset(offset)
@@ -392,7 +393,7 @@ def message_recall_scope(*, project: Any, excluding_session: str | None = None,
     return messages
 
 
-def whole_conversations(scope: Any) -> bool:
+def whole_conversations(scope: QuerySet[Message]) -> bool:
     """Whether a Message queryset's filters each take or leave out whole conversations (a project, a
     session, a conversation, negated or not: every column they read is the conversation's), so
     that a conversation with one turn in the scope has all of them in it. A message's project is
@@ -409,7 +410,7 @@ def whole_conversations(scope: Any) -> bool:
     return per_conversation(scope.query.where)
 
 
-def message_surroundings(keys: list[str], scope: Any) -> Surroundings:
+def message_surroundings(keys: list[str], scope: QuerySet[Any] | None) -> Surroundings:
     """The messages up to CONTEXT_REACH turns before and after each of `keys` (within `scope`, a
     Message queryset, when given), and each one's conversation: hybrid ranking passes part of a
     hit's score to them (the message kind's `surround` in the searchable registry)."""
@@ -537,7 +538,7 @@ def _tool_parts(content: str) -> tuple[str, str, str] | None:
         return name, _flatten(given, EMBED_TOOL_INPUT_CHARS), _flatten(output, 4 * EMBED_TOOL_OUTPUT_CHARS, said)
     if body is not None or not content.startswith("{"):
         return None
-    found = {}
+    found: dict[tuple[str, ...], int] = {}
     for group in (_TOOL_NAME_KEYS, _TOOL_INPUT_KEYS, _TOOL_OUTPUT_KEYS):
         for key in group:
             at = content.find(f'"{key}": ')
@@ -616,12 +617,13 @@ def message_parts(text: str, before: str | None) -> Parts:
     return [(text, 1.0), (before, weight)] if before and weight else [(text, 1.0)]
 
 
-def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int, mode: str) -> RankedPage:
+def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int,
+                               mode: recall.Mode) -> RankedPage:
     """semantic / hybrid ranking of the filtered messages. If the embedding provider is down,
     hybrid answers from its BM25 side alone and semantic reports the outage."""
     try:
         found = recall.rank(query=query, scopes={"message": filters.scope(Message.objects.all())}, limit=limit,
-                            offset=offset, mode=mode,  # type: ignore[arg-type]
+                            offset=offset, mode=mode,
                             attach=False)  # message_hits loads the rows, with snippets and context
     except EmbeddingUnavailable as exc:
         raise InvalidInput(f"mode semantic needs the embedding provider, which is unavailable: {exc}",

@@ -40,7 +40,7 @@ def librarian_feedback(query: str, helpful: bool, project: str | None = None) ->
 def librarian_memory_stats() -> outputs.StatsDict:
     """Cache statistics: hit rate (overall and last 24 h), exact vs semantic hits, tier
     distribution, entries, bytes per cached answer, time saved."""
-    return services.librarian_memory_stats()  # type: ignore[return-value]
+    return services.librarian_memory_stats()
 
 
 MCP = McpRegistry(tools=[

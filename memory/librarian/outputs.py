@@ -142,11 +142,11 @@ def entry_dict(entry: QueryMemory) -> EntryDict:
 
 
 def remembered_dict(entry: QueryMemory, created: bool) -> RememberedDict:
-    return {**entry_dict(entry), "created": created}  # type: ignore[typeddict-item]
+    return {**entry_dict(entry), "created": created}
 
 
 def feedback_dict(entry: QueryMemory, dropped: bool) -> FeedbackDict:
-    return {**entry_dict(entry), "dropped": dropped}  # type: ignore[typeddict-item]
+    return {**entry_dict(entry), "dropped": dropped}
 
 
 def forgotten_dict(entry: QueryMemory) -> ForgottenDict:

@@ -6,4 +6,4 @@ class Migration(migrations.Migration):
 
     initial = True
     dependencies = [("winni_site", "0001_initial")]
-    operations: list = []
+    operations = []

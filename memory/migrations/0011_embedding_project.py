@@ -31,7 +31,7 @@ COPIES = {
 }
 
 
-def copy_projects(apps, schema_editor):  # type: ignore[no-untyped-def]
+def copy_projects(apps, schema_editor):
     """Fill the new column without paying an HNSW insertion per updated row (a non-HOT update adds
     every new row version to every index; on 1M vectors that is hours): the HNSW indexes are
     dropped here and built again by migration 0012, in a transaction of its own (built in this

@@ -5,7 +5,7 @@ from django.db import migrations
 from core.migration_ops import compact_indexes
 
 
-def build_indexes(apps, schema_editor):  # type: ignore[no-untyped-def]
+def build_indexes(apps, schema_editor):
     """The HNSW index of every (model, kind) that has vectors, as memory.vectors.index_ensure built
     them when this was written (partial, cosine over halfvec, m 16, ef_construction 64), for those
     migration 0011 dropped; an index still there is left alone. First the B-tree indexes, compacted

@@ -4,7 +4,7 @@ from pgvector.django import VectorExtension
 
 class Migration(migrations.Migration):
     initial = True
-    dependencies: list = []
+    dependencies = []
 
     operations = [
         # pgvector for every app's embeddings (the embedded PostgreSQL ships it).

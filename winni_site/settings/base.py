@@ -5,6 +5,7 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -253,7 +254,7 @@ WINNI_LOG_MAX_BYTES = env_int("WINNI_LOG_MAX_BYTES", 10 * 1024 * 1024, minimum=1
 WINNI_LOG_BACKUPS = env_int("WINNI_LOG_BACKUPS", 5, minimum=0, maximum=1000)
 _log_file_handlers = ["null"] if WINNI_LOG_FILE == "off" else ["file"]
 _log_handlers = ["console", *_log_file_handlers]
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},

@@ -9,7 +9,7 @@ messages and a line already imported adds nothing. Malformed lines are counted a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         total = capture.ImportStats(sessions=set())
         sizes = {path: path.stat().st_size for path in files}
         with tqdm(total=sum(sizes.values()), unit="B", unit_scale=True, disable=options["no_progress"],
-                  file=self.stderr._out, desc="transcripts") as bar:
+                  file=cast(TextIO, self.stderr._out), desc="transcripts") as bar:
             for path in files:
                 stats = agent_transcripts.import_file(agent, Path(path))
                 bar.update(sizes[path])

@@ -16,7 +16,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -27,7 +27,7 @@ from pgvector.django import CosineDistance
 from core import access, llm, projects
 from core.logs import storage_op
 from core.models import Project
-from core.recall import recall
+from core.recall import RecallDict, recall
 from core.redaction import redact
 from memory.librarian.models import QueryMemory, Tier
 from memory.librarian.services.entries import librarian_evict_over_limit
@@ -44,6 +44,9 @@ from memory.librarian.services.policy import (
 from memory.librarian.services.queries import embed_queries, query_hash, query_vector_tag, semantic_guard_allows
 from memory.librarian.services.stats import EXACT, MISS, SEMANTIC, count_ask
 
+if TYPE_CHECKING:  # (outputs imports the services)
+    from memory.librarian.outputs import SourceDict
+
 # How many nearest neighbours L2 considers (seed §4.2: n_results=3); a guard refusal moves on to
 # the next one.
 SEMANTIC_CANDIDATES = 3
@@ -59,27 +62,28 @@ NO_KNOWLEDGE_ANSWER = "Winni has nothing stored that matches this question."
 @dataclass
 class Knowledge:
     answer: str
-    sources: list[dict[str, Any]]
+    sources: list[SourceDict]
 
 
 def knowledge_answer(query: str, project: Project | None = None) -> Knowledge:
     """The best matching stored passages (messages, memories, medallions, contexts: the hybrid
     `winni_recall`, within `project` when given) with their sources, labelled as retrieved text,
     never generated."""
-    hits = recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES,
-                  filters={"project": project})["results"]
+    found = cast(RecallDict, recall(query=query[:RECALL_QUERY_CHARS], limit=KNOWLEDGE_PASSAGES,
+                                    filters={"project": project}))  # detail="full", the default
+    hits = found["results"]
     if not hits:
         return Knowledge(NO_KNOWLEDGE_ANSWER, [])
     lines = ["Retrieved from Winni's memory (passages, not a generated answer):"]
-    sources = []
+    sources: list[SourceDict] = []
     for number, hit in enumerate(hits, start=1):
         text = hit["text"]
         passage = text if len(text) <= PASSAGE_CHARS else text[:PASSAGE_CHARS] + "…"
         where = f"conversation {hit['conversation_id']}, " if hit.get("conversation_id") else ""
         lines.append(f"[{number}] {hit['kind']} {where}{hit['label']}: {passage}")
-        source = {"kind": hit["kind"], "id": hit["id"], "label": hit["label"], "score": round(float(hit["score"]), 4)}
-        if hit.get("conversation_id"):
-            source["conversation_id"] = hit["conversation_id"]
+        source: SourceDict = {"kind": hit["kind"], "id": hit["id"], "label": hit["label"], "score": round(float(hit["score"]), 4)}
+        if conversation_id := hit.get("conversation_id"):
+            source["conversation_id"] = conversation_id
         sources.append(source)
     return Knowledge("\n".join(lines), sources)
 
@@ -147,7 +151,7 @@ class AskResult:
     cached: bool
     entry: QueryMemory | None
     similarity: float | None = None
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[SourceDict] = field(default_factory=list)
     compute_time_ms: int | None = None
     confidence: float | None = None
 
@@ -166,7 +170,7 @@ _HIT_TIER_SQL = """CASE WHEN NOT %(promote)s THEN tier
     WHEN ask_count + 1 >= 4 AND tier <> 'core' THEN 'hot'
     WHEN ask_count + 1 >= 2 AND tier = 'cold' THEN 'warm'
     ELSE tier END"""
-_ENTRY_COLUMNS = [f.column for f in QueryMemory._meta.concrete_fields if f.name != "embedding"]
+_ENTRY_COLUMNS = [f.column for f in QueryMemory._meta.concrete_fields if f.name != "embedding" and f.column]
 
 
 def _serve(outcome: str, now: dt.datetime, *, entry_id: int | None = None, key: str | None = None,
@@ -297,7 +301,7 @@ def librarian_ask(*, query: str, project: Any = None) -> AskResult:
         if settings.LIBRARIAN_SEMANTIC_SEARCH and vectors_fit():
             vector = embed_queries([text])[0]
             for candidate in semantic_candidates(vector, now, scope):
-                distance = float(candidate.distance)  # type: ignore[attr-defined]
+                distance = float(candidate.distance)  # type: ignore[attr-defined]  # annotated by semantic_candidates
                 if distance >= settings.LIBRARIAN_SIMILARITY_THRESHOLD:
                     break
                 if not semantic_guard_allows(text, candidate.query_text):

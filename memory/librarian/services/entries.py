@@ -263,7 +263,7 @@ def librarian_seed(*, pairs: list[tuple[str, str]], pin: bool = False) -> dict[s
     now = timezone.now()
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     with storage_op("librarian.seed", pairs=len(cleaned)) as log, transaction.atomic():
-        new_rows = []
+        new_rows: list[QueryMemory] = []
         for key, (text, answer) in cleaned.items():
             entry = existing.get(key) or QueryMemory(query_hash=key, query_text=text, ask_count=0,
                                                     first_asked=now, last_asked=now, answer_version=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, models
@@ -14,6 +14,9 @@ from django.utils import timezone
 from core import projects
 from core.errors import InvalidInput
 from memory.librarian.models import LibrarianHourlyStats, QueryMemory, Tier
+
+if TYPE_CHECKING:  # (outputs imports the services)
+    from memory.librarian.outputs import DayDict, StatsDict
 
 DAYS_RANGE = "days must be between 1 and 365"
 EXACT, SEMANTIC, MISS = "exact", "semantic", "miss"
@@ -39,7 +42,7 @@ def _rate(hits: int, asks: int) -> float | None:
     return round(hits / asks, 4) if asks else None
 
 
-def librarian_memory_stats() -> dict[str, Any]:
+def librarian_memory_stats() -> StatsDict:
     """Hit rate overall and over the last 24 h, exact vs semantic hits, tiers, sizes, time saved."""
     now = timezone.now()
     totals = LibrarianHourlyStats.objects.aggregate(
@@ -89,7 +92,7 @@ def librarian_memory_stats() -> dict[str, Any]:
     }
 
 
-def librarian_hit_rate_series(*, days: int = 14) -> list[dict[str, Any]]:
+def librarian_hit_rate_series(*, days: int = 14) -> list[DayDict]:
     """One point per UTC day for the last `days` days (oldest first, days without asks included):
     asks, exact and semantic hits, misses and the hit rate — for the admin dashboard's chart."""
     if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 365:
@@ -102,7 +105,7 @@ def librarian_hit_rate_series(*, days: int = 14) -> list[dict[str, Any]]:
         bucket = per_day.setdefault(row["hour"].astimezone(dt.timezone.utc).date(), Counter())
         for name in ("asks", "exact_hits", "semantic_hits", "misses"):
             bucket[name] += row[name]
-    series = []
+    series: list[DayDict] = []
     for offset in range(days):
         date = first + dt.timedelta(days=offset)
         counts = per_day.get(date, {})

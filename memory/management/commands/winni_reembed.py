@@ -48,7 +48,7 @@ class Command(BaseCommand):
         todo = {}
         for kind in kinds:
             spec = searchable.get(kind)
-            queryset = spec.model.objects.all() if options["force"] else vectors.pending(kind=kind, model=model)
+            queryset = spec.model._default_manager.all() if options["force"] else vectors.pending(kind=kind, model=model)
             todo[kind] = queryset
         counts = {kind: queryset.count() for kind, queryset in todo.items()}
         self.stdout.write(f"model {model}: {sum(counts.values())} rows to embed " + str(counts))
@@ -78,7 +78,7 @@ class Command(BaseCommand):
         kinds = [kind for kind in kinds if searchable.get(kind).passages is not None]
         # Every row is read (vectors.passages_store skips those without a vector, short ones and those
         # that have their passages): once, after the upgrade.
-        keys = {kind: vectors.keys_in_batch_order(kind=kind, rows=searchable.get(kind).model.objects.all())
+        keys = {kind: vectors.keys_in_batch_order(kind=kind, rows=searchable.get(kind).model._default_manager.all())
                 for kind in kinds}
         self.stdout.write(f"model {model}: {sum(len(k) for k in keys.values())} rows to read for passages "
                           + str({kind: len(found) for kind, found in keys.items()}))

@@ -2,6 +2,7 @@
 row counts per table, SHA-256). Beat runs the same service every WINNI_BACKUP_INTERVAL_HOURS; the
 newest WINNI_BACKUP_KEEP backups in WINNI_BACKUP_DIR are kept."""
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -17,7 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("--list", action="store_true", help="list the finished backups in WINNI_BACKUP_DIR")
         parser.add_argument("--verify", type=Path, metavar="PATH", help="check a backup's checksum against its manifest")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             if options["list"]:
                 for backup in backups.backup_list():
@@ -26,10 +27,10 @@ class Command(BaseCommand):
                                       f"{sum(m['row_counts'].values())} rows")
                 return
             if options["verify"]:
-                manifest = backups.backup_verify(path=options["verify"])  # type: ignore[arg-type]
+                manifest = backups.backup_verify(path=options["verify"])
                 self.stdout.write(f"ok: sha256 {manifest['sha256']}, {sum(manifest['row_counts'].values())} rows")
                 return
-            backup = backups.backup_create(out=options["out"], progress=self.stderr.write)  # type: ignore[arg-type]
+            backup = backups.backup_create(out=options["out"], progress=self.stderr.write)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         self.stdout.write(str(backup.path))

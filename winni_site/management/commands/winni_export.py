@@ -2,6 +2,7 @@
 checksums); format "winni-export" version 1, documented in docs/operations.md. Deterministic: the same data
 gives the same files."""
 from pathlib import Path
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -18,17 +19,17 @@ class Command(BaseCommand):
         parser.add_argument("--out", type=Path, help="folder to write (default: WINNI_DATA_DIR/exports/<time>)")
         parser.add_argument("--store", action="append", help="only this store (repeatable)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         from django.conf import settings
 
         out = options["out"] or settings.DATA_DIR / "exports" / timezone.now().strftime("%Y%m%dT%H%M%SZ")
         bars: dict[str, tqdm] = {}
 
         def progress(store: str, lines: int) -> None:
-            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=self.stderr._out, leave=True)).update(1)
+            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=cast(TextIO, self.stderr._out), leave=True)).update(1)
 
         try:
-            manifest = portable.export_all(out=out, stores=options["store"], progress=progress)  # type: ignore[arg-type]
+            manifest = portable.export_all(out=out, stores=options["store"], progress=progress)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         finally:

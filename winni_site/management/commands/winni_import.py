@@ -2,6 +2,7 @@
 skipped, so importing twice adds nothing; each file is one transaction (a bad line rolls the whole
 file back and names the line)."""
 from pathlib import Path
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -17,14 +18,14 @@ class Command(BaseCommand):
         parser.add_argument("folder", type=Path)
         parser.add_argument("--store", action="append", help="only this store (repeatable)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         bars: dict[str, tqdm] = {}
 
         def progress(store: str, line: int) -> None:
-            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=self.stderr._out, leave=True)).update(1)
+            bars.setdefault(store, tqdm(desc=store, unit=" lines", file=cast(TextIO, self.stderr._out), leave=True)).update(1)
 
         try:
-            report = portable.import_all(folder=options["folder"], stores=options["store"], progress=progress)  # type: ignore[arg-type]
+            report = portable.import_all(folder=options["folder"], stores=options["store"], progress=progress)
         except ApplicationError as exc:
             raise CommandError(exc.message) from exc
         finally:

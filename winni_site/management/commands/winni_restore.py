@@ -2,6 +2,7 @@
 into a new database that replaces the current one only once complete, so a failed restore leaves
 the old data untouched. Stop the web server and workers first: their connections are closed."""
 from pathlib import Path
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -18,10 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("--keep-old", action="store_true",
                             help="keep the replaced database under the name <name>_before_restore_<time>")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             manifest = backups.backup_restore(
-                path=options["path"], force=bool(options["force"]), keep_old=bool(options["keep_old"]),  # type: ignore[arg-type]
+                path=options["path"], force=bool(options["force"]), keep_old=bool(options["keep_old"]),
                 progress=self.stderr.write,
             )
         except ApplicationError as exc:

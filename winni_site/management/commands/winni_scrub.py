@@ -2,6 +2,8 @@
 detector knew their format) become [REDACTED:<type>], with the index and vectors following.
 `--dry-run` only counts. Interrupted, the next run goes on where it stopped (`--restart`: from
 the start). docs/privacy.md, "Scrubbing what is stored"."""
+from typing import Any, TextIO, cast
+
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
@@ -17,15 +19,15 @@ class Command(BaseCommand):
         parser.add_argument("--store", action="append", choices=[s.label for s in scrub_stored.STORES],
                             help="only this store (repeatable)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         bars: dict[str, tqdm] = {}
 
         def progress(label: str, rows: int) -> None:
-            bars.setdefault(label, tqdm(desc=label, unit=" rows", file=self.stderr._out, leave=True)).update(rows)
+            bars.setdefault(label, tqdm(desc=label, unit=" rows", file=cast(TextIO, self.stderr._out), leave=True)).update(rows)
 
         try:
             report = scrub_stored.scrub_stored(dry_run=bool(options["dry_run"]), restart=bool(options["restart"]),
-                                               stores=options["store"] or None, progress=progress)  # type: ignore[arg-type]
+                                               stores=options["store"] or None, progress=progress)
         finally:
             for bar in bars.values():
                 bar.close()

@@ -3,6 +3,8 @@
 default) is what clients do; admin also manages tokens and exports/imports over the API. --project
 limits the token to those projects' rows everywhere (docs/privacy.md, "Scoped tokens"); --toolset
 to those MCP tool sets (winni_site/toolsets.py)."""
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.errors import ApplicationError
@@ -28,12 +30,12 @@ class Command(BaseCommand):
         revoke = sub.add_parser("revoke", help="revoke a token; it stops working at once")
         revoke.add_argument("name")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             if options["action"] == "create":
                 token, secret = auth.token_create(name=str(options["name"]), scope=str(options["scope"]),
-                                                  projects=list(options["project"]),  # type: ignore[call-overload]
-                                                  toolsets=list(options["toolset"]))  # type: ignore[call-overload]
+                                                  projects=list(options["project"]),
+                                                  toolsets=list(options["toolset"]))
                 self.stdout.write(secret)
                 limited = ", ".join(token.projects.order_by("slug").values_list("slug", flat=True)) or "every project"
                 sets = f", tool sets {', '.join(token.toolsets)}" if token.toolsets else ""
