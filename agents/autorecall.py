@@ -28,9 +28,9 @@ What it does with a prompt:
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
    recorded (agents.models.Injection).
-5. Use (WINNI_RECALL_USE_PRIOR): among what the gate admitted, an item the agent kept ignoring
-   for prompts like this one moves down and one it used moves up (agents.use.prior_for: a factor of
-   0.8–1.2 on its score, one query per prompt); the gate's choice is never changed by it."""
+5. Use (WINNI_RECALL_USE_PRIOR): within the block, an item the agent kept ignoring for prompts
+   like this one moves down and one it used moves up (agents.use.prior_for: a factor on its score,
+   one query per prompt); what the block holds is chosen without it (prior_order)."""
 from __future__ import annotations
 
 import math
@@ -714,12 +714,12 @@ def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | 
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
     while their score holds up, once one of them passes (one per conversation first, the rows that
-    pass the gate before the others of their conversation). `prior` (default: the candidates' own,
-    `found.prior`; {}: none) reorders what the gate admitted by use (by_prior): which items are
-    admitted is decided on recall's scores alone."""
+    pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
+    reorders what the gate admitted (by_prior); which items are admitted is decided on recall's
+    scores alone."""
     if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
         return [found.answer] if found.answer else []
-    prior = found.prior if prior is None else prior
+    prior = prior or {}
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
     opened = [c for c in found.recalled if gate.passes(c)]
     top = max((c.score for c in opened), default=0.0)
@@ -870,11 +870,20 @@ def _gated(found: Candidates, session_id: str | None, max_chars: int) -> Context
     gate["repeated"] = len(ordered) - len(fresh)
     if not fresh:
         return _empty("everything relevant was injected into this session already", **gate)
-    return _block(fresh, found.weights, max_chars, gate)
+    return _block(fresh, found.weights, max_chars, gate, order=prior_order(found))
+
+
+def prior_order(found: Candidates) -> list[str] | None:
+    """The block's items in the order the use prior gives them (None without a prior): _block
+    chooses what fits in recall's order, then shows it in this one, so the prior moves items up
+    and down the block and never in or out of it."""
+    return [c.key for c in block_items(found, prior=found.prior)] if found.prior else None
 
 
 def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
-           header: str = HEADER) -> ContextDict:
+           header: str = HEADER, order: list[str] | None = None) -> ContextDict:
+    """The block of the candidates that fit in `max_chars`, chosen in their order; shown in
+    `order` (item keys: prior_order) when given, possibly stale items after those that hold."""
     lines: list[str] = []
     items: list[Item] = []
     shown: list[set[str]] = []  # the words of each item given, to leave out one that repeats it
@@ -908,6 +917,11 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
                       "source": candidate.source, "stale": [mark.text for mark in marks]})
     if not items:
         return _empty("max_chars leaves no room", **gate)
+    if order:
+        rank = {key: index for index, key in enumerate(order)}
+        shown = sorted(zip(lines, items), key=lambda entry: (bool(entry[1]["stale"]),
+                                                             rank.get(f"{entry[1]['kind']}:{entry[1]['id']}", len(rank))))
+        lines, items = [line for line, _ in shown], [item for _, item in shown]
     return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
 

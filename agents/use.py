@@ -243,9 +243,14 @@ def use_counts(*, days: int = 30) -> list[dict[str, Any]]:
 # --- the use prior (automatic recall's ranking) -----------------------------------------------------
 
 # How far use moves an item's score at most: ×(1 ± PRIOR_STRENGTH). Mild on purpose: it reorders
-# items whose scores are close, it does not overturn recall's ranking (and never the gate's choice:
-# agents.autorecall.block_items applies it only to what the gate admitted).
-PRIOR_STRENGTH = 0.2
+# items whose scores are close, it does not overturn recall's ranking (and never what the block
+# holds: agents.autorecall.prior_order). Chosen with PRIOR_IGNORED_MIN by bench/use_prior.py on
+# the tuning half of LoCoMo (0.1, 0.2 and 0.3 tied; the mildest kept).
+PRIOR_STRENGTH = 0.1
+# An item never used moves down once it was ignored this many times for such prompts (bench/use_prior.py:
+# 1 put more evidence among the block's first 3 items than 2 or 3; the factor itself grows with the
+# count, so an item ignored again and again moves furthest).
+PRIOR_IGNORED_MIN = 1
 # Judgments read per recall at most (the newest): the one query stays small whatever the history.
 PRIOR_READ = 400
 # A prompt's specific words kept with a judgment (the gate's terms, most specific first).
@@ -262,9 +267,10 @@ def similar_prompt(terms: set[str], earlier: Iterable[str]) -> bool:
 
 def prior_for(*, keys: list[str], terms: list[str], project_id: int | None) -> dict[str, float]:
     """Each candidate item's factor from its use for similar prompts of this project (similar_prompt):
-    1 + PRIOR_STRENGTH × (used − ignored) / (used + ignored + 1), so one ignored injection weighs
-    0.9, an item ignored again and again tends to 0.8, one used again and again to 1.2. Items with
-    no such judgment are left out (factor 1). One indexed query (item_use_key), PRIOR_READ rows at most."""
+    1 + PRIOR_STRENGTH × (used − ignored) / (used + ignored + 1), so an item ignored once weighs
+    0.95 and tends to 0.9 when ignored again and again, one used once 1.05 and again and again 1.1.
+    Items with no such judgment, or never used and ignored fewer than PRIOR_IGNORED_MIN times, are
+    left out (factor 1). One indexed query (item_use_key), PRIOR_READ rows at most."""
     wanted = set(terms[:PRIOR_TERMS])
     if not keys or not wanted:
         return {}
@@ -275,4 +281,4 @@ def prior_for(*, keys: list[str], terms: list[str], project_id: int | None) -> d
         if similar_prompt(wanted, earlier):
             counts.setdefault(key, [0, 0])[0 if used else 1] += 1
     return {key: 1 + PRIOR_STRENGTH * (used - ignored) / (used + ignored + 1)
-            for key, (used, ignored) in counts.items()}
+            for key, (used, ignored) in counts.items() if used or ignored >= PRIOR_IGNORED_MIN}

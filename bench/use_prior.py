@@ -10,6 +10,10 @@ prior on and off from the same candidates: LoCoMo evidence in the block (any / a
 the block's first 3 items, the share of questions that got a block; silence on the generic prompts
 and unanswerable questions (bench/autorecall.py's held-out sets), asked after the replay too.
 
+The prior's two constants (agents.use.PRIOR_STRENGTH, PRIOR_IGNORED_MIN) are chosen first inside
+the tuning half: its even questions replayed, its odd ones asked; the checking half is read once,
+with the chosen pair.
+
     .venv/bin/python bench/use_prior.py [--budget 4000]
 
 The corpus stays in WINNI_DATA_DIR (default /tmp/winni-bench-use-prior) and is reused; the replayed
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import random
 import sys
@@ -55,7 +60,8 @@ def replay(asked: list[tuple[Any, str]], budget: int) -> tuple[int, int]:
         ordered = autorecall.block_items(found)
         if not ordered:
             continue
-        result = autorecall._block(ordered, found.weights, budget, {"terms": found.terms[:12]})
+        result = autorecall._block(ordered, found.weights, budget, {"terms": found.terms[:12]},
+                                   order=autorecall.prior_order(found))
         if not result["items"]:
             continue
         injection = Injection.objects.create(
@@ -85,7 +91,7 @@ def main() -> None:
     from django.db import connection
     from tqdm import tqdm
 
-    from agents import autorecall
+    from agents import autorecall, use
     from agents.models import Injection
     from core.models import ItemUse
     from core.searchable import searchable_changed
@@ -101,9 +107,6 @@ def main() -> None:
     print(f"LoCoMo store loaded in {time.perf_counter() - started:.0f} s")
     if args.load_only:
         return
-    Injection.objects.all().delete()
-    ItemUse.objects.all().delete()
-
     answers = gold_answers()
     Asked = autorecall_bench.Asked
     questions = [(Asked(q.text, autorecall_bench.slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of),
@@ -121,49 +124,82 @@ def main() -> None:
         "unanswerable (held out)": unanswerable[:200][1::2],
     }
 
-    started = time.perf_counter()
-    judged, used = replay(tqdm(tuning, desc="replay (tuning half)", unit="q"), args.budget)  # type: ignore[arg-type]
-    print(f"replayed {len(tuning)} tuning questions: {judged} items judged, {used} used "
-          f"({time.perf_counter() - started:.0f} s)")
-
     def gather(asked: list[Any]) -> list[Any]:
         return [autorecall.candidates_for(a.prompt, autorecall._project_of(a.project), f"bench-{uuid.uuid4().hex}",
                                           autorecall.time_plan(a.prompt, a.as_of)) for a in tqdm(asked, unit="q")]
 
-    found = gather([a for a, _ in checking])
-    with_prior = sum(bool(f.prior) for f in found)
-    print(f"checking half: {len(checking)} questions, {with_prior} with a prior on some candidate")
-    rows = []
-    for label, prior_on in (("off", False), ("on", True)):
-        any_hits = all_hits = first3 = opened = 0
-        moved = 0
-        for (asked, _), f in zip(checking, found):
-            prior = None if prior_on else {}
-            ordered = autorecall.block_items(f, prior=prior)
-            if prior_on and [c.key for c in ordered] != [c.key for c in autorecall.block_items(f, prior={})]:
-                moved += 1
-            items = autorecall._block(ordered, f.weights, args.budget, {})["items"] if ordered else []
-            keys = set(autorecall_bench.keys_of(items, asked.mapping))
-            any_hits += bool(keys & asked.gold_turns)
-            all_hits += asked.gold_turns <= keys
-            first3 += bool(autorecall_bench.first_keys(items, asked.mapping) & asked.gold_turns)
+    def history(asked: list[tuple[Any, str]], label: str) -> None:
+        Injection.objects.all().delete()
+        ItemUse.objects.all().delete()
+        began = time.perf_counter()
+        judged, used = replay(tqdm(asked, desc=f"replay ({label})", unit="q"), args.budget)  # type: ignore[arg-type]
+        print(f"replayed {len(asked)} questions ({label}): {judged} items judged, {used} used "
+              f"({time.perf_counter() - began:.0f} s)")
+
+    def measure(asked: list[tuple[Any, str]], found: list[Any], prior_on: bool) -> tuple[float, ...]:
+        """(evidence any, all, among the first 3, opened, blocks reordered) over `asked`, in %."""
+        any_hits = all_hits = first3 = opened = moved = 0
+        for (one, _), f in zip(asked, found):
+            ordered = autorecall.block_items(f)
+            order = autorecall.prior_order(f) if prior_on else None
+            items = autorecall._block(ordered, f.weights, args.budget, {}, order=order)["items"] if ordered else []
+            moved += bool(order) and order != [c.key for c in ordered]
+            keys = set(autorecall_bench.keys_of(items, one.mapping))
+            any_hits += bool(keys & one.gold_turns)
+            all_hits += one.gold_turns <= keys
+            first3 += bool(autorecall_bench.first_keys(items, one.mapping) & one.gold_turns)
             opened += bool(items)
-        n = len(checking)
-        rows.append(f"| {label} | {any_hits / n * 100:.1f} % / {all_hits / n * 100:.1f} % | {first3 / n * 100:.1f} % "
-                    f"| {opened / n * 100:.1f} % | {moved if prior_on else ''} |")
+        n = len(asked) / 100
+        return any_hits / n, all_hits / n, first3 / n, opened / n, moved
+
+    def reprior(asked: list[tuple[Any, str]], found: list[Any]) -> None:
+        for (one, _), f in zip(asked, found):
+            project = autorecall._project_of(one.project)
+            f.prior = use.prior_for(keys=[c.key for c in f.medallion_items + f.recalled], terms=f.terms,
+                                    project_id=project.pk if project else None)
+
+    # The prior's two constants are chosen inside the tuning half (its first half replayed, its
+    # second asked), never on the checking half.
+    inner_history, inner_check = tuning[0::2], tuning[1::2]
+    history(inner_history, "choosing: a quarter")
+    inner_found = gather([a for a, _ in inner_check])
+    base = measure(inner_check, inner_found, prior_on=False)
+    print(f"\nchoosing on {len(inner_check)} tuning questions: prior off any {base[0]:.1f} % all {base[1]:.1f} % "
+          f"first 3 {base[2]:.1f} %")
+    print("| strength | ignored at least | any | all | first 3 | reordered |\n|---|---|---|---|---|---|")
+    chosen = (use.PRIOR_STRENGTH, use.PRIOR_IGNORED_MIN)
+    best = None
+    for strength, ignored_min in itertools.product((0.1, 0.2, 0.3), (1, 2, 3)):
+        use.PRIOR_STRENGTH, use.PRIOR_IGNORED_MIN = strength, ignored_min
+        reprior(inner_check, inner_found)
+        row = measure(inner_check, inner_found, prior_on=True)
+        print(f"| {strength} | {ignored_min} | {row[0]:.1f} % | {row[1]:.1f} % | {row[2]:.1f} % | {row[4]} |")
+        # The most evidence among the first 3 (what the block holds does not move: prior_order).
+        if row[0] >= base[0] and row[1] >= base[1] and (best is None or row[2] > best[0][2]):
+            best = (row, (strength, ignored_min))
+    use.PRIOR_STRENGTH, use.PRIOR_IGNORED_MIN = best[1] if best else chosen
+    print(f"chosen: strength {use.PRIOR_STRENGTH}, ignored at least {use.PRIOR_IGNORED_MIN} "
+          f"({'the defaults: none was no worse' if best is None else 'the most evidence among the first 3'})")
+
+    history(tuning, "the tuning half")
+    found = gather([a for a, _ in checking])
+    print(f"checking half: {len(checking)} questions, {sum(bool(f.prior) for f in found)} with a prior on some "
+          f"candidate")
+    rows = [(label, measure(checking, found, prior_on=on)) for label, on in (("off", False), ("on", True))]
     silence = {}
     for name, asked in silence_sets.items():
         sets = gather(asked)
-        silence[name] = [sum(bool(autorecall.block_items(f, prior=p)) for f in sets) / len(sets) * 100
-                         for p in ({}, None)]
+        silence[name] = [sum(bool(autorecall.block_items(f, prior=f.prior if on else {})) for f in sets)
+                         / len(sets) * 100 for on in (False, True)]
     print(f"\n| prior | LoCoMo evidence any / all ({len(checking)} checking questions) | evidence among the first 3 "
           f"| opened | blocks reordered |")
     print("|---|---|---|---|---|")
-    print("\n".join(rows))
+    for label, row in rows:
+        print(f"| {label} | {row[0]:.1f} % / {row[1]:.1f} % | {row[2]:.1f} % | {row[3]:.1f} % | "
+              f"{row[4] if label == 'on' else ''} |")
     print("\n| silence set | off | on |\n|---|---|---|")
     for name, (off, on) in silence.items():
         print(f"| {name} ({len(silence_sets[name])}) | {off:.1f} % | {on:.1f} % |")
-
 
 if __name__ == "__main__":
     main()
