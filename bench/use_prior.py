@@ -186,6 +186,20 @@ def main() -> None:
     print(f"checking half: {len(checking)} questions, {sum(bool(f.prior) for f in found)} with a prior on some "
           f"candidate")
     rows = [(label, measure(checking, found, prior_on=on)) for label, on in (("off", False), ("on", True))]
+    # What the prior's one query costs a prompt (the checking half's candidates, this history).
+    took = []
+    for (one, _), f in zip(checking, found):
+        project = autorecall._project_of(one.project)
+        began = time.perf_counter()
+        use.prior_for(keys=[c.key for c in f.medallion_items + f.recalled], terms=f.terms,
+                      project_id=project.pk if project else None)
+        took.append((time.perf_counter() - began) * 1000)
+    p50, p95 = _django.percentiles(took)
+    plan = " / ".join(line.strip() for line in ItemUse.objects.filter(
+        item_key__in=[c.key for c in found[0].recalled][:20], project_id=autorecall._project_of(checking[0][0].project).pk)
+        .order_by("-judged_at").values_list("item_key", "used", "terms")[:400].explain().splitlines()[:3])
+    print(f"prior_for: p50 {p50:.2f} ms, p95 {p95:.2f} ms over {len(took)} prompts, {ItemUse.objects.count()} "
+          f"judgments stored; plan: {plan}")
     silence = {}
     for name, asked in silence_sets.items():
         sets = gather(asked)
