@@ -324,7 +324,7 @@ class CaptureCommitsApi(APIView):
         since = CommitField(required=False, allow_null=True,
                             help_text="the commit Winni last saw (session-start's commit_seen); null: the first "
                                       "report, which only records head")
-        files = CommitFilesField(required=False, default=list, help_text=(
+        files = CommitFilesField(required=False, help_text=(
             "the files changed between since and head, at most 1,000, each with the newest commit that "
             "changed it (renamed_to with status R)"))
 

@@ -610,14 +610,14 @@ def git_output(git_root: str, args: list) -> str:
     return done.stdout if done.returncode == 0 else ""
 
 
-def changed_files(git_root: str, since: str, head: str) -> list:
+def changed_files(git_root: str, since: str, head: str) -> object:
     """The files that differ between `since` and `head` (renames and deletions too), each with the
     newest commit of since..head that changed it (else HEAD) and that commit's date; at most
     COMMIT_FILES_MAX. None when git does not know `since` (a history rewritten, a shallow clone)."""
     if not git_output(git_root, ["rev-parse", "--verify", "-q", f"{since}^{{commit}}"]).strip():
-        return None  # type: ignore[return-value]
+        return None
     parts = git_output(git_root, ["diff", "--name-status", "-M", "-z", since, head]).split("\0")
-    files = []
+    files: list = []
     index = 0
     while index < len(parts) and parts[index] and len(files) < COMMIT_FILES_MAX:
         status = parts[index][:1]
