@@ -919,9 +919,9 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         return _empty("max_chars leaves no room", **gate)
     if order:
         rank = {key: index for index, key in enumerate(order)}
-        shown = sorted(zip(lines, items), key=lambda entry: (bool(entry[1]["stale"]),
-                                                             rank.get(f"{entry[1]['kind']}:{entry[1]['id']}", len(rank))))
-        lines, items = [line for line, _ in shown], [item for _, item in shown]
+        placed = sorted(zip(lines, items), key=lambda entry: (bool(entry[1]["stale"]),
+                                                              rank.get(f"{entry[1]['kind']}:{entry[1]['id']}", len(rank))))
+        lines, items = [line for line, _ in placed], [item for _, item in placed]
     return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
 

@@ -274,8 +274,9 @@ def prior_for(*, keys: list[str], terms: list[str], project_id: int | None) -> d
     wanted = set(terms[:PRIOR_TERMS])
     if not keys or not wanted:
         return {}
-    rows = (ItemUse.objects.filter(item_key__in=list(dict.fromkeys(keys)), project_id=project_id)
-            .order_by("-judged_at").values_list("item_key", "used", "terms")[:PRIOR_READ])
+    judged = ItemUse.objects.filter(item_key__in=list(dict.fromkeys(keys)))
+    judged = judged.filter(project_id=project_id) if project_id is not None else judged.filter(project__isnull=True)
+    rows = judged.order_by("-judged_at").values_list("item_key", "used", "terms")[:PRIOR_READ]
     counts: dict[str, list[int]] = {}
     for key, used, earlier in rows:
         if similar_prompt(wanted, earlier):
