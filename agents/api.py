@@ -70,6 +70,37 @@ REPOSITORY_SCHEMA = {
 }
 
 
+SHA_PATTERN = "^[0-9a-fA-F]{4,64}$"
+_COMMIT_FILE = {"path": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": NO_NUL,
+                         "description": "relative to the git root"},
+                "commit": {"type": "string", "pattern": SHA_PATTERN, "description": "the newest commit changing it"},
+                "committed_at": {"type": "string", "format": "date-time"}}
+COMMIT_FILES_SCHEMA = {
+    "type": "array", "maxItems": 1000, "description": "the files changed since `since` (git diff --name-status -M)",
+    "items": {"oneOf": [
+        {"type": "object", "required": ["path", "status", "commit", "committed_at"], "additionalProperties": False,
+         "properties": {**_COMMIT_FILE, "status": {"type": "string", "enum": ["A", "C", "M", "T", "D"]}}},
+        {"type": "object", "required": ["path", "status", "renamed_to", "commit", "committed_at"],
+         "additionalProperties": False,
+         "properties": {**_COMMIT_FILE, "status": {"type": "string", "enum": ["R"]},
+                        "renamed_to": {"type": "string", "minLength": 1, "maxLength": 4096, "pattern": NO_NUL}}},
+    ]},
+}
+
+
+@extend_schema_field({"type": "string", "pattern": SHA_PATTERN})
+class CommitField(serializers.RegexField):
+    """A commit hash (4 to 64 hexadecimal digits)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(SHA_PATTERN, **kwargs)
+
+
+@extend_schema_field(COMMIT_FILES_SCHEMA)
+class CommitFilesField(serializers.JSONField):
+    """The files a commit report carries: the service checks each and names it (files[3].commit)."""
+
+
 @extend_schema_field(PAYLOAD_SCHEMA)
 class PayloadField(serializers.JSONField):
     """The hook's stdin: the service checks it and names the field (payload.prompt)."""
@@ -123,6 +154,16 @@ class BatchItemDict(TypedDict, total=False):
 
 class SessionStartDict(TypedDict):
     text: str
+    # With `head`: the commit Winni last saw for the project when it is not `head` ("" when it saw
+    # none yet): the hook then reports the files changed since (POST /capture/commits).
+    commit_seen: NotRequired[str]
+
+
+class CommitReportDict(TypedDict):
+    project: str
+    head: str
+    since: str | None
+    files: int
 
 
 class BatchDict(TypedDict):
@@ -246,6 +287,9 @@ class CaptureSessionStartApi(APIView):
                                          help_text="the session's repository (docs/projects.md)")
         remote = serializers.CharField(required=False, trim_whitespace=False)
         root_commit = serializers.CharField(required=False, trim_whitespace=False)
+        head = serializers.CharField(required=False, trim_whitespace=False,
+                                     help_text="the repository's HEAD commit: the answer says which commit Winni "
+                                               "last saw when it is another (commit_seen)")
 
     @extend_schema(
         operation_id="capture_session_start", tags=CAPTURE, summary="What a new session should load",
@@ -265,7 +309,42 @@ class CaptureSessionStartApi(APIView):
             source=params["source"], cwd=params.get("cwd") or None, project=params.get("project"),
             repository=repository or None, session_id=params.get("session_id") or None,
         )
-        return Response({"text": text})
+        seen = capture.commit_seen_for(cwd=params.get("cwd") or None, project=params.get("project"),
+                                       repository=repository or None, head=params.get("head"))
+        return Response({"text": text, **({"commit_seen": seen} if seen is not None else {})})
+
+
+class CaptureCommitsApi(APIView):
+    class InputSerializer(StrictSerializer):
+        cwd = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False,
+                                    help_text="the session's directory")
+        project = ProjectField(required=False, help_text="an existing project's slug or name")
+        repository = RepositoryField(required=False, allow_null=True)
+        head = CommitField(help_text="the repository's HEAD commit")
+        since = CommitField(required=False, allow_null=True,
+                            help_text="the commit Winni last saw (session-start's commit_seen); null: the first "
+                                      "report, which only records head")
+        files = CommitFilesField(required=False, help_text=(
+            "the files changed between since and head, at most 1,000, each with the newest commit that "
+            "changed it (renamed_to with status R)"))
+
+    @extend_schema(
+        operation_id="capture_commits", tags=CAPTURE, summary="Files changed by commits since Winni last looked",
+        description="The SessionStart hook reports the repository's HEAD and the files changed since the commit "
+                    "Winni last saw for the project: the items anchored to them become possibly stale (\"src/x.py "
+                    "changed since, in commit abc1234 on …\"), one mark per file, its latest change. Files a "
+                    "session's captured edits changed since the last report are that session's change.",
+        request=InputSerializer,
+        responses={200: answer(CommitReportDict, "what was recorded",
+                               {"project": "invoice-export", "head": "3f2a9c1e", "since": "1b7d0e44", "files": 2})},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        params = data.validated_data
+        return Response(capture.commits_report(
+            cwd=params.get("cwd") or None, project=params.get("project"), repository=params.get("repository"),
+            head=params["head"], since=params.get("since") or None, files=params.get("files")))
 
 
 class HookSpecificDict(TypedDict):

@@ -27,7 +27,10 @@ What it does with a prompt:
    around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
-   recorded (agents.models.Injection)."""
+   recorded (agents.models.Injection).
+5. Use (WINNI_RECALL_USE_PRIOR): within the block, an item the agent kept ignoring for prompts
+   like this one moves down and one it used moves up (agents.use.prior_for: a factor on its score,
+   one query per prompt); what the block holds is chosen without it (prior_order)."""
 from __future__ import annotations
 
 import math
@@ -41,6 +44,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from agents import use
 from agents.models import Injection
 from conversations import services as conversations
 from core import anchors, paths, projects, repeats, timerank
@@ -498,15 +502,13 @@ def transcript_notes(messages: list[Any]) -> dict[Any, list[dict[str, Any]]]:
     """The admin transcript's "Winni added" notes: what automatic recall added to each message
     (a prompt, a tool call that touched a file)."""
     notes: dict[Any, list[dict[str, Any]]] = {}
-    from agents.use import injections_judge, uses_said
-
     rows = list(Injection.objects.filter(message_id__in=[m.pk for m in messages]).order_by("created_at"))
-    uses = injections_judge(rows)
+    uses = use.injections_judge(rows)
     for injection in rows:
         count = len(injection.item_keys)
         what = f"{count} item{'s' if count != 1 else ''}" + (f" about {injection.file_path}" if injection.file_path else "")
         if injection.delivered:
-            title = f"Winni added {what} ({len(injection.text)} characters)" + uses_said(uses.get(injection.pk, []))
+            title = f"Winni added {what} ({len(injection.text)} characters)" + use.uses_said(uses.get(injection.pk, []))
         else:
             title = f"Winni prepared {what}, not delivered: {injection.undelivered_reason or 'the hook gave up waiting'}"
         notes.setdefault(injection.message_id, []).append(
@@ -656,6 +658,8 @@ class Candidates:
     generic: float = 0.0
     answer: Candidate | None = None
     medallion_items: list[Candidate] = field(default_factory=list)
+    # The use prior's factor per candidate key (agents.use.prior_for; only items with a history).
+    prior: dict[str, float] = field(default_factory=dict)
     recalled: list[Candidate] = field(default_factory=list)
 
     @property
@@ -700,22 +704,39 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     _similarities(query_vector, found.medallion_items)
     for candidate in found.medallion_items:
         candidate.score = round(_item_score(candidate), 6)
+    if settings.WINNI_RECALL_USE_PRIOR:
+        found.prior = use.prior_for(keys=[c.key for c in everything], terms=found.terms,
+                                    project_id=project.pk if project is not None else None)
     return found
 
 
-def block_items(found: Candidates, gate: Gate = GATE) -> list[Candidate]:
+def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | None = None) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
     while their score holds up, once one of them passes (one per conversation first, the rows that
-    pass the gate before the others of their conversation)."""
+    pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
+    reorders what the gate admitted (by_prior); which items are admitted is decided on recall's
+    scores alone."""
     if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
         return [found.answer] if found.answer else []
+    prior = prior or {}
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
     opened = [c for c in found.recalled if gate.passes(c)]
     top = max((c.score for c in opened), default=0.0)
     recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
         if opened else []
+    medallion_items, recalled = by_prior(medallion_items, prior), by_prior(recalled, prior)
     return ([found.answer] if found.answer else []) + medallion_items + spread(passing_first(recalled, gate), gate.per_session)
+
+
+def by_prior(candidates: list[Candidate], prior: dict[str, float]) -> list[Candidate]:
+    """The candidates by their score times their use factor (agents.use.prior_for: 0.8–1.2, an item
+    the agent kept ignoring for prompts like this one lower, one it used higher); unchanged when
+    none of them has a history. Only the order moves: the gate decided before, and within a
+    conversation its passing rows still lead (passing_first runs after)."""
+    if not prior or not any(c.key in prior for c in candidates):
+        return candidates
+    return sorted(candidates, key=lambda c: -c.score * prior.get(c.key, 1.0))
 
 
 def passing_first(candidates: list[Candidate], gate: Gate) -> list[Candidate]:
@@ -849,11 +870,20 @@ def _gated(found: Candidates, session_id: str | None, max_chars: int) -> Context
     gate["repeated"] = len(ordered) - len(fresh)
     if not fresh:
         return _empty("everything relevant was injected into this session already", **gate)
-    return _block(fresh, found.weights, max_chars, gate)
+    return _block(fresh, found.weights, max_chars, gate, order=prior_order(found))
+
+
+def prior_order(found: Candidates) -> list[str] | None:
+    """The block's items in the order the use prior gives them (None without a prior): _block
+    chooses what fits in recall's order, then shows it in this one, so the prior moves items up
+    and down the block and never in or out of it."""
+    return [c.key for c in block_items(found, prior=found.prior)] if found.prior else None
 
 
 def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, gate: dict[str, Any],
-           header: str = HEADER) -> ContextDict:
+           header: str = HEADER, order: list[str] | None = None) -> ContextDict:
+    """The block of the candidates that fit in `max_chars`, chosen in their order; shown in
+    `order` (item keys: prior_order) when given, possibly stale items after those that hold."""
     lines: list[str] = []
     items: list[Item] = []
     shown: list[set[str]] = []  # the words of each item given, to leave out one that repeats it
@@ -887,6 +917,11 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
                       "source": candidate.source, "stale": [mark.text for mark in marks]})
     if not items:
         return _empty("max_chars leaves no room", **gate)
+    if order:
+        rank = {key: index for index, key in enumerate(order)}
+        placed = sorted(zip(lines, items), key=lambda entry: (bool(entry[1]["stale"]),
+                                                              rank.get(f"{entry[1]['kind']}:{entry[1]['id']}", len(rank))))
+        lines, items = [line for line, _ in placed], [item for _, item in placed]
     return {"text": header + "\n" + "\n".join(lines), "items": items,
             "gate": {"injected": True, "reason": "relevant items found", **gate}, "time_filter": None}
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from agents import autorecall, hook
+from agents import autorecall, commits, hook
 from agents import dialects as agent_dialects
 from contexts import services as contexts
 from conversations import services as conversations
@@ -593,6 +593,32 @@ def session_start_text(*, source: str = "startup", cwd: str | None = None, proje
                          + "\n".join(medallions.medallion_as_text(m).strip() + "\n" for m in checkpoints).strip())
     text = "\n\n".join(parts)
     return cap_text(text, settings.WINNI_CAPTURE_SESSION_START_CHARS) if text else ""
+
+
+def commit_seen_for(*, cwd: str | None, project: str | None, repository: dict[str, Any] | None,
+                    head: Any) -> str | None:
+    """For the SessionStart hook that sent the repository's `head`: the commit Winni last saw for
+    the session's project when it is another ("" when it saw none yet), else None (nothing to
+    report; no project yet, an excluded one, no head)."""
+    if not isinstance(head, str) or not head.strip() or capture_excluded(cwd=cwd, project=project, repository=repository):
+        return None
+    found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    if found is None:
+        return None
+    seen = commits.commit_seen(found)
+    return None if seen == head.strip().lower() else seen or ""
+
+
+def commits_report(*, cwd: str | None, project: str | None, repository: Any, head: Any, since: Any,
+                   files: Any) -> commits.CommitReport:
+    """The hook's report of the commits since the one Winni last saw (agents.commits.commits_record)
+    for the session's project, found as capture finds it (never created here)."""
+    found = session_project(cwd=cwd, repository=repository, project=project, create=False)
+    if found is not None and capture_excluded(cwd=cwd, project=project, repository=repository):
+        found = None
+    git_root = repository.get("git_root") if isinstance(repository, dict) else None
+    return commits.commits_record(project=found, head=head, since=since, files=files,
+                                  git_root=git_root if isinstance(git_root, str) else "")
 
 
 def _failures_told(project: Project) -> list[str]:

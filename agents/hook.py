@@ -6,7 +6,9 @@ PreCompact, SessionEnd); Codex CLI, Gemini CLI and GitHub Copilot CLI (`--agent
 codex|gemini|copilot`) pipe their own dialects of the same events, which dialects.py maps to
 Claude Code's shape. This program posts it to Winni (POST /api/v1/capture/events) and, for
 SessionStart, prints the startup text Winni builds (GET /api/v1/capture/session-start), which the
-agent adds to the session's context. For UserPromptSubmit (and PostToolUse of a tool that touches
+agent adds to the session's context; with it goes the repository's HEAD, and when Winni last saw
+another commit of the project, the files changed since (POST /api/v1/capture/commits: their items
+become possibly stale). For UserPromptSubmit (and PostToolUse of a tool that touches
 a file) the same request answers what Winni knows about the prompt (the file), printed the way the
 agent reads it (automatic recall). With each it sends what identifies the project (the
 git root, the origin remote, the root commit: see `repository`); Winni resolves the project.
@@ -565,17 +567,93 @@ def warn_once_an_hour(config: dict, line: str) -> str:
 
 
 def session_start(config: dict, payload: dict, repo: dict) -> str:
+    """The startup text; on the way, the repository's HEAD goes with the request, and when Winni
+    last saw another commit of the project, the files changed since are reported (report_commits)."""
     from urllib.parse import urlencode
 
     # A source a newer Claude Code invents still deserves the startup text.
     source = payload.get("source") if payload.get("source") in ("startup", "resume", "clear", "compact") else "startup"
     params = {"source": source, "cwd": payload.get("cwd") or "", "session_id": payload.get("session_id") or ""}
     params.update({key: repo[key] for key in ("git_root", "remote", "root_commit") if repo.get(key)})
+    head = git_output(repo["git_root"], ["rev-parse", "--verify", "-q", "HEAD"]).strip() if repo.get("git_root") else ""
+    if head:
+        params["head"] = head
     try:
-        return str(request(config, "GET", f"/api/v1/capture/session-start?{urlencode(params)}").get("text") or "")
+        answer = request(config, "GET", f"/api/v1/capture/session-start?{urlencode(params)}")
     except (Unreachable, ValueError) as exc:
         log(config, f"session-start failed: {exc}")
         return ""
+    seen = answer.get("commit_seen")
+    if head and isinstance(seen, str):
+        try:
+            report_commits(config, payload, repo, head, seen)
+        except (Unreachable, ValueError) as exc:
+            log(config, f"commit report failed: {exc}")
+    return str(answer.get("text") or "")
+
+
+# The commit report: git's answers within this many seconds each, files and commits read at most.
+GIT_TIMEOUT = 2.0
+COMMIT_FILES_MAX = 1000
+COMMITS_MAX = 500
+
+
+def git_output(git_root: str, args: list) -> str:
+    """What `git -C git_root ARGS` prints, "" when git fails, is missing or takes too long."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", git_root, "-c", "core.quotePath=false", *args], capture_output=True,
+                              text=True, timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout if done.returncode == 0 else ""
+
+
+def changed_files(git_root: str, since: str, head: str) -> object:
+    """The files that differ between `since` and `head` (renames and deletions too), each with the
+    newest commit of since..head that changed it (else HEAD) and that commit's date; at most
+    COMMIT_FILES_MAX. None when git does not know `since` (a history rewritten, a shallow clone)."""
+    if not git_output(git_root, ["rev-parse", "--verify", "-q", f"{since}^{{commit}}"]).strip():
+        return None
+    parts = git_output(git_root, ["diff", "--name-status", "-M", "-z", since, head]).split("\0")
+    files: list = []
+    index = 0
+    while index < len(parts) and parts[index] and len(files) < COMMIT_FILES_MAX:
+        status = parts[index][:1]
+        if status in ("R", "C"):
+            old, new = parts[index + 1], parts[index + 2]
+            files.append({"status": status, "path": old, "renamed_to": new} if status == "R"
+                         else {"status": "C", "path": new})
+            index += 3
+        else:
+            files.append({"status": status, "path": parts[index + 1]})
+            index += 2
+    # The newest commit changing each file: the first to name it, newest first.
+    latest: dict = {}
+    commit = None
+    log_text = git_output(git_root, ["log", "-M", "--name-only", f"--max-count={COMMITS_MAX}",
+                                     "--format=%x01%H %cI", f"{since}..{head}"])
+    for line in log_text.splitlines():
+        if line.startswith("\x01"):
+            commit = line[1:].split(" ", 1)
+        elif line and commit is not None and len(commit) == 2:
+            latest.setdefault(line, commit)
+    fallback = git_output(git_root, ["log", "-1", "--format=%H %cI", head]).split() or [head, ""]
+    for one in files:
+        sha, when = latest.get(one.get("renamed_to") or one["path"]) or latest.get(one["path"]) or fallback[:2]
+        one.update(commit=sha, committed_at=when)
+    return [one for one in files if one["committed_at"]]
+
+
+def report_commits(config: dict, payload: dict, repo: dict, head: str, seen: str) -> None:
+    """Tell Winni the repository's HEAD and, when it saw another commit before, the files changed
+    since: their anchored items become possibly stale (agents.commits). A commit git does not know
+    (`seen` rewritten away) is reported as a first sight: HEAD only."""
+    files = changed_files(repo["git_root"], seen, head) if seen else None
+    body = {"cwd": payload.get("cwd") or "", "head": head, "since": seen if files is not None else None,
+            "files": files or [], "repository": {key: repo[key] for key in ("git_root", "remote", "root_commit")}}
+    request(config, "POST", "/api/v1/capture/commits", body)
 
 
 def main() -> None:

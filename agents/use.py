@@ -214,9 +214,17 @@ def uses_said(uses: list[ItemUse]) -> str:
     return said + (f"; ignored: {', '.join(ignored)}" if ignored else "")
 
 
+def prompt_terms(injection: Injection) -> list[str]:
+    """The specific words of the prompt an injection answered (automatic recall keeps them in its
+    gate; a file's injection has none)."""
+    terms = (injection.gate or {}).get("terms") if isinstance(injection.gate, dict) else None
+    return [str(term)[:100] for term in terms[:PRIOR_TERMS]] if isinstance(terms, list) else []
+
+
 def judge_pending(*, limit: int = 500) -> int:
     """Judge the delivered injections whose turn is over and that have no judgment yet (the
-    dashboard calls it before counting). Returns how many were judged."""
+    dashboard calls it before counting, and the worker every JUDGE_EVERY_SECONDS, so the use prior
+    learns without anyone looking). Returns how many were judged."""
     pending = (Injection.objects.filter(delivered=True, message__isnull=False)
                .exclude(pk__in=ItemUse.objects.values("injection_id")).exclude(item_keys=[])
                .order_by("created_at")[:limit])
@@ -230,3 +238,48 @@ def use_counts(*, days: int = 30) -> list[dict[str, Any]]:
             .annotate(injected=Count("id"), used=Count("id", filter=Q(used=True))).order_by("project__slug", "kind"))
     return [{"project": row["project__slug"] or "(no project)", "kind": row["kind"], "injected": row["injected"],
              "used": row["used"], "ignored": row["injected"] - row["used"]} for row in rows]
+
+
+# --- the use prior (automatic recall's ranking) -----------------------------------------------------
+
+# How far use moves an item's score at most: ×(1 ± PRIOR_STRENGTH). Mild on purpose: it reorders
+# items whose scores are close, it does not overturn recall's ranking (and never what the block
+# holds: agents.autorecall.prior_order). Chosen with PRIOR_IGNORED_MIN by bench/use_prior.py on
+# the tuning half of LoCoMo (0.1, 0.2 and 0.3 tied; the mildest kept).
+PRIOR_STRENGTH = 0.1
+# An item never used moves down once it was ignored this many times for such prompts (bench/use_prior.py:
+# 1 put more evidence among the block's first 3 items than 2 or 3; the factor itself grows with the
+# count, so an item ignored again and again moves furthest).
+PRIOR_IGNORED_MIN = 1
+# Judgments read per recall at most (the newest): the one query stays small whatever the history.
+PRIOR_READ = 400
+# A prompt's specific words kept with a judgment (the gate's terms, most specific first).
+PRIOR_TERMS = 12
+# The worker judges finished turns this often (winni_site.celery's beat schedule).
+JUDGE_EVERY_SECONDS = 300
+
+
+def similar_prompt(terms: set[str], earlier: Iterable[str]) -> bool:
+    """Whether an earlier prompt (its specific words) was like this one: it shares two of them (one,
+    when this prompt has only one). One shared name ("Caroline", "invoice") is not the same question."""
+    return len(terms & set(earlier)) >= min(2, len(terms)) > 0
+
+
+def prior_for(*, keys: list[str], terms: list[str], project_id: int | None) -> dict[str, float]:
+    """Each candidate item's factor from its use for similar prompts of this project (similar_prompt):
+    1 + PRIOR_STRENGTH × (used − ignored) / (used + ignored + 1), so an item ignored once weighs
+    0.95 and tends to 0.9 when ignored again and again, one used once 1.05 and again and again 1.1.
+    Items with no such judgment, or never used and ignored fewer than PRIOR_IGNORED_MIN times, are
+    left out (factor 1). One indexed query (item_use_key), PRIOR_READ rows at most."""
+    wanted = set(terms[:PRIOR_TERMS])
+    if not keys or not wanted:
+        return {}
+    judged = ItemUse.objects.filter(item_key__in=list(dict.fromkeys(keys)))
+    judged = judged.filter(project_id=project_id) if project_id is not None else judged.filter(project__isnull=True)
+    rows = judged.order_by("-judged_at").values_list("item_key", "used", "terms")[:PRIOR_READ]
+    counts: dict[str, list[int]] = {}
+    for key, used, earlier in rows:
+        if similar_prompt(wanted, earlier):
+            counts.setdefault(key, [0, 0])[0 if used else 1] += 1
+    return {key: 1 + PRIOR_STRENGTH * (used - ignored) / (used + ignored + 1)
+            for key, (used, ignored) in counts.items() if used or ignored >= PRIOR_IGNORED_MIN}

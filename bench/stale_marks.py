@@ -324,6 +324,11 @@ def main() -> None:
     parser.add_argument("--sessions-per-week", type=int, default=6)
     args = parser.parse_args()
     _django.setup("stale-marks")
+    # Anchoring runs in the worker (core.tasks.anchors_sync); the bench has none, so its tasks run
+    # in-process as they are queued (without this, nothing was anchored and nothing flagged).
+    from winni_site.celery import app
+
+    app.conf.task_always_eager = True
     print(json.dumps(run(args.mode, args.seed, args.sessions_per_week), indent=2))
 
 

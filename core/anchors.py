@@ -84,6 +84,7 @@ class Change:
     renamed_to: str = ""
     roots: tuple[str, ...] = ()
     folder: bool = False  # the path may be a folder (rm -r, mv of a directory): its known files change too
+    commit: str = ""  # the commit that made it, when the hook saw it in the repository's history
 
 
 @dataclass(frozen=True)
@@ -213,14 +214,14 @@ def _record_one(change: Change) -> int:
         row.changes += 1
         if row.changed_at is None or change.at >= row.changed_at:
             row.change, row.changed_at, row.session_id = change.change, change.at, change.session_id[:200]
-            row.renamed_to = change.renamed_to
+            row.renamed_to, row.commit = change.renamed_to, change.commit
             gone = change.change in (FileChange.DELETE, FileChange.RENAME)
             row.content_hash = "" if gone or not live else _content_hash(change.path, change.roots)
         row.save()
     if change.change == FileChange.RENAME and change.renamed_to:
         # The file lives on under its new name: a write of that name.
         _record_one(Change(project_id=change.project_id, path=change.renamed_to, change=FileChange.WRITE,
-                           at=change.at, session_id=change.session_id, roots=change.roots))
+                           at=change.at, session_id=change.session_id, roots=change.roots, commit=change.commit))
     return 1
 
 
@@ -314,7 +315,10 @@ class MarkDict(TypedDict):
     changed_at: str
     session_id: str
     renamed_to: str | None
-    basis: str  # "content": the file's content differs; "edits": captured edits only (unreadable file)
+    # "content": the file's content differs; "edits": captured edits only (unreadable file);
+    # "commit": a commit the SessionStart hook saw in the repository (agents.commits)
+    basis: str
+    commit: str | None
     text: str
 
 
@@ -326,10 +330,12 @@ class Mark:
     session_id: str
     renamed_to: str
     basis: str
+    commit: str = ""
 
     @property
     def text(self) -> str:
-        when = f"in session {self.session_id} on " if self.session_id else "on "
+        when = f"in commit {self.commit[:7]} on " if self.commit else \
+            f"in session {self.session_id} on " if self.session_id else "on "
         when += self.changed_at.strftime("%Y-%m-%d %H:%M UTC")
         if self.change == FileChange.DELETE:
             said = f"{self.path} was deleted since, {when}"
@@ -344,7 +350,7 @@ class Mark:
     def as_dict(self) -> MarkDict:
         return {"path": self.path, "change": self.change, "changed_at": self.changed_at.isoformat(),
                 "session_id": self.session_id, "renamed_to": self.renamed_to or None, "basis": self.basis,
-                "text": self.text}
+                "commit": self.commit or None, "text": self.text}
 
 
 def marks(keys: Iterable[str]) -> dict[str, list[Mark]]:
@@ -383,8 +389,9 @@ def _mark(anchor: Anchor, row: ProjectFile) -> Mark | None:
     if content_known and row.change not in (FileChange.DELETE, FileChange.RENAME) \
             and anchor.content_hash == row.content_hash:
         return None  # changed and changed back: the content the item knew
+    basis = "content" if content_known else "commit" if row.commit else "edits"
     return Mark(path=row.path, change=row.change, changed_at=row.changed_at, session_id=row.session_id,
-                renamed_to=row.renamed_to, basis="content" if content_known else "edits")
+                renamed_to=row.renamed_to, basis=basis, commit=row.commit)
 
 
 def marks_as_dicts(keys: Iterable[str]) -> dict[str, list[MarkDict]]:

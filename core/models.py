@@ -7,6 +7,7 @@ name: a legacy folder name, a merged project's slug). One key belongs to one pro
 (unique (kind, value)); core.projects resolves a session's keys to its project."""
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -86,6 +87,9 @@ class ProjectFile(models.Model):
     # SHA-256 of the content after the latest change, when Winni could read the file; "" when not.
     content_hash = models.CharField(max_length=64, blank=True, default="")
     changes = models.PositiveIntegerField(default=0)  # how many changes Winni captured in all
+    # The commit of the latest change when it was seen in the repository's history at SessionStart
+    # (the hook's `git diff` since the commit Winni last saw), not in a captured tool call; "" else.
+    commit = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -139,10 +143,15 @@ class ItemUse(models.Model):
     # What showed the use ("fetched it by id", "edited src/invoice.py", "repeated `RATE_BASIS_POINTS`"); "" when ignored.
     evidence = models.TextField(blank=True, default="")
     judged_at = models.DateTimeField(default=timezone.now)
+    # The specific words of the prompt it was injected for (the injection's gate terms): the use
+    # prior counts only judgments made for prompts like the one at hand (agents.use.prior_for).
+    terms = ArrayField(models.TextField(), default=list, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["injection_id", "item_key"], name="item_use_unique")]
-        indexes = [models.Index(fields=["kind", "used"], name="item_use_kind")]
+        indexes = [models.Index(fields=["kind", "used"], name="item_use_kind"),
+                   # The use prior's one read per recall: the judgments of the candidates' items.
+                   models.Index(fields=["item_key", "-judged_at"], name="item_use_key")]
 
     def __str__(self) -> str:
         return f"{self.item_key} {'used' if self.used else 'ignored'}"

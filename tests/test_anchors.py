@@ -333,3 +333,111 @@ def test_every_stored_shape_of_a_file_changing_call_is_read():
         [("write", "/r/a.py", "", False)], [("edit", "/r/b.py", "", False)], [("delete", "c.py", "", False)],
         [("edit", "/r/d.py", "", False)], [("write", "/r/e.py", "", False)]]
     assert tool_call(json.dumps({"tool_result": "ok", "tool_use_id": "toolu_1"})) is None
+
+
+# --- new commits seen at SessionStart (agents.commits, the hook's report) ---------------------------------
+
+
+def _git(root, *args):
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(root), "-c", "user.name=Dev", "-c", "user.email=dev@example.com", *args],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+@pytest.mark.live
+def test_commits_seen_at_session_start_mark_the_items_of_their_files(winni_server, live_token, tmp_path,
+                                                                      django_capture_on_commit_callbacks):
+    """Through the real hook program in a real repository: the first SessionStart only tells Winni
+    HEAD; commits made outside any session (an editor, a pull) mark, at the next one, the items of
+    the files they changed, one mark per file (its latest commit), renames said so."""
+    from core.models import Project
+    from tests.test_capture_hooks import run_hook
+
+    repo = tmp_path / "shop"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "invoice.py").write_text("def total(lines):\n    return round(sum(lines), 2)\n")
+    (repo / "src" / "old.py").write_text("EXPORT = 'csv'\n")
+    (repo / "README.md").write_text("Setup: make install\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "first")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "WINNI_URL": winni_server.url, "WINNI_TOKEN": live_token,
+           "WINNI_HOOK_SPOOL": str(tmp_path / "spool.jsonl"), "WINNI_HOOK_LOG": str(tmp_path / "hook.log")}
+
+    def hook(name: str, **fields) -> str:
+        done = run_hook({"session_id": f"s-{name}", "cwd": str(repo), "hook_event_name": name, **fields}, env=env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    hook("UserPromptSubmit", prompt="Where is the invoice total rounded?")
+    project = Project.objects.get(conversations__session_id="s-UserPromptSubmit")
+    rounding = _memory(django_capture_on_commit_callbacks, project, "Rounding happens in src/invoice.py.")
+    legacy = _memory(django_capture_on_commit_callbacks, project, "src/old.py holds the legacy export.")
+    setup = _memory(django_capture_on_commit_callbacks, project, "README.md explains the setup.")
+    fridays = _memory(django_capture_on_commit_callbacks, project, "Releases are tagged on Fridays.")
+    hook("SessionStart", source="startup")
+    first = _git(repo, "rev-parse", "HEAD")
+    project.refresh_from_db()
+    assert project.settings["commit_seen"] == first and not ProjectFile.objects.filter(project=project).exclude(
+        commit="").exists()
+
+    (repo / "src" / "invoice.py").write_text("def total(lines):\n    return sum(lines)\n")
+    _git(repo, "mv", "src/old.py", "src/new.py")
+    _git(repo, "commit", "-qam", "no rounding; old.py is new.py")
+    renamed = _git(repo, "rev-parse", "HEAD")
+    (repo / "src" / "invoice.py").write_text("def total(lines):\n    return sum(lines) // 1\n")
+    _git(repo, "commit", "-qam", "integer totals")
+    last = _git(repo, "rev-parse", "HEAD")
+    hook("SessionStart", source="startup")
+
+    found = anchors.marks([rounding, legacy, setup, fridays])
+    assert set(found) == {rounding, legacy}
+    [mark] = found[rounding]  # two commits changed it: one mark, the latest
+    assert mark.commit == last and mark.text.startswith(f"src/invoice.py changed since, in commit {last[:7]} on ")
+    assert found[legacy][0].text.startswith(f"src/old.py was renamed to src/new.py since, in commit {renamed[:7]}")
+    project.refresh_from_db()
+    assert project.settings["commit_seen"] == last
+    # Nothing new: the hook asks nothing more, and nothing changes.
+    rows = list(ProjectFile.objects.filter(project=project).values_list("path", "changes"))
+    hook("SessionStart", source="resume")
+    assert list(ProjectFile.objects.filter(project=project).values_list("path", "changes")) == rows
+    log = tmp_path / "hook.log"
+    assert not log.exists() or "failed" not in log.read_text(), log.read_text()
+
+
+@pytest.mark.django_db
+def test_a_commit_report_is_checked_whole_and_a_captured_edit_stays_the_sessions(
+        api, shop, django_capture_on_commit_callbacks):
+    from agents import commits
+
+    root, project = shop
+    key = _memory(django_capture_on_commit_callbacks, project, "Totals are rounded in src/invoice.py.")
+    repository = {"git_root": str(root)}
+
+    def report(**body):
+        return api.post("/api/v1/capture/commits", {"repository": repository, "cwd": str(root), **body}, format="json")
+
+    assert report(head="a" * 40).json()["since"] is None  # the first report: HEAD only
+    when = (timezone.now() + timedelta(seconds=5)).isoformat()
+    good = {"status": "M", "path": "src/invoice.py", "commit": "b" * 40, "committed_at": when}
+    for body, field in (({"head": "xyz"}, "head"), ({"head": "b" * 40, "files": [good]}, "files"), ({"head": "b" * 40, "since": "a" * 40, "files": {}}, "files"),
+                        ({"head": "b" * 40, "since": "a" * 40, "files": [{**good, "status": "Z"}]}, "files[0]"),
+                        ({"head": "b" * 40, "since": "a" * 40, "files": [good, {**good, "committed_at": "soon"}]},
+                         "files[1].committed_at"),
+                        ({"head": "b" * 40, "since": "a" * 40, "files": [good] * (commits.FILES_MAX + 1)}, "files")):
+        answer = report(**body)
+        assert answer.status_code == 400 and field in answer.json()["error"]["fields"], answer.content
+    project.refresh_from_db()
+    assert project.settings["commit_seen"] == "a" * 40 and key not in anchors.marks([key])  # nothing written
+    # The file was edited in a session since the last report: the commit holding it is that
+    # session's change, whose mark names the session.
+    (root / "src" / "invoice.py").write_text("def total(lines):\n    return (sum(lines), 2)\n")
+    _tool(api, django_capture_on_commit_callbacks, root, "Edit",
+          {"file_path": str(root / "src" / "invoice.py"), "old_string": "round(", "new_string": "("}, session="s-9")
+    assert report(head="b" * 40, since="a" * 40, files=[good]).json()["files"] == 0
+    assert "in session s-9" in anchors.marks([key])[key][0].text
+    unknown = api.post("/api/v1/capture/commits", {"repository": {"git_root": "/elsewhere/repo"}, "head": "c" * 40},
+                       format="json")
+    assert unknown.status_code == 404 and "repository" in unknown.json()["error"]["fields"]

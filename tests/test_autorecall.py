@@ -627,3 +627,20 @@ def test_an_item_saying_what_one_given_already_says_is_left_out(shop, django_cap
     out = autorecall.context_for_prompt(prompt="How many times does the report-merge job retry after a backoff?",
                                         project="shop", session_id="session-three", record=False)
     assert out["text"].count("thirty second backoff") == 1, out["text"]
+
+
+def test_what_the_agent_kept_ignoring_for_such_prompts_weighs_less_unless_the_prior_is_off(shop, settings):
+    from agents import use
+    from core.models import ItemUse
+
+    prompt = "Which PostgreSQL database driver do we use, psycopg 3?"
+    found = autorecall.candidates_for(prompt, shop["shop"], "session-two")
+    first = autorecall.block_items(found)[0]
+    assert found.prior == {}
+    for n in range(4):
+        ItemUse.objects.create(injection_id=n + 1, item_key=first.key, kind=first.kind, project=shop["shop"],
+                               used=False, terms=found.terms)
+    assert autorecall.candidates_for(prompt, shop["shop"], "session-three").prior == {
+        first.key: pytest.approx(1 - use.PRIOR_STRENGTH * 4 / 5)}
+    settings.WINNI_RECALL_USE_PRIOR = False
+    assert autorecall.candidates_for(prompt, shop["shop"], "session-four").prior == {}

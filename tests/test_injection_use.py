@@ -107,3 +107,63 @@ def test_a_session_shows_which_injected_items_the_agent_used(api, tmp_path, admi
     dashboard = admin_client.get("/admin/").content.decode()
     assert 'id="winni-item-use"' in dashboard
     assert f"<td>{project.slug}</td><td>memory</td><td>2</td><td>1</td><td>1</td>" in dashboard
+
+
+# --- the use prior (agents.use.prior_for, agents.autorecall.by_prior) ------------------------------------
+
+
+def _judged_before(key: str, project, terms: list[str], used: bool, times: int) -> None:
+    for _ in range(times):
+        ItemUse.objects.create(injection_id=ItemUse.objects.count() + 1, item_key=key, kind=key.split(":")[0],
+                               project=project, used=used, terms=terms)
+
+
+@pytest.mark.django_db
+def test_the_use_prior_counts_judgments_for_similar_prompts_of_the_project_in_one_query(
+        django_assert_num_queries):
+    from agents import use
+    from agents.use import prior_for
+    from core import projects
+
+    shop, garden = projects.project_create(name="shop"), projects.project_create(name="garden")
+    _judged_before("memory:1", shop, ["invoic", "round", "cent"], used=False, times=3)
+    _judged_before("memory:2", shop, ["invoic", "round"], used=True, times=2)
+    _judged_before("memory:3", shop, ["invoic", "label"], used=False, times=5)  # one shared word: another question
+    _judged_before("memory:4", garden, ["invoic", "round"], used=False, times=5)  # another project's sessions
+    with django_assert_num_queries(1):
+        prior = prior_for(keys=["memory:1", "memory:2", "memory:3", "memory:4", "memory:5"],
+                          terms=["invoic", "round", "total"], project_id=shop.pk)
+    strength = use.PRIOR_STRENGTH
+    assert prior == {"memory:1": pytest.approx(1 - strength * 3 / 4), "memory:2": pytest.approx(1 + strength * 2 / 3)}
+    assert prior_for(keys=["memory:1"], terms=[], project_id=shop.pk) == {}
+
+
+@pytest.mark.django_db
+def test_the_prior_reorders_what_the_gate_admitted_and_admits_nothing_else():
+    from agents import autorecall
+
+    def row(n: int, score: float, similarity: float) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id=f"m{n}", text="t", source={"conversation_id": f"c{n}"},
+                                    score=score, lexemes={"psycopg", "driver"}, overlap=0.8, similarity=similarity)
+
+    found = autorecall.Candidates(terms=["psycopg", "driver"], weights={"psycopg": 1.0, "driver": 1.0},
+                                  recalled=[row(1, 1.0, 0.5), row(2, 0.9, 0.5), row(3, 0.5, 0.5), row(4, 0.45, 0.1)])
+    assert [c.id for c in autorecall.block_items(found)] == ["m1", "m2", "m3", "m4"]
+    # Ignored again and again, m1 falls behind m2 (scores 10 % apart); m3, used, stays behind both
+    # (half the score: the prior is mild).
+    found.prior = {"message:m1": 0.82, "message:m3": 1.2, "message:m4": 1.2}
+    assert [c.id for c in autorecall.block_items(found, prior=found.prior)] == ["m2", "m1", "m3", "m4"]
+    assert [c.id for c in autorecall.block_items(found)] == ["m1", "m2", "m3", "m4"]
+    # What the gate keeps out stays out: a score under the relative floor, whatever its use.
+    found.recalled.append(row(5, 0.2, 0.5))
+    found.prior["message:m5"] = 1.2
+    assert "m5" not in [c.id for c in autorecall.block_items(found, prior=found.prior)]
+    # The block holds what fits in recall's order, shown in the prior's: nothing moves in or out.
+    for candidate, words in zip(found.recalled, ("alpha", "bravo", "charlie", "delta", "echo")):
+        candidate.text = f"psycopg driver {words} " * 20
+    budget = len(autorecall.HEADER) + 900
+    plain = [i["id"] for i in autorecall._block(autorecall.block_items(found), found.weights, budget, {})["items"]]
+    learnt = [i["id"] for i in autorecall._block(autorecall.block_items(found), found.weights, budget, {},
+                                                 order=autorecall.prior_order(found))["items"]]
+    assert plain[:2] == ["m1", "m2"] and "m4" not in plain
+    assert sorted(learnt) == sorted(plain) and learnt[:2] == ["m2", "m1"]

@@ -70,6 +70,7 @@ def test_beat_schedules_backups_unless_the_interval_is_zero(settings):
     names = {entry["task"]: entry["schedule"] for entry in app.conf.beat_schedule.values()}
     assert names["winni_site.tasks.backup_scheduled"] == 24 * 3600.0
     assert "winni_site.tasks.retention_purge" in names
+    assert names["agents.tasks.injections_judge_pending"] == 300.0  # the use prior learns without the admin
 
     settings.WINNI_BACKUP_INTERVAL_HOURS = 0
     app = Celery("schedule-test-off", set_as_current=False)

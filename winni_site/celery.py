@@ -44,6 +44,10 @@ def setup_periodic_tasks(sender: Celery, **kwargs: object) -> None:
         float(JOBS_REQUEUE_SECONDS), sender.signature("medallions.tasks.medallion_jobs_requeue",
                                                       kwargs={"older_than_seconds": JOBS_REQUEUE_SECONDS}),
         name="medallion jobs left pending")
+    from agents.use import JUDGE_EVERY_SECONDS
+
+    sender.add_periodic_task(float(JUDGE_EVERY_SECONDS), sender.signature("agents.tasks.injections_judge_pending"),
+                             name="injected items' use")
     sender.add_periodic_task(
         float(settings.LIBRARIAN_EVICT_INTERVAL_SECONDS),
         # The answer cache's task keeps the name it had as memory/librarian_tasks.py, so tasks

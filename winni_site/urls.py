@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from agents.api import (
+    CaptureCommitsApi,
     CaptureEventApi,
     CaptureEventBatchApi,
     CaptureHookApi,
@@ -49,6 +50,7 @@ urlpatterns = [
     path("api/v1/capture/events/batch", CaptureEventBatchApi.as_view(), name="capture-events-batch"),
     path("api/v1/capture/hook", CaptureHookApi.as_view(), name="capture-hook"),
     path("api/v1/capture/session-start", CaptureSessionStartApi.as_view(), name="capture-session-start"),
+    path("api/v1/capture/commits", CaptureCommitsApi.as_view(), name="capture-commits"),
     path("api/v1/recall", RecallApi.as_view(), name="recall"),
     path("api/v1/recall/context", RecallContextApi.as_view(), name="recall-context"),
     path("api/v1/projects/", ProjectListApi.as_view(), name="project-list"),

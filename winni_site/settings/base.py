@@ -358,6 +358,9 @@ WINNI_RECALL_VECTOR_WEIGHT = env_float("WINNI_RECALL_VECTOR_WEIGHT", 0.35, minim
 WINNI_RECALL_CONTEXT_WEIGHT = env_float("WINNI_RECALL_CONTEXT_WEIGHT", 0.3, minimum=0.0, maximum=10.0)
 # Automatic recall (agents.autorecall): the hooks add what Winni knows about each prompt.
 WINNI_RECALL_INJECT = env_bool("WINNI_RECALL_INJECT", True)
+# Automatic recall's order learns from use: items the agent ignored for similar prompts rank a little
+# lower, used ones higher, within what the gate admits (agents.use.prior_for, docs/autorecall.md).
+WINNI_RECALL_USE_PRIOR = env_bool("WINNI_RECALL_USE_PRIOR", True)
 # Characters of the block added to one prompt at most (≈ 1,000 tokens at the default).
 WINNI_RECALL_INJECT_MAX_CHARS = env_int("WINNI_RECALL_INJECT_MAX_CHARS", 4000, minimum=200, maximum=50000)
 WINNI_RECALL_HNSW_EF_SEARCH = env_int("WINNI_RECALL_HNSW_EF_SEARCH", 100, minimum=1, maximum=1000)
