@@ -19,7 +19,8 @@ memory.services.memory_store, decisions through medallions.services (create/upda
 are replayed in order, compressed in time (each one at its own "now").
 
 Truth: an item is "changed" when a file it means (the file the generator had in mind) was edited,
-rewritten, renamed or deleted after the item was written. Flagged: core.anchors.marks names the
+rewritten, renamed or deleted after the item was written, by another session than the one that said
+it (a session's own later edits carry out what it said). Flagged: core.anchors.marks names the
 item. Two modes: `remote` (Winni cannot read the files: marks from captured edits only) and
 `local` (the files exist under the project's root on this machine and the bench changes them as
 the agent would: marks compare content hashes).
@@ -61,21 +62,23 @@ class History:
 
     step: int = 0
     files: set[str] = field(default_factory=set)
-    changed: dict[str, list[int]] = field(default_factory=dict)  # path → steps it changed at
-    items: dict[str, tuple[int, list[str]]] = field(default_factory=dict)  # key → (step written, files meant)
+    changed: dict[str, list[tuple[int, str]]] = field(default_factory=dict)  # path → (step, session) of each change
+    # key → (step written, files meant, the session that said it: "" for memories and decisions)
+    items: dict[str, tuple[int, list[str], str]] = field(default_factory=dict)
 
     def tick(self) -> int:
         self.step += 1
         return self.step
 
-    def change(self, path: str) -> None:
-        self.changed.setdefault(path, []).append(self.tick())
+    def change(self, path: str, session: str) -> None:
+        self.changed.setdefault(path, []).append((self.tick(), session))
 
     def truth(self, key: str) -> bool | None:
-        written, meant = self.items[key]
+        written, meant, said_in = self.items[key]
         if not meant:
             return None
-        return any(step > written for path in meant for step in self.changed.get(path, []))
+        return any(step > written and (not said_in or by != said_in)
+                   for path in meant for step, by in self.changed.get(path, []))
 
 
 class Shop:
@@ -154,7 +157,7 @@ class Shop:
         else:
             self.post(hook_event_name="Stop", last_assistant_message=text)
         message = Message.objects.filter(conversation__session_id=self.session).order_by("-turn_number").first()
-        self.history.items[f"message:{message.pk}"] = (self.history.tick(), meant)
+        self.history.items[f"message:{message.pk}"] = (self.history.tick(), meant, self.session)
 
     def tool(self, name: str, tool_input: dict) -> None:
         self.post(hook_event_name="PostToolUse", tool_name=name, tool_input=tool_input,
@@ -165,7 +168,7 @@ class Shop:
         kind = self.rng.choice(["Edit", "Edit", "Edit", "MultiEdit", "Write"])
         shown = f"{self.root}/{path}" if self.rng.random() < 0.8 else path
         self.tool(kind, {"file_path": shown, "old_string": "a", "new_string": "b", "content": "x", "edits": []})
-        self.history.change(path)
+        self.history.change(path, self.session)
 
     def read(self, path: str) -> None:
         self.tool("Read", {"file_path": f"{self.root}/{path}"})
@@ -173,7 +176,7 @@ class Shop:
     def rename(self, source: str, target: str, *, command: str | None = None) -> None:
         self._disk_move(source, target)
         self.tool("Bash", {"command": command or f"git mv {source} {target}"})
-        self.history.change(source)
+        self.history.change(source, self.session)
         self.history.files.discard(source)
         self.history.files.add(target)
         self.weights[target] = self.weights.pop(source, 1)
@@ -181,7 +184,7 @@ class Shop:
     def delete(self, paths: list[str], command: str) -> None:
         for path in paths:
             self._disk_delete(path)
-            self.history.change(path)
+            self.history.change(path, self.session)
             self.history.files.discard(path)
             self.weights.pop(path, None)
         self.tool("Bash", {"command": command})
@@ -195,7 +198,7 @@ class Shop:
         text = (f"{self.rng.choice(TOPICS).capitalize()}: handled in {names}; "
                 f"keep it there ({uuid.uuid4().hex[:6]}).") if meant else f"{self.rng.choice(NO_FILE)} ({uuid.uuid4().hex[:6]})"
         memory, _ = memory_store(content=text, project=self.project.slug)
-        self.history.items[f"memory:{memory.pk}"] = (self.history.tick(), meant)
+        self.history.items[f"memory:{memory.pk}"] = (self.history.tick(), meant, "")
 
     def decide(self, meant: list[str]) -> None:
         from medallions import services
@@ -216,7 +219,7 @@ class Shop:
             self.medallion = services.medallion_create(document=doc)
         else:
             services.medallion_update(medallion_id=self.medallion.pk, document=doc)
-        self.history.items[f"decision:{self.medallion.pk}:D-{number}"] = (self.history.tick(), meant)
+        self.history.items[f"decision:{self.medallion.pk}:D-{number}"] = (self.history.tick(), meant, "")
 
     # --- a session ---
 
@@ -269,7 +272,7 @@ def run(mode: str, seed: int, sessions_per_week: int) -> dict:
                 shop._disk_move(path, path.replace("src/search/", "src/find/"))
             shop.tool("Bash", {"command": "git mv src/search src/find"})
             for path in moved:
-                shop.history.change(path)
+                shop.history.change(path, shop.session)
                 shop.history.files.discard(path)
                 shop.history.files.add(path.replace("src/search/", "src/find/"))
                 shop.weights[path.replace("src/search/", "src/find/")] = shop.weights.pop(path)
@@ -281,7 +284,7 @@ def run(mode: str, seed: int, sessions_per_week: int) -> dict:
             flagged_now = sorted(anchors.marks(list(shop.history.items)))
             for key in shop.rng.sample(flagged_now, min(10, len(flagged_now))):
                 anchors.item_confirm(item=key, actor="bench")
-                shop.history.items[key] = (shop.history.tick(), shop.history.items[key][1])
+                shop.history.items[key] = (shop.history.tick(), *shop.history.items[key][1:])
             for _ in range(sessions_per_week):
                 shop.work_session(9)
     elapsed = time.perf_counter() - started

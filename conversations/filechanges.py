@@ -148,7 +148,8 @@ def message_items(messages: list[Message]) -> list[anchors.Item]:
     # A turn names no file more often than not: its roots are looked up only when it does. A
     # message is never rewritten, so one that names nothing has no anchor to clear either.
     return [anchors.Item(key=f"message:{message.pk}", project_id=message.project_id, text=message.content,
-                         at=message.created_at, roots=_roots(message, roots))
+                         at=message.created_at, roots=_roots(message, roots),
+                         session_id=message.conversation.session_id or "")
             for message in messages
             if message.role in (Role.USER, Role.ASSISTANT) and message.project_id is not None
             and anchors.names_files(message.content)]

@@ -70,6 +70,9 @@ class Item:
     text: str
     at: datetime
     roots: tuple[str, ...] = ()  # folders its paths are relative to (default: the project's roots)
+    # The session that said it (a turn's), "" for items of no one session: that session's own later
+    # edits carry the item out (a decision, then the Write that applies it) and do not make it stale.
+    session_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -265,7 +268,7 @@ def items_anchor(items: list[Item]) -> int:
             existing.delete()
             Anchor.objects.bulk_create([
                 Anchor(item_key=item.key, project_id=item.project_id, path=path, text_hash=digest,
-                       anchored_at=item.at, content_hash=_content_hash(path, roots) if live else "",
+                       anchored_at=item.at, session_id=item.session_id[:200], content_hash=_content_hash(path, roots) if live else "",
                        last_change_at=known[path].changed_at if path in known else None,
                        last_change_session=known[path].session_id if path in known else "")
                 for path in files])
@@ -344,7 +347,9 @@ class Mark:
         else:
             said = f"{self.path} changed since, {when}"
         if self.basis == "edits" and self.change not in (FileChange.DELETE, FileChange.RENAME):
-            said += " (from captured edits only: Winni cannot read the file)"
+            # No content to compare: Winni could not read the file (a remote Winni, permissions) or
+            # it did not exist yet when the item was written.
+            said += " (based on captured edits only: Winni holds no copy of the file from then)"
         return said
 
     def as_dict(self) -> MarkDict:
@@ -385,6 +390,8 @@ def _mark(anchor: Anchor, row: ProjectFile) -> Mark | None:
     since = max(anchor.anchored_at, anchor.confirmed_at or anchor.anchored_at)
     if row.changed_at is None or row.changed_at <= since:
         return None
+    if anchor.session_id and row.session_id == anchor.session_id and not row.commit:
+        return None  # the item's own session changed the file after saying it: its work, not news
     content_known = bool(anchor.content_hash and row.content_hash)
     if content_known and row.change not in (FileChange.DELETE, FileChange.RENAME) \
             and anchor.content_hash == row.content_hash:

@@ -116,6 +116,9 @@ class Anchor(models.Model):
     content_hash = models.CharField(max_length=64, blank=True, default="")
     last_change_at = models.DateTimeField(null=True, blank=True)
     last_change_session = models.TextField(blank=True, default="")
+    # The item's own session (a turn's; "" otherwise): its later edits of the file are its work, not
+    # a change since (core.anchors._mark).
+    session_id = models.TextField(blank=True, default="")
     confirmed_at = models.DateTimeField(null=True, blank=True)
     confirmed_by = models.TextField(blank=True, default="")
 

@@ -205,7 +205,9 @@ def test_similar_compares_as_many_rows_however_large_the_store(threshold, monkey
     large = _store_reading("the deploy of the search service uses the blue pipeline", project)
     assert len(small[0]) == len(large[0]) == services.SIMILAR_MAX
     assert compared == [services.SIMILAR_CANDIDATES] * 2
-    assert large[1] <= small[1]  # (the first also read which projects have indexes of their own: cached)
+    # The same statements (+1: on a slow host the 60 s cache of which projects have indexes of their
+    # own can expire between the two stores and be read again).
+    assert large[1] <= small[1] + 1
     # Rows fetched: the candidates, the window and its vectors, a few by key; never the keys of every
     # memory sharing a word (600 here). One row of slack: on a slow host the per-process cache of which
     # projects have indexes of their own (60 s) can expire between the two stores and be read again.
