@@ -90,7 +90,7 @@ class Input:
         """REST's field: the type checked by core.rest.StrictSerializer, the bounds and choices by
         the field (in the words core.validation gives MCP too), the help text for OpenAPI.
         `nullable=False`: an omitted input is not given (a query string has no null)."""
-        options: dict[str, Any] = {"required": self.required}
+        options: dict[str, Any] = {} if self.required else {"required": False}
         if self.help:
             options["help_text"] = self.help
         if self.default is None and nullable:
