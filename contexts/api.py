@@ -5,7 +5,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contexts import outputs, services
+from contexts import inputs, outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
 from core.rest import NON_BLANK, NonBlankField, ProjectField, StrictSerializer, answer
@@ -21,9 +21,8 @@ NAME_PATH = OpenApiParameter("name", {"type": "string", "pattern": NON_BLANK, "m
                              OpenApiParameter.PATH, description="the context's name")
 
 
-class ScopeSerializer(StrictSerializer):
-    project = ProjectField(required=False, help_text="the project's slug or name; omitted: the global "
-                                                              "contexts (404 if no such project)")
+class ScopeSerializer(inputs.GET.serializer(without=["name"], nullable=False)):
+    pass
 
 
 def _project(request: Request) -> str | None:
@@ -49,9 +48,8 @@ class ContextListCreateApi(APIView):
         project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
                                         help_text="an existing project's slug or name (404 if none); omitted: global")
 
-    class ListSerializer(StrictSerializer):
-        include_content = serializers.BooleanField(required=False, default=False, help_text="also return each text")
-        project = ProjectField(required=False, help_text="only this project's contexts (default: all)")
+    class ListSerializer(inputs.LIST.serializer(nullable=False)):
+        pass
 
     @extend_schema(
         operation_id="contexts_list", tags=CONTEXTS, summary="List startup contexts",

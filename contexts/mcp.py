@@ -1,5 +1,7 @@
 """MCP tools, prompt and resources for startup contexts (seed 001 §5.3)."""
-from contexts import outputs, services
+from typing import Any
+
+from contexts import inputs, outputs, services
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Prompt, Resource, read_tool, service_tool
 
@@ -7,9 +9,10 @@ NO_ACTIVE_CONTEXT = "No startup context is active."
 
 
 @read_tool
-def dewey_get_startup_context(name: str | None = None, project: str | None = None) -> outputs.ContextDict | None:
+@inputs.GET.tool
+def dewey_get_startup_context(**given: Any) -> outputs.ContextDict | None:
     """The active startup context (or the one named), global or project's; null when none."""
-    context = services.context_get(name=name, project=project)
+    context = services.context_get(**given)
     return outputs.context_dict(context) if context else None
 
 
@@ -27,10 +30,12 @@ def dewey_set_startup_context(
 
 
 @read_tool
-def dewey_list_startup_contexts(include_content: bool = False, project: str | None = None) -> outputs.ContextListDict:
+@inputs.LIST.tool
+def dewey_list_startup_contexts(**given: Any) -> outputs.ContextListDict:
     """All startup contexts (global and per project) by project and name, or only one project's;
     content only when include_content is true."""
-    return outputs.context_list_dict(services.context_list(project=project), include_content=include_content)
+    return outputs.context_list_dict(services.context_list(project=given["project"]),
+                                     include_content=given["include_content"])
 
 
 @service_tool

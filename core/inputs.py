@@ -154,7 +154,7 @@ class Inputs:
         def tool(**given: Any) -> Any:
             return fn(**{**defaults, **given})
 
-        signature = inspect.signature(fn)
+        signature = inspect.signature(fn, eval_str=True)
         tool.__signature__ = signature.replace(  # type: ignore[attr-defined]
             parameters=[spec.parameter(name) for name, spec in chosen.items()])
         return tool
