@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import access
-from core.rest import NonBlankField, ProjectField, SearchQueryField, StrictSerializer, answer
-from memory.librarian import outputs, services
+from core.rest import StrictSerializer, answer
+from memory.librarian import inputs, outputs, services
 
 CACHE = ["cache"]
 QUESTION = "how do we store money amounts"
@@ -18,16 +18,10 @@ ENTRY = {"query": QUESTION, "project": None, "answer": ANSWER, "cached": True, "
          "pinned": True, "answer_version": 1, "first_asked": NOW, "last_asked": NOW, "expires_at": None}
 
 
-class _QuerySerializer(StrictSerializer):
-    query = SearchQueryField(help_text="the question (compared lower-cased, trimmed, spaces collapsed)")
-    project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
-                                    help_text="an existing project's slug or name (404 if none); omitted: global")
-
-
 class CacheAskApi(APIView):
     token_scopes = {"POST": access.READ}  # a read-only token's ask records nothing (services.ask)
 
-    class InputSerializer(_QuerySerializer):
+    class InputSerializer(inputs.ASK.serializer()):
         class Meta:
             ref_name = "CacheAskInput"
 
@@ -51,13 +45,9 @@ class CacheAskApi(APIView):
 
 
 class CacheRememberApi(APIView):
-    class InputSerializer(_QuerySerializer):
+    class InputSerializer(inputs.REMEMBER.serializer()):
         class Meta:
             ref_name = "CacheRememberInput"
-
-        answer = NonBlankField(help_text="the answer to cache (at most WINNI_MAX_CONTENT_BYTES)")
-        pin = serializers.BooleanField(required=False, default=False,
-                                       help_text="never evicted, never expires")
 
     @extend_schema(
         operation_id="cache_remember", tags=CACHE, summary="Cache an answer",
@@ -79,7 +69,7 @@ class CacheRememberApi(APIView):
 
 
 class CacheForgetApi(APIView):
-    class InputSerializer(_QuerySerializer):
+    class InputSerializer(inputs.FORGET.serializer()):
         class Meta:
             ref_name = "CacheForgetInput"
 
@@ -99,11 +89,9 @@ class CacheForgetApi(APIView):
 
 
 class CacheFeedbackApi(APIView):
-    class InputSerializer(_QuerySerializer):
+    class InputSerializer(inputs.FEEDBACK.serializer()):
         class Meta:
             ref_name = "CacheFeedbackInput"
-
-        helpful = serializers.BooleanField(help_text="true raises the confidence by 0.1, false lowers it by 0.2")
 
     @extend_schema(
         operation_id="cache_feedback", tags=CACHE, summary="Rate a cached answer",
