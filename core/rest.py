@@ -115,27 +115,6 @@ class DateBoundField(serializers.CharField):
     SCHEMA = DATE_BOUND_SCHEMA
 
 
-def as_of_field(**kwargs: Any) -> serializers.Field:
-    """A search's `as_of` (core.inputs.AS_OF) for a serializer not yet derived from its inputs."""
-    from core.inputs import AS_OF
-
-    return AS_OF.serializer_field(nullable=False, **kwargs)
-
-
-def recency_field(**kwargs: Any) -> serializers.Field:
-    """A search's `recency` (core.inputs.RECENCY) for a serializer not yet derived from its inputs."""
-    from core.inputs import RECENCY
-
-    return RECENCY.serializer_field(nullable=False, **kwargs)
-
-
-def project_only_field(**kwargs: Any) -> serializers.Field:
-    """A search's `project_only` (core.inputs.PROJECT_ONLY) for a serializer not yet derived from its inputs."""
-    from core.inputs import PROJECT_ONLY
-
-    return PROJECT_ONLY.serializer_field(**kwargs)
-
-
 class ProjectField(serializers.CharField):
     """A project's slug, name or alias (core.projects): at most NAME_MAX characters."""
 
