@@ -11,22 +11,18 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import inputs, outputs, services
+from conversations.inputs import BULK_MESSAGES_SCHEMA
 from conversations.services.fiedler import FIEDLER_BATCH_MAX
-from conversations.services.messages import MAX_BULK_MESSAGES
 from core.rest import (
     INT_MAX,
     NO_NUL,
-    DateBoundField,
     JsonObjectField,
     NonBlankField,
-    ProjectField,
     StrictSerializer,
-    UuidTextField,
     answer,
     uuid_path,
 )
 
-ROLE_CHOICES = list(get_args(inputs.RoleName))
 STATUS_CHOICES = list(get_args(inputs.StatusName))
 CONVERSATIONS = ["conversations"]
 FIEDLER = ["fiedler-results"]
@@ -170,21 +166,6 @@ class MessageStoreApi(APIView):
         return Response(outputs.stored_message_dict(message), status=201)
 
 
-BULK_MESSAGE_SCHEMA = {
-    "type": "object",
-    "required": ["role", "content"],
-    "additionalProperties": False,
-    "properties": {
-        "role": {"type": "string", "enum": ROLE_CHOICES},
-        "content": {"type": "string", "pattern": NonBlankField.PATTERN},
-        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
-        "created_at": {"anyOf": [*DateBoundField.SCHEMA["anyOf"], {"type": "string", "maxLength": 0}], "nullable": True},
-    },
-}
-
-
-BULK_MESSAGES_SCHEMA = {"type": "array", "items": BULK_MESSAGE_SCHEMA, "minItems": 1, "maxItems": MAX_BULK_MESSAGES,
-                        "description": f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"}
 ONLY_NULL = {"nullable": True, "enum": [None]}
 # Two shapes: into a new conversation (session_id, metadata and project describe it), or into an
 # existing one (conversation_id, and nothing about the conversation).
@@ -206,25 +187,11 @@ BULK_REQUEST_SCHEMA = {"oneOf": [
 ]}
 
 
-@extend_schema_field(BULK_MESSAGES_SCHEMA)
-class BulkMessagesField(serializers.ListField):
-    """The messages as JSON: the service checks each and names the failing one (messages[3].role)."""
-
-    child = serializers.JSONField()
-
-
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
-    class InputSerializer(StrictSerializer):
-        conversation_id = UuidTextField(required=False, allow_null=True,
-                                        help_text="an existing conversation; omitted: a new one is created")
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
-                                           max_length=500, help_text="for a new conversation only")
-        metadata = JsonObjectField(required=False, allow_null=True, help_text="for a new conversation only")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                                        help_text="for a new conversation only: an existing project's slug or name")
-        messages = BulkMessagesField(help_text=f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order")
+    class InputSerializer(inputs.STORE_MESSAGES_BULK.serializer()):
+        pass
 
     @extend_schema(
         operation_id="conversations_messages_bulk_create", tags=CONVERSATIONS, summary="Store many messages at once",

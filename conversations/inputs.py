@@ -1,14 +1,21 @@
 """The inputs of the conversations app's tools and their endpoints (dewey_*, `/api/v1/conversations/...`,
-`/api/v1/messages/search/`, `/api/v1/fiedler-results/`), declared once (core.inputs)."""
-from typing import Any, Literal
+`/api/v1/messages/search/`, `/api/v1/fiedler-results/`), declared once (core.inputs). A bulk store's
+messages are a typed object on MCP (BulkMessage: the agent sees its fields) and JSON on REST, which
+the service checks message by message (BulkMessagesField)."""
+from typing import Any, Literal, get_args
 
-from conversations.services.messages import READ_MAX_CHARS, READ_MAX_CHARS_RANGE
+from drf_spectacular.utils import extend_schema_field
+from pydantic import BaseModel, ConfigDict, Field
+from rest_framework import serializers
+
+from conversations.services.messages import MAX_BULK_MESSAGES, READ_MAX_CHARS, READ_MAX_CHARS_RANGE
 from core.inputs import AS_OF, RECENCY, Input, Inputs
 from core.rest import INT_MAX, DateBoundField, JsonObjectField, NonBlankField, ProjectField, UuidTextField
 
 RoleName = Literal["user", "assistant", "system", "tool"]
 StatusName = Literal["success", "error"]
 SortBy = Literal["created_at", "updated_at"]
+ROLE_CHOICES = list(get_args(RoleName))
 
 LIMIT = Input(int, default=20, minimum=1, maximum=100, help="page size, 1-100 (default 20)")
 # PostgreSQL's integer range bounds an offset or a count on REST (MCP's service checks it).
@@ -106,4 +113,50 @@ QUERY_FIEDLER_RESULTS = Inputs(
     limit=LIMIT,
     offset=OFFSET,
     project=PROJECT_FILTER,
+)
+
+
+class BulkMessage(BaseModel):
+    """One message of a bulk store; its turn follows the array order."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: RoleName
+    content: str
+    metadata: dict[str, Any] | None = None
+    created_at: str | None = Field(default=None, description="ISO 8601; defaults to now (set it when importing)")
+
+
+BULK_MESSAGE_SCHEMA = {
+    "type": "object",
+    "required": ["role", "content"],
+    "additionalProperties": False,
+    "properties": {
+        "role": {"type": "string", "enum": ROLE_CHOICES},
+        "content": {"type": "string", "pattern": NonBlankField.PATTERN},
+        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
+        "created_at": {"anyOf": [*DateBoundField.SCHEMA["anyOf"], {"type": "string", "maxLength": 0}], "nullable": True},
+    },
+}
+
+
+BULK_MESSAGES_SCHEMA = {"type": "array", "items": BULK_MESSAGE_SCHEMA, "minItems": 1, "maxItems": MAX_BULK_MESSAGES,
+                        "description": f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"}
+
+
+@extend_schema_field(BULK_MESSAGES_SCHEMA)
+class BulkMessagesField(serializers.ListField):
+    """The messages as JSON: the service checks each and names the failing one (messages[3].role)."""
+
+    child = serializers.JSONField()
+
+
+STORE_MESSAGES_BULK = Inputs(
+    messages=Input(list[BulkMessage], field=BulkMessagesField,
+                   help=f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"),
+    conversation_id=Input(str, default=None, field=UuidTextField,
+                          help="an existing conversation; omitted: a new one is created"),
+    session_id=SESSION_ID.but(rest={"allow_blank": True}, help="for a new conversation only"),
+    metadata=METADATA.but(help="for a new conversation only"),
+    project=Input(str, default=None, field=ProjectField, rest={"allow_blank": True},
+                  help="for a new conversation only: an existing project's slug or name"),
 )

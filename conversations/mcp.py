@@ -2,21 +2,8 @@
 return the seed's shape."""
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from conversations import inputs, outputs, services
-from conversations.inputs import RoleName
 from core.mcp import McpRegistry, read_tool, service_tool
-
-
-class BulkMessage(BaseModel):
-    """One message of a bulk store; its turn follows the array order."""
-
-    model_config = ConfigDict(extra="forbid")
-    role: RoleName
-    content: str
-    metadata: dict[str, Any] | None = None
-    created_at: str | None = Field(default=None, description="ISO 8601; defaults to now (set it when importing)")
 
 
 @service_tool
@@ -45,24 +32,14 @@ def dewey_get_conversation(**given: Any) -> outputs.ConversationDict:
 
 
 @service_tool
-def dewey_store_messages_bulk(
-    messages: list[BulkMessage],
-    conversation_id: str | None = None,
-    session_id: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    project: str | None = None,
-) -> outputs.BulkStoredDict:
+@inputs.STORE_MESSAGES_BULK.tool
+def dewey_store_messages_bulk(**given: Any) -> outputs.BulkStoredDict:
     """Store many messages at once, atomically (all or none); turns follow the array order.
     Without conversation_id a new conversation is created (with session_id, metadata and project,
     an existing project's slug or name). Each message may carry its own created_at (ISO 8601) for
     imports."""
-    conversation, stored = services.messages_store_bulk(
-        messages=[message.model_dump() for message in messages],
-        conversation_id=conversation_id,
-        session_id=session_id,
-        metadata=metadata,
-        project=project,
-    )
+    messages = [message.model_dump() for message in given.pop("messages")]
+    conversation, stored = services.messages_store_bulk(messages=messages, **given)
     return outputs.bulk_stored_dict(conversation, stored)
 
 

@@ -56,7 +56,8 @@ class Input:
     # Choices known once the apps are loaded (the searchable kinds): REST checks them, MCP's service does.
     choices: Callable[[], Sequence[str]] | None = None
     # REST's field for a text (or a list's items) that says more than its type (core.rest:
-    # SearchQueryField, UuidTextField, DateBoundField, ProjectField, NonBlankField ...).
+    # SearchQueryField, UuidTextField, DateBoundField, ProjectField, NonBlankField ...); a ListField
+    # is the whole list's.
     field: Callable[..., serializers.Field] | None = None
     # What REST's field says beyond the shared declaration (allow_blank, a storage bound, a trim):
     # MCP's service checks those in its own words, and its schema stays lean.
@@ -100,6 +101,9 @@ class Input:
         if self.max_length is not None:
             options["max_length"] = self.max_length
         if typing.get_origin(self.type) is list:
+            if isinstance(self.field, type) and issubclass(self.field, serializers.ListField):
+                # REST's field for the whole list (its items as JSON the service checks).
+                return self.field(**{**options, **self.rest, **overrides})
             (item,) = typing.get_args(self.type)
             return serializers.ListField(child=self._single(item, {}), **{**options, **self.rest, **overrides})
         if self.minimum is not None:
