@@ -29,7 +29,7 @@ import inspect
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from pydantic import Field
 from rest_framework import serializers
@@ -38,6 +38,8 @@ from core.rest import DateBoundField, StrictSerializer
 from core.validation import RECENCY_MAX_DAYS
 
 REQUIRED: Any = inspect.Parameter.empty
+# DRF's field, as django-stubs types it (generic there, not at run time: named in annotations only).
+RestField: TypeAlias = "serializers.Field[Any, Any, Any, Any]"
 F = typing.TypeVar("F", bound=Callable[..., Any])
 
 
@@ -58,7 +60,7 @@ class Input:
     # REST's field for a text (or a list's items) that says more than its type (core.rest:
     # SearchQueryField, UuidTextField, DateBoundField, ProjectField, NonBlankField ...); a ListField
     # is the whole list's.
-    field: Callable[..., serializers.Field] | None = None
+    field: Callable[..., RestField] | None = None
     # What REST's field says beyond the shared declaration (allow_blank, a storage bound, a trim):
     # MCP's service checks those in its own words, and its schema stays lean.
     rest: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -77,7 +79,7 @@ class Input:
         """The tool function's parameter the SDK reads (its annotation and default) to build the
         argument model and the inputSchema."""
         annotation = self.type | None if self.default is None else self.type
-        bounds = {}
+        bounds: dict[str, Any] = {}
         if self.minimum is not None:
             bounds["ge"] = self.minimum
         if self.maximum is not None:
@@ -87,7 +89,7 @@ class Input:
 
     # --- REST ----------------------------------------------------------------------------------
 
-    def serializer_field(self, *, nullable: bool = True, **overrides: Any) -> serializers.Field:
+    def serializer_field(self, *, nullable: bool = True, **overrides: Any) -> RestField:
         """REST's field: the type checked by core.rest.StrictSerializer, the bounds and choices by
         the field (in the words core.validation gives MCP too), the help text for OpenAPI.
         `nullable=False`: an omitted input is not given (a query string has no null)."""
@@ -112,7 +114,7 @@ class Input:
             options["max_value"] = self.maximum
         return self._single(self.type, {**options, **self.rest, **overrides})
 
-    def _single(self, kind: Any, options: dict[str, Any]) -> serializers.Field:
+    def _single(self, kind: Any, options: dict[str, Any]) -> RestField:
         """The field for one value of `kind` (the input itself, or a list's item)."""
         if typing.get_origin(kind) is Literal:
             return serializers.ChoiceField(choices=list(typing.get_args(kind)), **options)
@@ -164,19 +166,20 @@ class Inputs:
         return tool
 
     def serializer(self, *, without: Sequence[str] = (), nullable: bool = True,
-                   **overrides: dict[str, Any]) -> type[serializers.Serializer]:
+                   **overrides: dict[str, Any]) -> type[StrictSerializer]:
         """A core.rest.StrictSerializer with a field per input (`overrides`: more keyword arguments
         for some of them; `nullable=False`: for a query string alone). Subclass it inside the view,
         so the OpenAPI component keeps the view's name."""
         chosen = self._chosen(without)
         lazy = {name: spec.choices for name, spec in chosen.items() if spec.choices is not None}
 
-        def __init__(self: serializers.Serializer, *args: Any, **kwargs: Any) -> None:
+        def __init__(self: StrictSerializer, *args: Any, **kwargs: Any) -> None:
             StrictSerializer.__init__(self, *args, **kwargs)
             # Choices registered by the apps (AppConfig.ready) are read here, not at import.
             for name, choices in lazy.items():
                 target = self.fields[name]
-                (target.child if isinstance(target, serializers.ListField) else target).choices = choices()
+                field = target.child if isinstance(target, serializers.ListField) else target
+                typing.cast(serializers.ChoiceField, field).choices = choices()
 
         attributes: dict[str, Any] = {name: spec.serializer_field(nullable=nullable, **overrides.get(name, {}))
                                       for name, spec in chosen.items()}
