@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from contexts import inputs, outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
-from core.rest import NON_BLANK, NonBlankField, ProjectField, StrictSerializer, answer
+from core.rest import NON_BLANK, answer
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
 CONTEXTS = ["contexts"]
@@ -32,21 +32,15 @@ def _project(request: Request) -> str | None:
     return data.validated_data.get("project")
 
 
-class ContextInput(StrictSerializer):
-    content = NonBlankField(help_text="the text loaded at the start of a session (Markdown)")
-    set_active = serializers.BooleanField(required=False, allow_null=True, default=None,
-                                          help_text="true: make it the active one of its scope; false: inactive; "
-                                                    "null or omitted: leave it (a new context: inactive)")
+class ContextInput(inputs.SET.serializer(without=["name", "project"])):
+    pass
 
 
 class ContextListCreateApi(APIView):
     # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
     @extend_schema_serializer(component_name="ContextCreate")
-    class InputSerializer(ContextInput):
-        name = NonBlankField(max_length=services.NAME_MAX, help_text="unique within its project (or among the "
-                                                                      "global contexts)")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
-                                        help_text="an existing project's slug or name (404 if none); omitted: global")
+    class InputSerializer(inputs.SET.serializer()):
+        pass
 
     class ListSerializer(inputs.LIST.serializer(nullable=False)):
         pass

@@ -1,8 +1,8 @@
 """The inputs the startup contexts' tools share with their endpoints, declared once (core.inputs).
-Setting and deleting differ by interface (MCP's set_active defaults to true and force to false;
-REST's leave a context as it is and need force), so each interface declares those itself."""
+Deleting differs by interface (MCP's force defaults to false, REST needs it), so each declares it."""
+from contexts import services
 from core.inputs import Input, Inputs
-from core.rest import ProjectField
+from core.rest import NonBlankField, ProjectField
 
 LIST = Inputs(
     include_content=Input(bool, default=False, help="also return each text"),
@@ -15,4 +15,19 @@ GET = Inputs(
     name=Input(str, default=None),
     project=Input(str, default=None, field=ProjectField,
                   help="the project's slug or name; omitted: the global contexts (404 if no such project)"),
+)
+
+# dewey_set_startup_context; REST creates (all four) or updates (content and set_active; the name
+# and project in the URL).
+SET = Inputs(
+    name=Input(str, field=NonBlankField, max_length=services.NAME_MAX,
+               help="unique within its project (or among the global contexts)"),
+    content=Input(str, field=NonBlankField, help="the text loaded at the start of a session (Markdown)"),
+    # MCP's agent sets the context for its next session: active unless it says otherwise. REST
+    # leaves a context's state as it is unless told.
+    set_active=Input(bool, default=True, rest={"default": None, "allow_null": True},
+                     help="true: make it the active one of its scope; false: inactive; null or omitted: leave it "
+                          "(a new context: inactive)"),
+    project=Input(str, default=None, field=ProjectField, rest={"allow_blank": True, "default": None},
+                  help="an existing project's slug or name (404 if none); omitted: global"),
 )

@@ -17,15 +17,13 @@ def dewey_get_startup_context(**given: Any) -> outputs.ContextDict | None:
 
 
 @service_tool
-def dewey_set_startup_context(
-    name: str, content: str, set_active: bool = True, project: str | None = None
-) -> outputs.ContextSetDict:
+@inputs.SET.tool
+def dewey_set_startup_context(**given: Any) -> outputs.ContextSetDict:
     """Create or update a startup context; set_active (default true) makes it the active context
     of its scope, loaded at the start of the next session. project (an existing project's slug or
     name): a context of that project, loaded in its sessions after the global one; omitted: a
     global context, loaded in every session."""
-    context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp(),
-                                   project=project)
+    context = services.context_set(**given, actor=actor_name_from_mcp())
     return outputs.context_set_dict(context)
 
 
