@@ -1,6 +1,5 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -92,8 +91,8 @@ class ContextActiveApi(APIView):
 
 
 class ContextDetailApi(APIView):
-    class DeleteSerializer(ScopeSerializer):
-        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
+    class DeleteSerializer(inputs.DELETE.serializer(without=["name"], nullable=False)):
+        pass
 
     @extend_schema(
         operation_id="contexts_retrieve", tags=CONTEXTS, summary="Get a startup context",

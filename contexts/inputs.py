@@ -1,7 +1,6 @@
-"""The inputs the startup contexts' tools share with their endpoints, declared once (core.inputs).
-Deleting differs by interface (MCP's force defaults to false, REST needs it), so each declares it."""
+"""The inputs the startup contexts' tools share with their endpoints, declared once (core.inputs)."""
 from contexts import services
-from core.inputs import Input, Inputs
+from core.inputs import FORCE, Input, Inputs
 from core.rest import NonBlankField, ProjectField
 
 LIST = Inputs(
@@ -11,11 +10,10 @@ LIST = Inputs(
 
 # The context a tool or a detail URL addresses: one named (REST: in the path) or the active one, of
 # a project or global.
-GET = Inputs(
-    name=Input(str, default=None),
-    project=Input(str, default=None, field=ProjectField,
-                  help="the project's slug or name; omitted: the global contexts (404 if no such project)"),
-)
+SCOPE_PROJECT = Input(str, default=None, field=ProjectField,
+                      help="the project's slug or name; omitted: the global contexts (404 if no such project)")
+GET = Inputs(name=Input(str, default=None), project=SCOPE_PROJECT)
+DELETE = Inputs(name=Input(str), force=FORCE, project=SCOPE_PROJECT)
 
 # dewey_set_startup_context; REST creates (all four) or updates (content and set_active; the name
 # and project in the URL).

@@ -37,9 +37,10 @@ def dewey_list_startup_contexts(**given: Any) -> outputs.ContextListDict:
 
 
 @service_tool
-def dewey_delete_startup_context(name: str, force: bool = False, project: str | None = None) -> outputs.DeletedDict:
+@inputs.DELETE.tool
+def dewey_delete_startup_context(**given: Any) -> outputs.DeletedDict:
     """Delete a startup context (of project, or a global one); refused unless force is true."""
-    services.context_delete(name=name, force=force, actor=actor_name_from_mcp(), project=project)
+    services.context_delete(**given, actor=actor_name_from_mcp())
     return {"deleted": True}
 
 

@@ -105,8 +105,8 @@ class SessionConversationListApi(APIView):
 class ConversationDetailApi(APIView):
     """GET: the conversation with its messages. DELETE (?force=true): remove it and its messages."""
 
-    class DeleteInputSerializer(StrictSerializer):
-        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
+    class DeleteInputSerializer(inputs.DELETE.serializer(without=["conversation_id"], nullable=False)):
+        pass
 
     class InputSerializer(inputs.GET_CONVERSATION.serializer(without=["conversation_id"], nullable=False)):
         pass

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework import serializers
 
 from conversations.services.messages import MAX_BULK_MESSAGES, READ_MAX_CHARS, READ_MAX_CHARS_RANGE
-from core.inputs import AS_OF, RECENCY, Input, Inputs
+from core.inputs import AS_OF, FORCE, RECENCY, Input, Inputs
 from core.rest import INT_MAX, DateBoundField, JsonObjectField, NonBlankField, ProjectField, UuidTextField
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -50,6 +50,11 @@ STORE_MESSAGE = Inputs(
                       help="omitted: the next turn; an existing one is a 409"),
     metadata=METADATA,
     created_at=Input(str, default=None, field=DateBoundField, help="ISO 8601 (default: now)"),
+)
+
+DELETE = Inputs(
+    conversation_id=Input(str),  # MCP only: REST has it in the path
+    force=FORCE,
 )
 
 GET_CONVERSATION = Inputs(

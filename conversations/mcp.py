@@ -53,10 +53,10 @@ def dewey_list_conversations(**given: Any) -> outputs.ConversationListDict:
 
 
 @service_tool
-def dewey_delete_conversation(conversation_id: str, force: bool = False) -> outputs.DeletedDict:
+@inputs.DELETE.tool
+def dewey_delete_conversation(**given: Any) -> outputs.DeletedDict:
     """Delete a conversation and all its messages. Refuses unless force is true."""
-    deleted = services.conversation_delete(conversation_id=conversation_id, force=force)
-    return outputs.deleted_dict(conversation_id, deleted)
+    return outputs.deleted_dict(given["conversation_id"], services.conversation_delete(**given))
 
 
 @read_tool

@@ -102,6 +102,8 @@ class Input:
             options["default"] = self.default
         if self.max_length is not None:
             options["max_length"] = self.max_length
+        if {**self.rest, **overrides}.get("required"):
+            options.pop("default", None)  # REST wants it given, whatever MCP's default
         if typing.get_origin(self.type) is list:
             if isinstance(self.field, type) and issubclass(self.field, serializers.ListField):
                 # REST's field for the whole list (its items as JSON the service checks).
@@ -200,3 +202,6 @@ RECENCY = Input(float, default=None, rest={"min_value": 0.01, "max_value": int(R
 # apply in every project (core.projects.search_scope).
 PROJECT_ONLY = Input(bool, default=False, help="with project: that project's rows only, without the global memories "
                                                "and startup contexts (default false)")
+# Deleting cannot be undone: the caller says force=true. MCP's false by default is refused by the
+# service; REST needs it given.
+FORCE = Input(bool, default=False, rest={"required": True}, help="must be true: deleting cannot be undone")
