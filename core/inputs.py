@@ -46,7 +46,8 @@ F = typing.TypeVar("F", bound=Callable[..., Any])
 @dataclass(frozen=True)
 class Input:
     """One input. `type`: str, int, float, bool, a Literal (its values are the choices), dict (a JSON
-    object) or list[...] of one of those. A default of None makes the input nullable."""
+    object), a pydantic model (MCP's typed object; REST's `field` reads it as JSON) or list[...] of
+    one of those. A default of None makes the input nullable."""
 
     type: Any
     default: Any = REQUIRED
@@ -61,8 +62,8 @@ class Input:
     # SearchQueryField, UuidTextField, DateBoundField, ProjectField, NonBlankField ...); a ListField
     # is the whole list's.
     field: Callable[..., RestField] | None = None
-    # What REST's field says beyond the shared declaration (allow_blank, a storage bound, a trim):
-    # MCP's service checks those in its own words, and its schema stays lean.
+    # What REST's field says beyond the shared declaration (allow_blank, a storage bound, a trim, its
+    # own default or required): MCP's service checks those in its own words, and its schema stays lean.
     rest: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
