@@ -378,8 +378,7 @@ class CaptureHookApi(APIView):
 class RecallContextApi(APIView):
     token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
 
-    class InputSerializer(CONTEXT.serializer()):
-        pass
+    InputSerializer = CONTEXT.serializer()
 
     @extend_schema(
         operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",

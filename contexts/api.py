@@ -1,5 +1,5 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,8 +20,7 @@ NAME_PATH = OpenApiParameter("name", {"type": "string", "pattern": NON_BLANK, "m
                              OpenApiParameter.PATH, description="the context's name")
 
 
-class ScopeSerializer(inputs.GET.serializer(without=["name"], nullable=False)):
-    pass
+ScopeSerializer = inputs.GET.serializer(without=["name"], nullable=False, name="ScopeSerializer")
 
 
 def _project(request: Request) -> str | None:
@@ -31,18 +30,14 @@ def _project(request: Request) -> str | None:
     return data.validated_data.get("project")
 
 
-class ContextInput(inputs.SET.serializer(without=["name", "project"])):
-    pass
+ContextInput = inputs.SET.serializer(without=["name", "project"], name="ContextInput")
 
 
 class ContextListCreateApi(APIView):
     # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
-    @extend_schema_serializer(component_name="ContextCreate")
-    class InputSerializer(inputs.SET.serializer()):
-        pass
+    InputSerializer = inputs.SET.serializer(component="ContextCreate")
 
-    class ListSerializer(inputs.LIST.serializer(nullable=False)):
-        pass
+    ListSerializer = inputs.LIST.serializer(nullable=False)
 
     @extend_schema(
         operation_id="contexts_list", tags=CONTEXTS, summary="List startup contexts",
@@ -91,8 +86,7 @@ class ContextActiveApi(APIView):
 
 
 class ContextDetailApi(APIView):
-    class DeleteSerializer(inputs.DELETE.serializer(without=["name"], nullable=False)):
-        pass
+    DeleteSerializer = inputs.DELETE.serializer(without=["name"], nullable=False)
 
     @extend_schema(
         operation_id="contexts_retrieve", tags=CONTEXTS, summary="Get a startup context",

@@ -41,11 +41,9 @@ def _validated(serializer_class: type[serializers.Serializer], data: object) -> 
 class ConversationsApi(APIView):
     """POST: begin a conversation. GET: list conversations."""
 
-    class InputSerializer(inputs.BEGIN.serializer()):
-        pass
+    InputSerializer = inputs.BEGIN.serializer()
 
-    class ListInputSerializer(inputs.LIST_CONVERSATIONS.serializer(nullable=False)):
-        pass
+    ListInputSerializer = inputs.LIST_CONVERSATIONS.serializer(nullable=False)
 
     @extend_schema(
         operation_id="conversations_create", tags=CONVERSATIONS, summary="Begin a conversation",
@@ -81,8 +79,7 @@ class ConversationsApi(APIView):
 
 
 class SessionConversationListApi(APIView):
-    class InputSerializer(inputs.LIST_CONVERSATIONS.serializer(without=["session_id"], nullable=False)):
-        pass
+    InputSerializer = inputs.LIST_CONVERSATIONS.serializer(without=["session_id"], nullable=False)
 
     @extend_schema(
         operation_id="sessions_conversations_list", tags=CONVERSATIONS, summary="List one session's conversations",
@@ -105,11 +102,9 @@ class SessionConversationListApi(APIView):
 class ConversationDetailApi(APIView):
     """GET: the conversation with its messages. DELETE (?force=true): remove it and its messages."""
 
-    class DeleteInputSerializer(inputs.DELETE.serializer(without=["conversation_id"], nullable=False)):
-        pass
+    DeleteInputSerializer = inputs.DELETE.serializer(without=["conversation_id"], nullable=False)
 
-    class InputSerializer(inputs.GET_CONVERSATION.serializer(without=["conversation_id"], nullable=False)):
-        pass
+    InputSerializer = inputs.GET_CONVERSATION.serializer(without=["conversation_id"], nullable=False)
 
     @extend_schema(
         operation_id="conversations_retrieve", tags=CONVERSATIONS, summary="Get a conversation with its messages",
@@ -146,8 +141,7 @@ class ConversationDetailApi(APIView):
 
 
 class MessageStoreApi(APIView):
-    class InputSerializer(inputs.STORE_MESSAGE.serializer(without=["conversation_id"])):
-        pass
+    InputSerializer = inputs.STORE_MESSAGE.serializer(without=["conversation_id"])
 
     @extend_schema(
         operation_id="conversations_messages_create", tags=CONVERSATIONS, summary="Store one message",
@@ -190,8 +184,7 @@ BULK_REQUEST_SCHEMA = {"oneOf": [
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
-    class InputSerializer(inputs.STORE_MESSAGES_BULK.serializer()):
-        pass
+    InputSerializer = inputs.STORE_MESSAGES_BULK.serializer()
 
     @extend_schema(
         operation_id="conversations_messages_bulk_create", tags=CONVERSATIONS, summary="Store many messages at once",
@@ -218,8 +211,7 @@ class MessagesBulkStoreApi(APIView):
 
 
 class MessageSearchApi(APIView):
-    class InputSerializer(inputs.SEARCH.serializer(nullable=False)):
-        pass
+    InputSerializer = inputs.SEARCH.serializer(nullable=False)
 
     @extend_schema(
         operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",
@@ -249,8 +241,7 @@ class MessageSearchApi(APIView):
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-class FiedlerResultSerializer(inputs.STORE_FIEDLER_RESULT.serializer()):
-    pass
+FiedlerResultSerializer = inputs.STORE_FIEDLER_RESULT.serializer(name="FiedlerResultSerializer")
 
 
 FIEDLER_EXAMPLE = {"correlation_id": "fanout-2026-11-24-001", "model": "gpt-5", "prompt": "Summarise the diff",
@@ -266,8 +257,7 @@ FIEDLER_ROW = {"result_id": MID, "id": MID, **FIEDLER_EXAMPLE, "error_message": 
 class FiedlerResultsApi(APIView):
     """POST: store one result. GET: filtered list (model, status, correlation_id, text, dates)."""
 
-    class ListInputSerializer(inputs.QUERY_FIEDLER_RESULTS.serializer(nullable=False)):
-        pass
+    ListInputSerializer = inputs.QUERY_FIEDLER_RESULTS.serializer(nullable=False)
 
     @extend_schema(
         operation_id="fiedler_results_create", tags=FIEDLER, summary="Store one orchestration result",

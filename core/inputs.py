@@ -10,7 +10,7 @@ view's serializer (hence the OpenAPI document, via drf-spectacular) are both der
     def winni_recall(**given: Any) -> ...: ...     # called with every input, defaults filled in
 
     class RecallApi(APIView):
-        class InputSerializer(RECALL.serializer()): ...
+        InputSerializer = RECALL.serializer()       # its OpenAPI component: RecallApiInput
 
 The edge rules an input declares (its type, required, bounds, choices, no unknown field) are
 checked by each interface in the same words (core.validation's, through core.rest's
@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -164,31 +165,46 @@ class Inputs:
             return fn(**{**defaults, **given})
 
         signature = inspect.signature(fn, eval_str=True)
-        tool.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        tool.__signature__ = signature.replace(  # type: ignore[attr-defined]  # inspect.signature honours it
             parameters=[spec.parameter(name) for name, spec in chosen.items()])
         return tool
 
-    def serializer(self, *, without: Sequence[str] = (), nullable: bool = True,
-                   **overrides: dict[str, Any]) -> type[StrictSerializer]:
+    def serializer(self, *, without: Sequence[str] = (), nullable: bool = True, name: str = "InputsSerializer",
+                   component: str | None = None, **overrides: dict[str, Any]) -> type[StrictSerializer]:
         """A core.rest.StrictSerializer with a field per input (`overrides`: more keyword arguments
-        for some of them; `nullable=False`: for a query string alone). Subclass it inside the view,
-        so the OpenAPI component keeps the view's name."""
+        for some of them; `nullable=False`: for a query string alone). Assigned in a view's body
+        (`InputSerializer = SEARCH.serializer()`) it is named like a class written there, so its
+        OpenAPI component keeps the view's name; at module level it is `name`; `component` names
+        the OpenAPI component outright (Meta.ref_name)."""
         chosen = self._chosen(without)
-        lazy = {name: spec.choices for name, spec in chosen.items() if spec.choices is not None}
+        lazy = {key: spec.choices for key, spec in chosen.items() if spec.choices is not None}
 
         def __init__(self: StrictSerializer, *args: Any, **kwargs: Any) -> None:
             StrictSerializer.__init__(self, *args, **kwargs)
             # Choices registered by the apps (AppConfig.ready) are read here, not at import.
-            for name, choices in lazy.items():
-                target = self.fields[name]
+            for key, choices in lazy.items():
+                target = self.fields[key]
                 field = target.child if isinstance(target, serializers.ListField) else target
                 typing.cast(serializers.ChoiceField, field).choices = choices()
 
-        attributes: dict[str, Any] = {name: spec.serializer_field(nullable=nullable, **overrides.get(name, {}))
-                                      for name, spec in chosen.items()}
+        attributes: dict[str, Any] = {key: spec.serializer_field(nullable=nullable, **overrides.get(key, {}))
+                                      for key, spec in chosen.items()}
         if lazy:
             attributes["__init__"] = __init__
-        return type("InputsSerializer", (StrictSerializer,), attributes)
+        if component is not None:
+            attributes["Meta"] = type("Meta", (), {"ref_name": component})
+        # The caller's module, as namedtuple takes it: where the serializer is declared.
+        module = sys._getframe(1).f_globals.get("__name__", __name__)
+        return _NamedInView(name, (StrictSerializer,), {"__module__": module, "__qualname__": name, **attributes})
+
+
+class _NamedInView(type(StrictSerializer)):  # type: ignore[misc]  # DRF's SerializerMetaclass, untyped in the stubs
+    """A derived serializer's class: assigned in a class body, it takes the name it is given there
+    (`RecallApi.InputSerializer`), as a class written there would."""
+
+    def __set_name__(cls, owner: type, name: str) -> None:
+        cls.__name__ = name
+        cls.__qualname__ = f"{owner.__qualname__}.{name}"
 
 
 # --- Inputs many searches share ----------------------------------------------------------------

@@ -249,8 +249,7 @@ CHECKPOINT_SCHEMA = {
 
 
 class MedallionCheckpointApi(APIView):
-    class InputSerializer(inputs.CHECKPOINT.serializer()):
-        pass
+    InputSerializer = inputs.CHECKPOINT.serializer()
 
     @extend_schema(
         operation_id="medallions_checkpoint", tags=MEDALLIONS, summary="Checkpoint a session into a medallion",

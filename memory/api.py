@@ -23,8 +23,7 @@ MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
 
 
 class MemoryCreateListApi(APIView):
-    class InputSerializer(inputs.STORE.serializer()):
-        pass
+    InputSerializer = inputs.STORE.serializer()
 
     class ListSerializer(StrictSerializer):
         tag = serializers.ListField(child=TagField(), required=False, max_length=services.MAX_TAGS,
@@ -81,8 +80,7 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    class UpdateSerializer(inputs.UPDATE.serializer(without=["memory_id"])):
-        pass
+    UpdateSerializer = inputs.UPDATE.serializer(without=["memory_id"])
 
     UPDATE_DOC: dict[str, Any] = dict(
         tags=MEMORIES, parameters=[MEMORY_ID_PATH],
@@ -171,8 +169,7 @@ SEARCH_EXAMPLE = {"query": "money amounts", "results": [
 
 class MemorySearchApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
-    class InputSerializer(inputs.SEARCH.serializer()):
-        pass
+    InputSerializer = inputs.SEARCH.serializer()
 
     def _search(self, data: dict) -> Response:
         time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))

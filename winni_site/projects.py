@@ -84,8 +84,7 @@ class MergedDict(TypedDict):
 
 
 class ProjectListApi(APIView):
-    class InputSerializer(LIST.serializer(nullable=False)):
-        pass
+    InputSerializer = LIST.serializer(nullable=False)
 
     @extend_schema(
         operation_id="projects_list", tags=PROJECTS, summary="List projects",

@@ -103,8 +103,7 @@ RECALL_EXAMPLE = {
 
 class RecallApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
-    class InputSerializer(RECALL.serializer(without=["detail"])):
-        pass
+    InputSerializer = RECALL.serializer(without=["detail"])
 
     def _answer(self, raw: Any) -> Response:
         data = self.InputSerializer(data=raw)

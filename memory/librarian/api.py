@@ -21,9 +21,7 @@ ENTRY = {"query": QUESTION, "project": None, "answer": ANSWER, "cached": True, "
 class CacheAskApi(APIView):
     token_scopes = {"POST": access.READ}  # a read-only token's ask records nothing (services.ask)
 
-    class InputSerializer(inputs.ASK.serializer()):
-        class Meta:
-            ref_name = "CacheAskInput"
+    InputSerializer = inputs.ASK.serializer(component="CacheAskInput")
 
     @extend_schema(
         operation_id="cache_ask", tags=CACHE, summary="Ask the answer cache",
@@ -45,9 +43,7 @@ class CacheAskApi(APIView):
 
 
 class CacheRememberApi(APIView):
-    class InputSerializer(inputs.REMEMBER.serializer()):
-        class Meta:
-            ref_name = "CacheRememberInput"
+    InputSerializer = inputs.REMEMBER.serializer(component="CacheRememberInput")
 
     @extend_schema(
         operation_id="cache_remember", tags=CACHE, summary="Cache an answer",
@@ -69,9 +65,7 @@ class CacheRememberApi(APIView):
 
 
 class CacheForgetApi(APIView):
-    class InputSerializer(inputs.FORGET.serializer()):
-        class Meta:
-            ref_name = "CacheForgetInput"
+    InputSerializer = inputs.FORGET.serializer(component="CacheForgetInput")
 
     @extend_schema(
         operation_id="cache_forget", tags=CACHE, summary="Forget a cached question",
@@ -89,9 +83,7 @@ class CacheForgetApi(APIView):
 
 
 class CacheFeedbackApi(APIView):
-    class InputSerializer(inputs.FEEDBACK.serializer()):
-        class Meta:
-            ref_name = "CacheFeedbackInput"
+    InputSerializer = inputs.FEEDBACK.serializer(component="CacheFeedbackInput")
 
     @extend_schema(
         operation_id="cache_feedback", tags=CACHE, summary="Rate a cached answer",
