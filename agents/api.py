@@ -11,7 +11,8 @@ from typing_extensions import NotRequired, TypedDict
 
 from agents import capture
 from agents import dialects as agent_dialects
-from agents.autorecall import MAX_CHARS_MAX, MAX_CHARS_MIN, ContextDict, context_for_prompt
+from agents.autorecall import ContextDict, context_for_prompt
+from agents.inputs import CONTEXT
 from core import access
 from core.actors import actor_name_from_rest
 from core.errors import ApplicationError
@@ -22,8 +23,6 @@ from core.rest import (
     ProjectField,
     StrictSerializer,
     answer,
-    as_of_field,
-    project_only_field,
 )
 
 REPOSITORY_PARAMETERS = ("git_root", "remote", "root_commit")
@@ -379,17 +378,7 @@ class CaptureHookApi(APIView):
 class RecallContextApi(APIView):
     token_scopes = {"POST": access.READ}  # reads what is stored (and notes what it gave)
 
-    class InputSerializer(StrictSerializer):
-        prompt = serializers.CharField(trim_whitespace=False, allow_blank=True, allow_null=True,
-                                       help_text="the user's prompt (blank or null: nothing to add)")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                               help_text="the session's project (slug or name)")
-        project_only = project_only_field()
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
-                                           help_text="what was given earlier in this session is not given again")
-        max_chars = serializers.IntegerField(required=False, allow_null=True, min_value=MAX_CHARS_MIN,
-                                             max_value=MAX_CHARS_MAX, help_text="budget of the text")
-        as_of = as_of_field(allow_null=True)
+    InputSerializer = CONTEXT.serializer()
 
     @extend_schema(
         operation_id="recall_context", tags=["recall"], summary="What to add to a prompt",

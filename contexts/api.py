@@ -1,14 +1,13 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contexts import outputs, services
+from contexts import inputs, outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
-from core.rest import NON_BLANK, NonBlankField, ProjectField, StrictSerializer, answer
+from core.rest import NON_BLANK, answer
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
 CONTEXTS = ["contexts"]
@@ -21,9 +20,7 @@ NAME_PATH = OpenApiParameter("name", {"type": "string", "pattern": NON_BLANK, "m
                              OpenApiParameter.PATH, description="the context's name")
 
 
-class ScopeSerializer(StrictSerializer):
-    project = ProjectField(required=False, help_text="the project's slug or name; omitted: the global "
-                                                              "contexts (404 if no such project)")
+ScopeSerializer = inputs.GET.serializer(without=["name"], nullable=False, name="ScopeSerializer")
 
 
 def _project(request: Request) -> str | None:
@@ -33,25 +30,14 @@ def _project(request: Request) -> str | None:
     return data.validated_data.get("project")
 
 
-class ContextInput(StrictSerializer):
-    content = NonBlankField(help_text="the text loaded at the start of a session (Markdown)")
-    set_active = serializers.BooleanField(required=False, allow_null=True, default=None,
-                                          help_text="true: make it the active one of its scope; false: inactive; "
-                                                    "null or omitted: leave it (a new context: inactive)")
+ContextInput = inputs.SET.serializer(without=["name", "project"], name="ContextInput")
 
 
 class ContextListCreateApi(APIView):
     # Named: every view's nested "InputSerializer" would otherwise share one OpenAPI component.
-    @extend_schema_serializer(component_name="ContextCreate")
-    class InputSerializer(ContextInput):
-        name = NonBlankField(max_length=services.NAME_MAX, help_text="unique within its project (or among the "
-                                                                      "global contexts)")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
-                                        help_text="an existing project's slug or name (404 if none); omitted: global")
+    InputSerializer = inputs.SET.serializer(component="ContextCreate")
 
-    class ListSerializer(StrictSerializer):
-        include_content = serializers.BooleanField(required=False, default=False, help_text="also return each text")
-        project = ProjectField(required=False, help_text="only this project's contexts (default: all)")
+    ListSerializer = inputs.LIST.serializer(nullable=False)
 
     @extend_schema(
         operation_id="contexts_list", tags=CONTEXTS, summary="List startup contexts",
@@ -100,8 +86,7 @@ class ContextActiveApi(APIView):
 
 
 class ContextDetailApi(APIView):
-    class DeleteSerializer(ScopeSerializer):
-        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
+    DeleteSerializer = inputs.DELETE.serializer(without=["name"], nullable=False)
 
     @extend_schema(
         operation_id="contexts_retrieve", tags=CONTEXTS, summary="Get a startup context",

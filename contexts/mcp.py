@@ -1,5 +1,7 @@
 """MCP tools, prompt and resources for startup contexts (seed 001 §5.3)."""
-from contexts import outputs, services
+from typing import Any
+
+from contexts import inputs, outputs, services
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Prompt, Resource, read_tool, service_tool
 
@@ -7,36 +9,38 @@ NO_ACTIVE_CONTEXT = "No startup context is active."
 
 
 @read_tool
-def dewey_get_startup_context(name: str | None = None, project: str | None = None) -> outputs.ContextDict | None:
+@inputs.GET.tool
+def dewey_get_startup_context(**given: Any) -> outputs.ContextDict | None:
     """The active startup context (or the one named), global or project's; null when none."""
-    context = services.context_get(name=name, project=project)
+    context = services.context_get(**given)
     return outputs.context_dict(context) if context else None
 
 
 @service_tool
-def dewey_set_startup_context(
-    name: str, content: str, set_active: bool = True, project: str | None = None
-) -> outputs.ContextSetDict:
+@inputs.SET.tool
+def dewey_set_startup_context(**given: Any) -> outputs.ContextSetDict:
     """Create or update a startup context; set_active (default true) makes it the active context
     of its scope, loaded at the start of the next session. project (an existing project's slug or
     name): a context of that project, loaded in its sessions after the global one; omitted: a
     global context, loaded in every session."""
-    context = services.context_set(name=name, content=content, set_active=set_active, actor=actor_name_from_mcp(),
-                                   project=project)
+    context = services.context_set(**given, actor=actor_name_from_mcp())
     return outputs.context_set_dict(context)
 
 
 @read_tool
-def dewey_list_startup_contexts(include_content: bool = False, project: str | None = None) -> outputs.ContextListDict:
+@inputs.LIST.tool
+def dewey_list_startup_contexts(**given: Any) -> outputs.ContextListDict:
     """All startup contexts (global and per project) by project and name, or only one project's;
     content only when include_content is true."""
-    return outputs.context_list_dict(services.context_list(project=project), include_content=include_content)
+    return outputs.context_list_dict(services.context_list(project=given["project"]),
+                                     include_content=given["include_content"])
 
 
 @service_tool
-def dewey_delete_startup_context(name: str, force: bool = False, project: str | None = None) -> outputs.DeletedDict:
+@inputs.DELETE.tool
+def dewey_delete_startup_context(**given: Any) -> outputs.DeletedDict:
     """Delete a startup context (of project, or a global one); refused unless force is true."""
-    services.context_delete(name=name, force=force, actor=actor_name_from_mcp(), project=project)
+    services.context_delete(**given, actor=actor_name_from_mcp())
     return {"deleted": True}
 
 

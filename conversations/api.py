@@ -2,32 +2,28 @@
 path that serves two operations has one method per operation, each with its own serializer.
 Shapes come from outputs.py; errors from the services go through the one exception handler.
 Each operation documents itself (summary, description, tag, examples) for /api/docs/."""
+from typing import get_args
+
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from conversations import outputs, services
+from conversations import inputs, outputs, services
+from conversations.inputs import BULK_MESSAGES_SCHEMA
 from conversations.services.fiedler import FIEDLER_BATCH_MAX
-from conversations.services.messages import MAX_BULK_MESSAGES, READ_MAX_CHARS, READ_MAX_CHARS_RANGE
 from core.rest import (
     INT_MAX,
     NO_NUL,
-    DateBoundField,
     JsonObjectField,
     NonBlankField,
-    ProjectField,
     StrictSerializer,
-    UuidTextField,
     answer,
-    as_of_field,
-    recency_field,
     uuid_path,
 )
 
-ROLE_CHOICES = ["user", "assistant", "system", "tool"]
-STATUS_CHOICES = ["success", "error"]
+STATUS_CHOICES = list(get_args(inputs.StatusName))
 CONVERSATIONS = ["conversations"]
 FIEDLER = ["fiedler-results"]
 CID = "6b0d2457-c3c8-48d6-8bce-07d50d9c9c8c"
@@ -36,41 +32,18 @@ NOW = "2026-11-24T09:15:02.114301+00:00"
 CONVERSATION_ID_PATH = uuid_path("conversation_id", "the conversation's id (`conversation_id`)")
 
 
-def max_chars_field(what: str) -> serializers.IntegerField:
-    return serializers.IntegerField(
-        required=False, default=READ_MAX_CHARS, min_value=READ_MAX_CHARS_RANGE[0], max_value=READ_MAX_CHARS_RANGE[1],
-        help_text=f"{what} at most, in characters (default {READ_MAX_CHARS:,}): the messages' texts are cut to fit")
-
-
 def _validated(serializer_class: type[serializers.Serializer], data: object) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
 
 
-class PageSerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, default=20, min_value=1, max_value=100,
-                                     help_text="page size, 1-100 (default 20)")
-    offset = serializers.IntegerField(required=False, default=0, min_value=0, max_value=INT_MAX,
-                                      help_text="rows to skip (default 0)")
-
-
 class ConversationsApi(APIView):
     """POST: begin a conversation. GET: list conversations."""
 
-    class InputSerializer(StrictSerializer):
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
-                                           max_length=500, help_text="the client's session id (Claude Code's)")
-        metadata = JsonObjectField(required=False, allow_null=True, help_text="any JSON object")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                                        help_text="an existing project's slug or name (404 if none)")
+    InputSerializer = inputs.BEGIN.serializer()
 
-    class ListInputSerializer(PageSerializer):
-        session_id = serializers.CharField(required=False, max_length=500, trim_whitespace=False,
-                                           help_text="only this session's conversations")
-        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at",
-                                          help_text="newest first by this time (default updated_at)")
-        project = ProjectField(required=False, help_text="only this project's (slug or name)")
+    ListInputSerializer = inputs.LIST_CONVERSATIONS.serializer(nullable=False)
 
     @extend_schema(
         operation_id="conversations_create", tags=CONVERSATIONS, summary="Begin a conversation",
@@ -106,10 +79,7 @@ class ConversationsApi(APIView):
 
 
 class SessionConversationListApi(APIView):
-    class InputSerializer(PageSerializer):
-        sort_by = serializers.ChoiceField(choices=["created_at", "updated_at"], required=False, default="updated_at",
-                                          help_text="newest first by this time (default updated_at)")
-        project = ProjectField(required=False, help_text="only this project's (slug or name)")
+    InputSerializer = inputs.LIST_CONVERSATIONS.serializer(without=["session_id"], nullable=False)
 
     @extend_schema(
         operation_id="sessions_conversations_list", tags=CONVERSATIONS, summary="List one session's conversations",
@@ -132,15 +102,9 @@ class SessionConversationListApi(APIView):
 class ConversationDetailApi(APIView):
     """GET: the conversation with its messages. DELETE (?force=true): remove it and its messages."""
 
-    class DeleteInputSerializer(StrictSerializer):
-        force = serializers.BooleanField(help_text="must be true: deleting cannot be undone")
+    DeleteInputSerializer = inputs.DELETE.serializer(without=["conversation_id"], nullable=False)
 
-    class InputSerializer(StrictSerializer):
-        turn_from = serializers.IntegerField(required=False, min_value=1, max_value=INT_MAX,
-                                             help_text="the first turn (included)")
-        turn_to = serializers.IntegerField(required=False, min_value=1, max_value=INT_MAX,
-                                           help_text="the last turn (included)")
-        max_chars = max_chars_field("the conversation's JSON")
+    InputSerializer = inputs.GET_CONVERSATION.serializer(without=["conversation_id"], nullable=False)
 
     @extend_schema(
         operation_id="conversations_retrieve", tags=CONVERSATIONS, summary="Get a conversation with its messages",
@@ -177,13 +141,7 @@ class ConversationDetailApi(APIView):
 
 
 class MessageStoreApi(APIView):
-    class InputSerializer(StrictSerializer):
-        role = serializers.ChoiceField(choices=ROLE_CHOICES)
-        content = NonBlankField(help_text="the message text (at most WINNI_MAX_CONTENT_BYTES of UTF-8, 413 beyond)")
-        turn_number = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=INT_MAX,
-                                               help_text="omitted: the next turn; an existing one is a 409")
-        metadata = JsonObjectField(required=False, allow_null=True)
-        created_at = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 (default: now)")
+    InputSerializer = inputs.STORE_MESSAGE.serializer(without=["conversation_id"])
 
     @extend_schema(
         operation_id="conversations_messages_create", tags=CONVERSATIONS, summary="Store one message",
@@ -202,21 +160,6 @@ class MessageStoreApi(APIView):
         return Response(outputs.stored_message_dict(message), status=201)
 
 
-BULK_MESSAGE_SCHEMA = {
-    "type": "object",
-    "required": ["role", "content"],
-    "additionalProperties": False,
-    "properties": {
-        "role": {"type": "string", "enum": ROLE_CHOICES},
-        "content": {"type": "string", "pattern": NonBlankField.PATTERN},
-        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
-        "created_at": {"anyOf": [*DateBoundField.SCHEMA["anyOf"], {"type": "string", "maxLength": 0}], "nullable": True},
-    },
-}
-
-
-BULK_MESSAGES_SCHEMA = {"type": "array", "items": BULK_MESSAGE_SCHEMA, "minItems": 1, "maxItems": MAX_BULK_MESSAGES,
-                        "description": f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"}
 ONLY_NULL = {"nullable": True, "enum": [None]}
 # Two shapes: into a new conversation (session_id, metadata and project describe it), or into an
 # existing one (conversation_id, and nothing about the conversation).
@@ -238,25 +181,10 @@ BULK_REQUEST_SCHEMA = {"oneOf": [
 ]}
 
 
-@extend_schema_field(BULK_MESSAGES_SCHEMA)
-class BulkMessagesField(serializers.ListField):
-    """The messages as JSON: the service checks each and names the failing one (messages[3].role)."""
-
-    child = serializers.JSONField()
-
-
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
-    class InputSerializer(StrictSerializer):
-        conversation_id = UuidTextField(required=False, allow_null=True,
-                                        help_text="an existing conversation; omitted: a new one is created")
-        session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
-                                           max_length=500, help_text="for a new conversation only")
-        metadata = JsonObjectField(required=False, allow_null=True, help_text="for a new conversation only")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                                        help_text="for a new conversation only: an existing project's slug or name")
-        messages = BulkMessagesField(help_text=f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order")
+    InputSerializer = inputs.STORE_MESSAGES_BULK.serializer()
 
     @extend_schema(
         operation_id="conversations_messages_bulk_create", tags=CONVERSATIONS, summary="Store many messages at once",
@@ -283,21 +211,7 @@ class MessagesBulkStoreApi(APIView):
 
 
 class MessageSearchApi(APIView):
-    class InputSerializer(PageSerializer):
-        query = NonBlankField(max_length=1000, help_text="web-search syntax: words, \"a phrase\", -excluded, or")
-        session_id = serializers.CharField(required=False, max_length=500, trim_whitespace=False)
-        conversation_id = UuidTextField(required=False)
-        role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
-        start_date = DateBoundField(required=False, help_text="ISO 8601 date or date-time, inclusive")
-        end_date = DateBoundField(required=False, help_text="ISO 8601 date (the whole day) or date-time, inclusive")
-        context_lines = serializers.IntegerField(required=False, default=2, min_value=0, max_value=10,
-                                                 help_text="messages before and after each hit (default 2)")
-        mode = serializers.ChoiceField(choices=["fts", "semantic", "hybrid"], required=False, default=None,
-                                       help_text="default: WINNI_SEARCH_DEFAULT_MODE")
-        project = ProjectField(required=False, help_text="only this project's (slug or name)")
-        as_of = as_of_field()
-        recency = recency_field()
-        max_chars = max_chars_field("the page's JSON")
+    InputSerializer = inputs.SEARCH.serializer(nullable=False)
 
     @extend_schema(
         operation_id="messages_search", tags=CONVERSATIONS, summary="Search messages",
@@ -327,20 +241,7 @@ class MessageSearchApi(APIView):
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-class FiedlerResultSerializer(StrictSerializer):
-    correlation_id = NonBlankField(max_length=255, help_text="groups the results of one fan-out")
-    model = NonBlankField(max_length=200)
-    output = serializers.CharField(trim_whitespace=False, allow_blank=True)
-    prompt = serializers.CharField(required=False, allow_null=True, trim_whitespace=False, allow_blank=True,
-                                   help_text="stored as null when redacted (redact, or WINNI_REDACT_PROMPTS)")
-    tokens_prompt = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT_MAX)
-    tokens_completion = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=INT_MAX)
-    duration_seconds = serializers.FloatField(required=False, allow_null=True, min_value=0)
-    status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False, default="success")
-    error_message = serializers.CharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False)
-    metadata = JsonObjectField(required=False, allow_null=True)
-    conversation_id = UuidTextField(required=False, allow_null=True, help_text="an existing conversation (404 if none)")
-    redact = serializers.BooleanField(required=False, default=False, help_text="store this one's prompt as null")
+FiedlerResultSerializer = inputs.STORE_FIEDLER_RESULT.serializer(name="FiedlerResultSerializer")
 
 
 FIEDLER_EXAMPLE = {"correlation_id": "fanout-2026-11-24-001", "model": "gpt-5", "prompt": "Summarise the diff",
@@ -356,14 +257,7 @@ FIEDLER_ROW = {"result_id": MID, "id": MID, **FIEDLER_EXAMPLE, "error_message": 
 class FiedlerResultsApi(APIView):
     """POST: store one result. GET: filtered list (model, status, correlation_id, text, dates)."""
 
-    class ListInputSerializer(PageSerializer):
-        model = serializers.CharField(required=False, max_length=200, trim_whitespace=False)
-        status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False)
-        correlation_id = serializers.CharField(required=False, max_length=255, trim_whitespace=False)
-        text = NonBlankField(required=False, max_length=1000, help_text="full-text search of prompt and output")
-        start_date = DateBoundField(required=False, help_text="ISO 8601 date or date-time, inclusive")
-        end_date = DateBoundField(required=False, help_text="ISO 8601 date (the whole day) or date-time, inclusive")
-        project = ProjectField(required=False, help_text="only this project's (slug or name)")
+    ListInputSerializer = inputs.QUERY_FIEDLER_RESULTS.serializer(nullable=False)
 
     @extend_schema(
         operation_id="fiedler_results_create", tags=FIEDLER, summary="Store one orchestration result",

@@ -10,7 +10,7 @@ rows around a hit, extra hit fields) comes from the registry in core.searchable.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Protocol, TypedDict, TypeGuard, cast
+from typing import Any, Literal, Protocol, TypedDict, TypeGuard, cast, get_args
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -22,7 +22,7 @@ from core.searchable import EmbeddingUnavailable, Hit
 from core.validation import NOT_ONE_OF, parse_date_range, parse_uuid, shown_value, validate_query
 
 Mode = Literal["fts", "semantic", "hybrid"]
-MODES = ("fts", "semantic", "hybrid")
+MODES: tuple[str, ...] = get_args(Mode)
 
 
 def is_mode(value: object) -> TypeGuard[Mode]:
@@ -48,7 +48,7 @@ TEXT_CHARS = 2000
 # A compact row's one line (detail="compact"): enough to tell which hit to open.
 LINE_CHARS = 120
 Detail = Literal["compact", "full"]
-DETAILS = ("compact", "full")
+DETAILS: tuple[str, ...] = get_args(Detail)
 
 
 class Engine(Protocol):

@@ -115,26 +115,6 @@ class DateBoundField(serializers.CharField):
     SCHEMA = DATE_BOUND_SCHEMA
 
 
-def as_of_field(**kwargs: Any) -> DateBoundField:
-    """A search's `as_of`: what "now" is for its query's time words (core.timerank)."""
-    return DateBoundField(required=False, help_text="what \"now\" is for the query's time words (ISO 8601; "
-                                                    "default: now)", **kwargs)
-
-
-def recency_field(**kwargs: Any) -> serializers.FloatField:
-    """A search's `recency`: a half-life in days that ranks newer hits higher (core.timerank)."""
-    return serializers.FloatField(required=False, min_value=0.01, max_value=36500,
-                                  help_text="rank newer hits higher: a half-life in days (default: off)", **kwargs)
-
-
-def project_only_field(**kwargs: Any) -> serializers.BooleanField:
-    """A search's `project_only`: within `project`, leave out the memories and startup contexts of no
-    project, which otherwise apply in every project (core.projects.search_scope)."""
-    return serializers.BooleanField(required=False, default=False,
-                                    help_text="with project: that project's rows only, without the global memories "
-                                              "and startup contexts (default false)", **kwargs)
-
-
 class ProjectField(serializers.CharField):
     """A project's slug, name or alias (core.projects): at most NAME_MAX characters."""
 

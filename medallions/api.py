@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from core.errors import InvalidInput
 from core.rest import EXTRA_COMPONENTS, JSON_VALUE_REF, NON_BLANK, ProjectField, StrictSerializer, answer, uuid_path
-from medallions import outputs, schema, services
+from medallions import inputs, outputs, schema, services
 
 STATUS_CHOICES = ["active", "superseded", "archived", "any"]
 MEDALLIONS = ["medallions"]
@@ -249,11 +249,7 @@ CHECKPOINT_SCHEMA = {
 
 
 class MedallionCheckpointApi(APIView):
-    class InputSerializer(StrictSerializer):
-        scope = serializers.JSONField()
-        evidence = serializers.JSONField(required=False, allow_null=True, default=dict)
-        wait_seconds = serializers.IntegerField(min_value=0, max_value=services.MAX_WAIT_SECONDS, required=False,
-                                                default=0)
+    InputSerializer = inputs.CHECKPOINT.serializer()
 
     @extend_schema(
         operation_id="medallions_checkpoint", tags=MEDALLIONS, summary="Checkpoint a session into a medallion",

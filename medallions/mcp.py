@@ -3,49 +3,28 @@ service, return the shapes in outputs.py."""
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Resource, read_tool, service_tool
-from medallions import outputs, services
-
-
-class ScopeArg(BaseModel):
-    """graph_nodes (e.g. "repo:winni") and tags."""
-
-    model_config = ConfigDict(extra="forbid")
-    graph_nodes: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-
-
-class EvidenceArg(BaseModel):
-    """A summary, transcripts (text or {role, content}), artefacts (text or {path, kind, content})
-    or a stored conversation's id."""
-
-    model_config = ConfigDict(extra="forbid")
-    session_summary: str = ""
-    # Each item typed (not `Any`, whose schema `{}` strict schema checks refuse: the MCP Inspector's
-    # --strict complaint about this tool).
-    transcripts: list[str | dict[str, Any]] = Field(default_factory=list)
-    artefacts: list[str | dict[str, Any]] = Field(default_factory=list)
-    conversation_id: str | None = None
+from medallions import inputs, outputs, services
 
 
 @service_tool
-def medallion_checkpoint_session(
-    scope: ScopeArg, evidence: EvidenceArg | None = None, wait_seconds: int = Field(default=0, ge=0, le=120)
-) -> outputs.JobDict:
+@inputs.CHECKPOINT.tool
+def medallion_checkpoint_session(**given: Any) -> outputs.JobDict:
     """Update (or create) the medallion for exactly this scope from the session, as a background
     job: returns the job, or waits up to wait_seconds; then medallion_job_status(job_id)."""
-    evidence_data = evidence.model_dump(exclude_none=True) if evidence else {}
-    job = services.medallion_checkpoint(scope=scope.model_dump(), evidence=evidence_data,
-                                        wait_seconds=wait_seconds, actor=actor_name_from_mcp())
+    evidence = given["evidence"]
+    job = services.medallion_checkpoint(scope=given["scope"].model_dump(),
+                                        evidence=evidence.model_dump(exclude_none=True) if evidence else {},
+                                        wait_seconds=given["wait_seconds"], actor=actor_name_from_mcp())
     return outputs.job_dict(job)
 
 
 @read_tool
 def medallion_load_for_scope(
-    scope: ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
+    scope: inputs.ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
 ) -> outputs.MedallionListDict:
     """The latest active medallions whose scope contains the given graph nodes and tags (empty:
     any), newest first; as_text adds markdown in text."""

@@ -2,7 +2,7 @@
 REST may delete: it serves the people who own the data."""
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,56 +10,20 @@ from rest_framework.views import APIView
 
 from core import access, timerank
 from core.actors import actor_name_from_rest
-from core.rest import (
-    NON_BLANK,
-    WHITE_SPACE,
-    DateBoundField,
-    JsonObjectField,
-    NonBlankField,
-    ProjectField,
-    SearchQueryField,
-    StrictSerializer,
-    UuidTextField,
-    answer,
-    as_of_field,
-    project_only_field,
-    recency_field,
-    uuid_path,
-)
-from memory import outputs, services
+from core.rest import NON_BLANK, ProjectField, StrictSerializer, answer, uuid_path
+from memory import inputs, outputs, services
+from memory.inputs import TAG_PATTERN, TagField
 
 PAGE_SIZE_MAX = 100
 MEMORIES = ["memories"]
 MID = "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"
 NOW = "2026-11-24T09:20:11.530112+00:00"
 FACT = "Money amounts are stored as integer cents (BIGINT), never as floats."
-# A tag is 1-50 characters once trimmed (the service trims and lower-cases it).
-TAG_PATTERN = f"^[{WHITE_SPACE}]*[^{WHITE_SPACE}\\u0000]([^\\u0000]{{0,48}}[^{WHITE_SPACE}\\u0000])?[{WHITE_SPACE}]*$"
 MEMORY_ID_PATH = uuid_path("memory_id", "the memory's id (`memory_id`)")
 
 
-@extend_schema_field({"type": "string", "pattern": TAG_PATTERN})
-class TagField(serializers.CharField):
-    """One tag; the service trims it, lower-cases it and checks its length (naming the field)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(trim_whitespace=False, error_messages={"blank": services.TAG_INVALID}, **kwargs)
-
-
 class MemoryCreateListApi(APIView):
-    class InputSerializer(StrictSerializer):
-        content = NonBlankField(help_text="the fact, preference or decision (at most WINNI_MAX_CONTENT_BYTES)")
-        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
-                                     help_text="up to 10 tags, each 1-50 characters (stored trimmed, lower case)")
-        metadata = JsonObjectField(required=False, allow_null=True)
-        conversation_id = UuidTextField(required=False, allow_null=True,
-                                        help_text="the conversation it came from (404 if none)")
-        message_id = UuidTextField(required=False, allow_null=True, help_text="the message it came from (404 if none)")
-        project = ProjectField(required=False, allow_null=True, allow_blank=True,
-                                        help_text="an existing project's slug or name (404 if none); omitted: the "
-                                                  "conversation's project, else a global memory")
-        supersedes = serializers.ListField(child=UuidTextField(), required=False, allow_null=True,
-                                           help_text="ids of memories this one replaces (they leave search)")
+    InputSerializer = inputs.STORE.serializer()
 
     class ListSerializer(StrictSerializer):
         tag = serializers.ListField(child=TagField(), required=False, max_length=services.MAX_TAGS,
@@ -116,12 +80,7 @@ class MemoryCreateListApi(APIView):
 
 
 class MemoryDetailApi(APIView):
-    class UpdateSerializer(StrictSerializer):
-        content = NonBlankField(required=False, allow_null=True, help_text="the new text")
-        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
-                                     help_text="the new tags (replace the old ones)")
-        reason = serializers.CharField(trim_whitespace=False, allow_blank=True, required=False, allow_null=True,
-                                       max_length=services.REASON_MAX_CHARS, help_text="why it changed")
+    UpdateSerializer = inputs.UPDATE.serializer(without=["memory_id"])
 
     UPDATE_DOC: dict[str, Any] = dict(
         tags=MEMORIES, parameters=[MEMORY_ID_PATH],
@@ -210,21 +169,7 @@ SEARCH_EXAMPLE = {"query": "money amounts", "results": [
 
 class MemorySearchApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
-    class InputSerializer(StrictSerializer):
-        query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
-        limit = serializers.IntegerField(required=False, default=5, min_value=1, max_value=20,
-                                         help_text="1-20 (default 5)")
-        tags = serializers.ListField(child=TagField(), required=False, allow_null=True, max_length=services.MAX_TAGS,
-                                     help_text="only memories carrying all of these")
-        project = ProjectField(required=False, allow_null=True,
-                               help_text="this project's memories and the global ones (no project)")
-        project_only = project_only_field()
-        start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time")
-        end_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
-        include_superseded = serializers.BooleanField(required=False, default=False,
-                                                      help_text="also memories a newer one superseded")
-        as_of = as_of_field(allow_null=True)
-        recency = recency_field(allow_null=True)
+    InputSerializer = inputs.SEARCH.serializer()
 
     def _search(self, data: dict) -> Response:
         time = timerank.plan(data["query"], as_of=data.pop("as_of", None), recency=data.pop("recency", None))

@@ -2,57 +2,41 @@
 prompts. No tool deletes memories (seed 003: the agent never deletes them)."""
 from typing import Any, Callable
 
-from pydantic import Field
-
 from core import timerank
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Prompt, read_tool, service_tool
-from memory import outputs, personas, services
+from memory import inputs, outputs, personas, services
 
 
 @service_tool
-def store_memory(
-    content: str,
-    tags: list[str] | None = None,
-    metadata: dict[str, Any] | None = None,
-    conversation_id: str | None = None,
-    message_id: str | None = None,
-    project: str | None = None,
-    supersedes: list[str] | None = None,
-) -> outputs.StoredMemoryDict:
+@inputs.STORE.tool
+def store_memory(**given: Any) -> outputs.StoredMemoryDict:
     """Remember a fact, decision or preference. tags: up to 10. project: a slug (default: the
     conversation's, else global). supersedes: ids of memories this one replaces. The answer lists
     similar memories: update_memory one instead of storing a near-copy."""
-    memory, created, similar = services.memory_remember(
-        content=content, tags=tags, metadata=metadata, conversation_id=conversation_id, message_id=message_id,
-        project=project, supersedes=supersedes)
+    memory, created, similar = services.memory_remember(**given)
     return outputs.stored_memory_dict(memory, created, similar)
 
 
 @read_tool
-def search_memory(
-    query: str, limit: int = Field(default=5, ge=1, le=20), tags: list[str] | None = None, project: str | None = None,
-    start_date: str | None = None, end_date: str | None = None, include_superseded: bool = False,
-    as_of: str | None = None, recency: float | None = None, project_only: bool = False,
-) -> outputs.SearchMemoryDict:
+@inputs.SEARCH.tool
+def search_memory(**given: Any) -> outputs.SearchMemoryDict:
     """Memories by meaning, relevance_score 0-100 (under 30 left out). With project: also the global
     ones unless project_only. Superseded ones only with include_superseded. Dates ISO 8601;
     time words read as of as_of; recency: a half-life in days."""
-    time = timerank.plan(query if isinstance(query, str) else "", as_of=as_of, recency=recency)
-    hits = services.memory_search(query=query, limit=limit, tags=tags, project=project, start_date=start_date,
-                                  end_date=end_date, include_superseded=include_superseded, time=time,
-                                  project_only=project_only)
+    query = given["query"]
+    time = timerank.plan(query if isinstance(query, str) else "", as_of=given.pop("as_of"),
+                         recency=given.pop("recency"))
+    hits = services.memory_search(**given, time=time)
     return outputs.search_memory_dict(query, hits, time)
 
 
 @service_tool
-def update_memory(
-    memory_id: str, content: str | None = None, tags: list[str] | None = None, reason: str | None = None,
-) -> outputs.UpdatedMemoryDict:
+@inputs.UPDATE.tool
+def update_memory(**given: Any) -> outputs.UpdatedMemoryDict:
     """Change a memory in place (same id; the old text kept as a version, with reason). Tags replace
     the old list."""
-    memory, changed = services.memory_update(memory_id=memory_id, content=content, tags=tags, reason=reason,
-                                             actor=actor_name_from_mcp())
+    memory, changed = services.memory_update(**given, actor=actor_name_from_mcp())
     return outputs.updated_memory_dict(memory, changed)
 
 

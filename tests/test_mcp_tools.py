@@ -123,6 +123,25 @@ def test_answers_are_compact_json_text_beside_the_structured_content():
     assert structured is None and json.loads(text)["results"] == [] and "\n" not in text
 
 
+def test_a_tool_and_its_endpoint_take_the_inputs_they_share_from_one_declaration():
+    """core.inputs: winni_recall's arguments and REST recall's fields both come from RECALL, a bound
+    is published and worded alike, and choices the apps register reach REST once they are loaded."""
+    from core.rest import type_problem
+    from winni_site.recall import RecallApi, winni_recall
+
+    tool = strict_tool(winni_recall)
+    fields = RecallApi.InputSerializer().fields
+    assert set(tool.parameters["properties"]) == {*fields, "detail"}  # detail: MCP's alone
+    assert tool.parameters["required"] == ["query"] == [name for name, field in fields.items() if field.required]
+    assert tool.parameters["properties"]["limit"] == {"default": 10, "maximum": 100, "minimum": 1, "type": "integer"}
+    assert (fields["limit"].default, fields["limit"].min_value, fields["limit"].max_value) == (10, 1, 100)
+    with pytest.raises(ValidationError) as error:
+        tool.fn_metadata.validate_arguments({"query": "x", "limit": 101})
+    said = core_mcp.argument_problem(error.value.errors()[0], tool.fn_metadata.arg_model)
+    assert said == f"limit: {type_problem(fields['limit'], 101)}" == "limit: must be at most 100, got 101"
+    assert {"message", "memory"} <= set(fields["kinds"].child.choices)
+
+
 # --- tool sets (WINNI_MCP_TOOLSETS) --------------------------------------------------------------
 
 

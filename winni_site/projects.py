@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from core import projects
 from core.errors import NotFound
+from core.inputs import Input, Inputs
 from core.mcp import McpRegistry, read_tool
 from core.models import Project
 from core.rest import NON_BLANK, ProjectField, StrictSerializer, answer
@@ -52,11 +53,16 @@ def project_list_dict(project: Any = None) -> ProjectListDict:
     return {"projects": rows, "count": len(rows)}
 
 
+# The inputs of winni_projects and `GET /api/v1/projects/` (core.inputs).
+LIST = Inputs(project=Input(str, default=None, field=ProjectField, help="only this one (slug, name or alias)"))
+
+
 @read_tool
-def winni_projects(project: str | None = None) -> ProjectListDict:
+@LIST.tool
+def winni_projects(**given: Any) -> ProjectListDict:
     """The projects (one per repository), most recently active first: the slug every project
     argument takes, keys, last activity, rows per store."""
-    return project_list_dict(project)
+    return project_list_dict(given["project"])
 
 
 MCP = McpRegistry(tools=[winni_projects])
@@ -78,8 +84,7 @@ class MergedDict(TypedDict):
 
 
 class ProjectListApi(APIView):
-    class InputSerializer(StrictSerializer):
-        project = ProjectField(required=False, help_text="only this one (slug, name or alias)")
+    InputSerializer = LIST.serializer(nullable=False)
 
     @extend_schema(
         operation_id="projects_list", tags=PROJECTS, summary="List projects",

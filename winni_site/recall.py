@@ -5,18 +5,16 @@ are the agents' (agents/mcp.py, agents/api.py)."""
 from typing import Any, cast
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from pydantic import Field
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import access, searchable
+from core.inputs import AS_OF, PROJECT_ONLY, RECENCY, Input, Inputs
 from core.mcp import McpRegistry, read_tool
 from core.recall import (
     LIMIT_DEFAULT,
     LIMIT_MAX,
-    MODES,
     Detail,
     ItemDict,
     Mode,
@@ -24,50 +22,51 @@ from core.recall import (
     get_item,
     recall,
 )
-from core.rest import (
-    DateBoundField,
-    ProjectField,
-    SearchQueryField,
-    StrictSerializer,
-    UuidTextField,
-    answer,
-    as_of_field,
-    project_only_field,
-    recency_field,
+from core.rest import DateBoundField, ProjectField, SearchQueryField, UuidTextField, answer
+
+# The inputs of winni_recall and REST recall. session_id, conversation_id and role apply to
+# messages, tags to memories (the other kinds drop out with such a filter); project also takes the
+# global memories and contexts unless project_only.
+RECALL = Inputs(
+    query=Input(str, field=SearchQueryField,
+                help="what to look for, in plain words (at most 10,000 characters, 413 beyond)"),
+    kinds=Input(list[str], default=None, choices=searchable.kinds, help="only these kinds (default: all)"),
+    limit=Input(int, default=LIMIT_DEFAULT, minimum=1, maximum=LIMIT_MAX, help=f"1-{LIMIT_MAX} (default {LIMIT_DEFAULT})"),
+    mode=Input(Mode, default="hybrid"),
+    session_id=Input(str, default=None, max_length=500, help="messages of this session only"),
+    conversation_id=Input(str, default=None, field=UuidTextField, help="messages of this conversation only"),
+    role=Input(str, default=None, rest={"trim_whitespace": True}, help="messages of this role only"),
+    tags=Input(list[str], default=None, help="memories carrying all of these only"),
+    start_date=Input(str, default=None, field=DateBoundField, help="ISO 8601 date or date-time, inclusive"),
+    end_date=Input(str, default=None, field=DateBoundField,
+                   help="ISO 8601 date (the whole day) or date-time, inclusive"),
+    project=Input(str, default=None, field=ProjectField,
+                  help="this project's rows, and the global memories and startup contexts"),
+    include_superseded=Input(bool, default=False, help="also memories a newer one superseded"),
+    as_of=AS_OF,
+    recency=RECENCY,
+    project_only=PROJECT_ONLY,
+    # MCP only: REST answers in full.
+    detail=Input(Detail, default="compact"),
 )
+FILTERS = ("session_id", "conversation_id", "role", "tags", "start_date", "end_date", "project")
+
+
+def recall_given(given: dict[str, Any]) -> dict[str, Any]:
+    """core.recall.recall's keyword arguments from RECALL's values (an omitted filter is no filter)."""
+    return {**{name: value for name, value in given.items() if name not in FILTERS},
+            "filters": {name: given.get(name) for name in FILTERS}}
 
 
 @read_tool
-def winni_recall(
-    query: str,
-    kinds: list[str] | None = None,
-    limit: int = Field(default=LIMIT_DEFAULT, ge=1, le=LIMIT_MAX),
-    mode: Mode = "hybrid",
-    session_id: str | None = None,
-    conversation_id: str | None = None,
-    role: str | None = None,
-    tags: list[str] | None = None,
-    start_date: str | None = None,
-    end_date: str | None = None,
-    project: str | None = None,
-    include_superseded: bool = False,
-    as_of: str | None = None,
-    recency: float | None = None,
-    project_only: bool = False,
-    detail: Detail = "compact",
-) -> dict[str, Any]:  # CompactRecallDict, or RecallDict with detail=full: an object either way (no wrapping)
+@RECALL.tool
+def winni_recall(**given: Any) -> dict[str, Any]:  # CompactRecallDict, or RecallDict with detail=full
     """Search everything kept (messages, memories, medallions, startup contexts), best first, as
     compact rows (a line, "…" when cut; tokens: the item's size): winni_get reads one whole.
     detail=full: texts and scores. kinds: message, memory, medallion, context. Time words ("last
     week") are read as of as_of; recency: a half-life in days."""
-    # session_id, conversation_id and role apply to messages, tags to memories (the other kinds drop
-    # out with such a filter); project also takes the global memories and contexts unless
-    # project_only; a question about order ("which came first") gets time_filter.timeline.
-    filters = {"session_id": session_id, "conversation_id": conversation_id, "role": role, "tags": tags,
-               "start_date": start_date, "end_date": end_date, "project": project}
-    return cast(dict[str, Any], recall(query=query, kinds=kinds, limit=limit, mode=mode, filters=filters,
-                                       include_superseded=include_superseded, as_of=as_of, recency=recency,
-                                       project_only=project_only, detail=detail))
+    # A question about order ("which came first") gets time_filter.timeline.
+    return cast(dict[str, Any], recall(**recall_given(given)))
 
 
 @read_tool
@@ -104,45 +103,12 @@ RECALL_EXAMPLE = {
 
 class RecallApi(APIView):
     token_scopes = {"POST": access.READ}  # a search, whatever the method
-    class InputSerializer(StrictSerializer):
-        query = SearchQueryField(help_text="what to look for, in plain words (at most 10,000 characters, 413 beyond)")
-        kinds = serializers.ListField(child=serializers.ChoiceField(choices=[]), required=False, allow_null=True,
-                                      help_text="only these kinds (default: all)")
-        limit = serializers.IntegerField(required=False, default=LIMIT_DEFAULT, min_value=1, max_value=LIMIT_MAX,
-                                         help_text=f"1-{LIMIT_MAX} (default {LIMIT_DEFAULT})")
-        mode = serializers.ChoiceField(choices=list(MODES), required=False, default="hybrid")
-        session_id = serializers.CharField(required=False, allow_null=True, trim_whitespace=False, max_length=500,
-                                           help_text="messages of this session only")
-        conversation_id = UuidTextField(required=False, allow_null=True, help_text="messages of this conversation only")
-        role = serializers.CharField(required=False, allow_null=True, help_text="messages of this role only")
-        tags = serializers.ListField(child=serializers.CharField(trim_whitespace=False), required=False,
-                                     allow_null=True, help_text="memories carrying all of these only")
-        start_date = DateBoundField(required=False, allow_null=True, help_text="ISO 8601 date or date-time, inclusive")
-        end_date = DateBoundField(required=False, allow_null=True,
-                                  help_text="ISO 8601 date (the whole day) or date-time, inclusive")
-        project = ProjectField(required=False, allow_null=True,
-                               help_text="this project's rows, and the global memories and startup contexts")
-        project_only = project_only_field()
-        include_superseded = serializers.BooleanField(required=False, default=False,
-                                                      help_text="also memories a newer one superseded")
-        as_of = as_of_field(allow_null=True)
-        recency = recency_field(allow_null=True)
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            # The kinds are registered by the apps (AppConfig.ready), so they are read here, not at import.
-            kinds = self.fields["kinds"]
-            assert isinstance(kinds, serializers.ListField) and isinstance(kinds.child, serializers.ChoiceField)
-            kinds.child.choices = searchable.kinds()
+    InputSerializer = RECALL.serializer(without=["detail"])
 
     def _answer(self, raw: Any) -> Response:
         data = self.InputSerializer(data=raw)
         data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        head = {name: values.pop(name) for name in ("query", "limit", "mode", "include_superseded", "project_only")}
-        head.update({name: values.pop(name, None) for name in ("as_of", "recency")})
-        kinds = values.pop("kinds", None)
-        return Response(recall(**head, kinds=kinds, filters=values))
+        return Response(recall(**recall_given({**data.validated_data, "detail": "full"})))
 
     @extend_schema(
         operation_id="recall", tags=["recall"], summary="Recall everything about a question",

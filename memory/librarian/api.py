@@ -6,8 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core import access
-from core.rest import NonBlankField, ProjectField, SearchQueryField, StrictSerializer, answer
-from memory.librarian import outputs, services
+from core.rest import StrictSerializer, answer
+from memory.librarian import inputs, outputs, services
 
 CACHE = ["cache"]
 QUESTION = "how do we store money amounts"
@@ -18,18 +18,10 @@ ENTRY = {"query": QUESTION, "project": None, "answer": ANSWER, "cached": True, "
          "pinned": True, "answer_version": 1, "first_asked": NOW, "last_asked": NOW, "expires_at": None}
 
 
-class _QuerySerializer(StrictSerializer):
-    query = SearchQueryField(help_text="the question (compared lower-cased, trimmed, spaces collapsed)")
-    project = ProjectField(required=False, allow_null=True, allow_blank=True, default=None,
-                                    help_text="an existing project's slug or name (404 if none); omitted: global")
-
-
 class CacheAskApi(APIView):
     token_scopes = {"POST": access.READ}  # a read-only token's ask records nothing (services.ask)
 
-    class InputSerializer(_QuerySerializer):
-        class Meta:
-            ref_name = "CacheAskInput"
+    InputSerializer = inputs.ASK.serializer(component="CacheAskInput")
 
     @extend_schema(
         operation_id="cache_ask", tags=CACHE, summary="Ask the answer cache",
@@ -51,13 +43,7 @@ class CacheAskApi(APIView):
 
 
 class CacheRememberApi(APIView):
-    class InputSerializer(_QuerySerializer):
-        class Meta:
-            ref_name = "CacheRememberInput"
-
-        answer = NonBlankField(help_text="the answer to cache (at most WINNI_MAX_CONTENT_BYTES)")
-        pin = serializers.BooleanField(required=False, default=False,
-                                       help_text="never evicted, never expires")
+    InputSerializer = inputs.REMEMBER.serializer(component="CacheRememberInput")
 
     @extend_schema(
         operation_id="cache_remember", tags=CACHE, summary="Cache an answer",
@@ -79,9 +65,7 @@ class CacheRememberApi(APIView):
 
 
 class CacheForgetApi(APIView):
-    class InputSerializer(_QuerySerializer):
-        class Meta:
-            ref_name = "CacheForgetInput"
+    InputSerializer = inputs.FORGET.serializer(component="CacheForgetInput")
 
     @extend_schema(
         operation_id="cache_forget", tags=CACHE, summary="Forget a cached question",
@@ -99,11 +83,7 @@ class CacheForgetApi(APIView):
 
 
 class CacheFeedbackApi(APIView):
-    class InputSerializer(_QuerySerializer):
-        class Meta:
-            ref_name = "CacheFeedbackInput"
-
-        helpful = serializers.BooleanField(help_text="true raises the confidence by 0.1, false lowers it by 0.2")
+    InputSerializer = inputs.FEEDBACK.serializer(component="CacheFeedbackInput")
 
     @extend_schema(
         operation_id="cache_feedback", tags=CACHE, summary="Rate a cached answer",
