@@ -70,6 +70,8 @@ def main() -> None:
     parser.add_argument("--realistic", type=int, default=3000, help="messages of the loaded realistic corpus")
     parser.add_argument("--question-share", type=float, nargs="*", default=[],
                         help="A/B: core.recall.QUESTION_SHARE values to measure (default: the setting)")
+    parser.add_argument("--misses", action="store_true",
+                        help="for each question whose decision is not first: what the block and winni_recall put first")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from agents import autorecall
@@ -83,10 +85,24 @@ def main() -> None:
     for share in args.question_share or [recall_module.QUESTION_SHARE]:
         recall_module.QUESTION_SHARE = share
         print(f"\nQUESTION_SHARE {share}")
-        measure(facts, recall, recall_by_kind, autorecall)
+        measure(facts, recall, recall_by_kind, autorecall, misses=args.misses)
 
 
-def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any) -> None:
+def shown(kind: str, key: str) -> str:
+    """One line of what an item is (a miss's first item, for --misses)."""
+    from core import searchable
+
+    if kind not in searchable.kinds():
+        return kind
+    spec = searchable.get(kind)
+    row = spec.model.objects.filter(pk=key).first()
+    if row is None:
+        return f"{kind} (gone)"
+    text = (spec.display(row) if spec.display else None) or spec.text(row) or ""
+    return f"{kind} {spec.label(row)} [{len(spec.text(row) or '')} chars]: " + " ".join(text.split())[:160]
+
+
+def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any, misses: bool = False) -> None:
     rows: list[dict[str, Any]] = []
     for number, fact in enumerate(facts):
         for phrasing in PHRASINGS:
@@ -103,6 +119,16 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any)
                          "block_top3": any(in_block[:3]),
                          "recall_first": bool(hits) and holds(hits[0]["kind"], hits[0]["id"], fact.ticket),
                          "admin_first": bool(admin) and holds(admin[0]["kind"], admin[0]["id"], fact.ticket)})
+            if misses and not (rows[-1]["block_first"] and rows[-1]["recall_first"]):
+                print(f"MISS {rows[-1]['half']} {question} (ticket {fact.ticket})")
+                if items and not rows[-1]["block_first"]:
+                    where = f"#{in_block.index(True) + 1}" if any(in_block) else "not in the block"
+                    print(f"  block first (the decision {where}): " + shown(items[0]["kind"], items[0]["id"]))
+                if hits and not rows[-1]["recall_first"]:
+                    at = next((n for n, hit in enumerate(hits) if holds(hit["kind"], hit["id"], fact.ticket)), None)
+                    where = "not on the page" if at is None else f"#{at + 1}, {hits[at]['score']:.3f}"
+                    print(f"  recall first ({hits[0]['score']:.3f}; the decision {where}): "
+                          + shown(hits[0]["kind"], hits[0]["id"]))
     print(f"{len(rows)} questions over {len(facts)} stated facts")
     print("| half | questions | block: decision first | block: in the first 3 | block: anywhere "
           "| winni_recall first | admin search first |")

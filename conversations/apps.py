@@ -18,6 +18,7 @@ class ConversationsConfig(AppConfig):
         from conversations.services import (
             message_answers,
             message_display,
+            message_echoes,
             message_embed_parts,
             message_passages,
             message_surroundings,
@@ -33,7 +34,7 @@ class ConversationsConfig(AppConfig):
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},
             surround=message_surroundings, hit_fields=_message_hit_fields, display=message_display,
-            answers=message_answers,
+            answers=message_answers, echoes=message_echoes,
             project_column="project_id",
             project_indexes=True,
         ))

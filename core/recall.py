@@ -174,6 +174,9 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | Non
       the answer, with the question folded into it (`Hit.question`);
     - a question that merely repeats `query` is not evidence: it is dropped, its answer stays
       (with the repeat's score, without the repeat);
+    - a row that echoes a question (its kind's `echoes`: an agent's search quoting one) is not
+      evidence either: it is dropped, and lends its round nothing (what it found is stored and
+      ranks on its own);
     - rows with the same text (a tool output read twice, a reply stored twice) show once.
     The answer must be in the kind's scope (`scopes[kind]`): a caller asking for user turns only
     keeps them."""
@@ -188,6 +191,9 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | Non
     seen_text: set[str] = set()
     out: list[Hit] = []
     for hit in hits:
+        echoes = searchable.get(hit.kind).echoes
+        if echoes is not None and hit.obj is not None and echoes(hit.obj):
+            continue
         asking = hit.key in questions.get(hit.kind, {})
         answer = questions[hit.kind][hit.key] if asking else None
         repeat = asking and repeats(searchable.get(hit.kind).text(hit.obj) or "", query)

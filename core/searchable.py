@@ -131,6 +131,9 @@ class Searchable:
     # the rows a search may return}): ranking shows a question as its answer, never above it
     # (core.recall.answers_first); None: this kind has no rounds.
     answers: Callable[[list[Any], "QuerySet[Any] | None"], dict[str, Any]] | None = None
+    # A row that echoes a question instead of holding evidence (an agent's search quoting one):
+    # ranking leaves it out (core.recall.answers_first); None: no row of this kind does.
+    echoes: Callable[[Any], bool] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

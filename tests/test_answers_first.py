@@ -164,3 +164,43 @@ def test_mcp_winni_recall_puts_the_answer_first(live_money, mcp: McpClient):
     assert live_money["question"] not in rows and live_money["decision"] in rows[:4], rows
     full = mcp.call("winni_recall", {"query": QUERY, "project": "shop", "detail": "full"})["results"]
     assert_answer_first(full, live_money)
+
+
+def test_rest_recall_takes_an_agents_search_for_a_question_not_evidence(db, api, django_capture_on_commit_callbacks):
+    # A tool call whose query asks (an MCP search quoting a question) echoes it, it is not
+    # evidence: left out, lending its round nothing; a search that only names things stays
+    # evidence. Through REST.
+    import json
+
+    asked = "How many times does the report-merge job retry?"
+    with django_capture_on_commit_callbacks(execute=True):
+        billing = projects.project_create(name="billing", path="/work/billing")
+        first = conversations.conversation_begin(session_id="retry-one", project=billing)
+        calls = {}
+        for role, text in (
+                ("user", "Look into the report-merge job, it failed overnight."),
+                ("tool", {"tool_name": "mcp__winni__dewey_search", "tool_input": {"query": asked, "limit": 5},
+                          "tool_response": {"results": [], "total": 0}}),
+                ("tool", {"tool_name": "WebSearch", "tool_input": {"query": "report-merge job"},
+                          "tool_response": "Scheduling jobs with cron: a tutorial."}),
+                ("assistant", "Nothing stored about it yet; I will read the scheduler code.")):
+            message = conversations.message_store(conversation_id=first.id, role=role,
+                                                  content=text if isinstance(text, str) else json.dumps(text))
+            calls[role if role != "tool" else json.loads(message.content)["tool_name"]] = str(message.id)
+        later = conversations.conversation_begin(session_id="retry-two", project=billing)
+        statement = str(conversations.message_store(
+            conversation_id=later.id, role="user",
+            content="For the record: the report-merge job retries 5 times with exponential backoff.").id)
+
+    def results(query: str) -> list[dict[str, Any]]:
+        response = api.get("/api/v1/recall", {"query": query, "project": "billing", "kinds": "message"})
+        assert response.status_code == 200, response.content
+        return response.json()["results"]
+
+    for query in (asked, "what did we decide about the report-merge job retry"):
+        found = results(query)
+        assert message_ids(found)[0] == statement, [(r["label"], r["text"][:40], r["score"]) for r in found]
+        assert calls["mcp__winni__dewey_search"] not in message_ids(found)  # it echoes a question
+        assert calls["WebSearch"] in message_ids(found)  # its query asks nothing: evidence
+        reply = next((row for row in found if row["id"] == calls["assistant"]), None)
+        assert reply is None or reply["question"] is None  # the echo lends its round nothing

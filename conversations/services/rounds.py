@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from conversations.models import Message
+from conversations.toolcalls import tool_call
 
 # The answer is looked for among this many turns after the question (a round of an agent's tool
 # calls is longer than a chat's reply, but a question answered 40 turns later is a new subject).
@@ -31,6 +32,23 @@ def asks(text: str) -> bool:
     """The turn asks something (see above)."""
     head = text.strip()[:QUESTION_SCAN_CHARS]
     return "?" in head or bool(_ASKS.match(head))
+
+
+# The arguments in which an agent asks (a search's, a memory recall's): a tool call whose query asks
+# (an MCP `dewey_search` or `winni_recall` of "How many times does the job retry?") echoes a
+# question. Its words are the question's, so it matched them, and it was ranked above the turn
+# stating the answer; what it found is stored and ranks on its own. A query that only names
+# things ("httpx ConnectError fix") asks nothing: the call and its result stay evidence.
+QUESTION_ARGUMENTS = ("query", "question")
+
+
+def message_echoes(message: Message) -> bool:
+    """The message is a tool call whose query asks (see above)."""
+    if message.role != "tool":
+        return False
+    call = tool_call(message.content)
+    return call is not None and any(isinstance(value := call[1].get(key), str) and asks(value)
+                                    for key in QUESTION_ARGUMENTS)
 
 
 def message_answers(messages: list[Message], scope: QuerySet[Message] | None = None) -> dict[str, Message | None]:
