@@ -36,11 +36,14 @@ LIMIT_MAX = 100
 SELF_BOOST = 1.0
 _SELF = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|\b(?:[Mm]y|[Mm]e|[Mm]ine|[Mm]yself)\b")
 _YOU = re.compile(r"\byou(?:r|rs|rself|'re|'ve|'d|'ll)?\b", re.IGNORECASE)
+# A request's "me" ("remind me what we settled", "tell me which port") is not a question about the
+# asker's doings: the answer is whoever stated it (in a coding agent's history, often the agent).
+_REQUEST = re.compile(r"\b(?:remind|tell|show|give|help|let)\s+me\b", re.IGNORECASE)
 
 
 def asks_about_self(query: str) -> bool:
     """The query asks about the asker's own doings ("did I", "my"), not about what "you" said."""
-    return SELF_BOOST > 0 and bool(_SELF.search(query)) and not _YOU.search(query)
+    return SELF_BOOST > 0 and bool(_SELF.search(_REQUEST.sub(" ", query))) and not _YOU.search(query)
 
 
 SNIPPET_CHARS = 300

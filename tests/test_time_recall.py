@@ -157,6 +157,9 @@ def test_a_question_about_the_asker_prefers_what_the_asker_said(told, monkeypatc
     out = recall.recall(query=asked, kinds=["message"], mode="fts")
     assert [hit["text"][:9] for hit in out["results"]] == ["I have re", "How many "]
     assert recall.asks_about_self(asked) and not recall.asks_about_self("How many pages did you say were left?")
+    # A request's "me" is no question about the asker's doings; a first person beside it still is.
+    assert not recall.asks_about_self("Remind me what we settled regarding retries of the merge job")
+    assert recall.asks_about_self("Tell me which book I finished a week ago")
     # Addressed to "you", or with the boost off: the reply that repeats the words ranks first.
     addressed = recall.recall(query="How many pages did you say I have left in The Nightingale?", kinds=["message"],
                               mode="fts")
