@@ -14,6 +14,9 @@ STRONG_DECISION = re.compile(r"\b(?:(?:decided|agreed|settled on)\b|decision:)",
 # An explicit label ("Decision: …", "Decided: …"): the statement is what follows it.
 DECISION_LABEL = re.compile(r"(?:^|\b)(?:\*\*)?(?:decision|decided)(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
 INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|do not|don't ever)\b", re.I)
+# An explicit label ("Rule: round half-even", "Convention: …"): a rule, whatever its words; shown
+# without the label by whoever lists it under its own ("Rules: …").
+RULE_LABEL = re.compile(r"^\W*(?:\*\*)?(?:rule|convention)s?(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
 
 
 def decision_statement(text: str) -> str:
@@ -36,5 +39,13 @@ def stated_decisions(sentences: list[str]) -> list[str]:
 
 
 def stated_rules(sentences: list[str]) -> list[str]:
-    """The sentences that state a rule ("must never", "always", "do not"), decisions aside."""
-    return [s for s in sentences if INVARIANT.search(s) and not s.rstrip().endswith("?") and not DECISION.search(s)]
+    """The sentences that state a rule ("must never", "always", "do not", or labelled "Rule: …"),
+    decisions aside; a label is left out ("Rule: round half-even" → "Round half-even")."""
+    found = []
+    for sentence in sentences:
+        label = RULE_LABEL.match(sentence)
+        if (label or INVARIANT.search(sentence)) and not sentence.rstrip().endswith("?") \
+                and not DECISION.search(sentence):
+            rest = sentence[label.end():].strip() if label else sentence
+            found.append(rest[:1].upper() + rest[1:] if label else rest)
+    return [rule for rule in found if rule]

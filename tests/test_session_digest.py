@@ -96,3 +96,19 @@ def test_a_session_with_no_text_gets_no_digest_and_the_log_says_why(db, caplog, 
     assert not SessionDigest.objects.exists()
     logged = [getattr(r, "fields", {}) for r in caplog.records if getattr(r, "fields", {}).get("op") == "conversation.digest"]
     assert logged and logged[-1]["written"] is False and logged[-1]["reason"] == digests.NO_TEXT
+
+
+def test_a_labelled_rule_is_a_rule_shown_without_its_label(db, django_capture_on_commit_callbacks):
+    """Found by using Winni: "Rule: round half-even in src/invoice.py" said in a prompt was not among
+    the digest's rules (none of "must", "always", "never" in it)."""
+    base = {"session_id": "rules", "cwd": "/home/dev/shop"}
+    events = [{"hook_event_name": "UserPromptSubmit",
+               "prompt": "The totals drift by a cent. Rule: round half-even in src/invoice.py. Why the drift?"},
+              {"hook_event_name": "Stop", "last_assistant_message": "Float sums drift; I switched to Decimal."},
+              {"hook_event_name": "SessionEnd"}]
+    with django_capture_on_commit_callbacks(execute=True):
+        for event in events:
+            capture.capture_hook_event(payload={**base, **event}, project="shop")
+    digest = SessionDigest.objects.get(session_id="rules")
+    assert digest.sections["rules"] == ["Round half-even in src/invoice.py."]
+    assert "Rules: Round half-even in src/invoice.py." in digest.text and "Rule: Rule" not in digest.text
