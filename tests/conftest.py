@@ -155,3 +155,17 @@ def embedding_sweep_count_forgotten() -> Iterator[None]:
         health.redis_client().delete(vectors.BACKLOG_KEY)
     except redis.RedisError:
         pass  # no Redis (a test stopped it): nothing recorded there either
+
+
+@pytest.fixture
+def table_statistics_of_now(db: Any) -> None:
+    """The searched tables' planner statistics as of this test's start. Earlier tests' rolled-back
+    rows stay in the tables (and their HNSW index) as dead tuples until a vacuum, and their ANALYZE
+    outlives them: the planner then takes a test's few rows for thousands, and a search ranks them
+    by walking the index of the whole kind instead of exactly (core.counts.capped_keys), which
+    depends on what ran before on the same worker. Tests of ranking over a tiny scope take this."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE conversations_conversation, conversations_message, memory_memory, memory_embedding")
+

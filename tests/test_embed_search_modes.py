@@ -4,6 +4,8 @@ import pytest
 from conversations import services
 from core.errors import InvalidInput
 
+pytestmark = pytest.mark.usefixtures("table_statistics_of_now")
+
 
 @pytest.fixture
 def chat(db, django_capture_on_commit_callbacks):
