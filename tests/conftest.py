@@ -151,21 +151,27 @@ def embedding_sweep_count_forgotten() -> Iterator[None]:
     from memory import vectors
 
     vectors._settled.clear()
+    # The planner's statistics as this process last read them (BM25's row count and lexeme
+    # frequencies, kept 5 minutes): they described that test's tables, not the next test's.
+    from memory import retrieval
+
+    retrieval._table_stats.clear()
     try:
         health.redis_client().delete(vectors.BACKLOG_KEY)
     except redis.RedisError:
         pass  # no Redis (a test stopped it): nothing recorded there either
 
 
-@pytest.fixture
-def table_statistics_of_now(db: Any) -> None:
-    """The searched tables' planner statistics as of this test's start. Earlier tests' rolled-back
-    rows stay in the tables (and their HNSW index) as dead tuples until a vacuum, and their ANALYZE
-    outlives them: the planner then takes a test's few rows for thousands, and a search ranks them
-    by walking the index of the whole kind instead of exactly (core.counts.capped_keys), which
-    depends on what ran before on the same worker. Tests of ranking over a tiny scope take this."""
+@pytest.fixture(scope="module")
+def searched_tables_vacuumed(django_db_setup: Any, django_db_blocker: Any) -> None:
+    """The searched tables vacuumed and analysed before a module of ranking tests. Earlier tests'
+    rolled-back rows stay in the tables and their HNSW index as dead entries until a vacuum, and
+    their statistics outlive them: an index walk then returned fewer live rows than the table holds
+    and the planner took a test's few rows for thousands, so which rows a search found depended on
+    what ran before on the same worker. VACUUM cannot run inside a test's transaction: once per
+    module, before its first test."""
     from django.db import connection
 
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE conversations_conversation, conversations_message, memory_memory, memory_embedding")
-
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) conversations_conversation, conversations_message, memory_memory, "
+                       "memory_embedding")

@@ -15,7 +15,7 @@ from memory import retrieval, vectors
 from memory import services as memories
 from memory.models import Embedding, EmbeddingModel
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("table_statistics_of_now")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("searched_tables_vacuumed")]
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from conversations import services
 from core.errors import InvalidInput
 
-pytestmark = pytest.mark.usefixtures("table_statistics_of_now")
+pytestmark = pytest.mark.usefixtures("searched_tables_vacuumed")
 
 
 @pytest.fixture
