@@ -305,9 +305,11 @@ def test_indexes_left_by_a_backfill_are_compacted_but_hnsw_indexes_are_not_rebui
 
 
 def _walk_plan(queries, marker: str) -> str:
-    """The plan of the one captured statement holding `marker`, with table scans and sorts priced
-    out: which indexes could serve it (a few dozen test rows are read faster without one)."""
-    (statement,) = [q["sql"] for q in queries.captured_queries if marker in q["sql"]]
+    """The plan of the first captured statement holding `marker`, with table scans and sorts priced
+    out: which indexes could serve it (a few dozen test rows are read faster without one). A walk
+    that found too few of the scope's rows goes deeper with the same statement (how far the first
+    pass reaches depends on the table's statistics, which earlier tests of the worker leave)."""
+    statement = next(q["sql"] for q in queries.captured_queries if marker in q["sql"])
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
         cursor.execute("EXPLAIN " + statement)
