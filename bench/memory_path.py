@@ -14,11 +14,13 @@ run. The new texts and the queries are embedded by the real all-MiniLM-L6-v2, in
 
 Each call's stages are timed by wrapping the functions that do them (the query embedding is
 computed beside the read-your-writes lookup: its stage is the wait for it). Prints p50/p95 per
-stage and per call, and the load average.
+stage and per call, and the load average. With --mcp, then through MCP: the searches idle, the
+stores one after the other (their rate per second too), the same searches right after them.
 
     .venv/bin/python bench/memory_path.py                    # 10,000 memories, 200 stores, 200 queries
     .venv/bin/python bench/memory_path.py --stores 100 --queries 100 --time-queries 40
-    .venv/bin/python bench/memory_path.py --mcp               # and the same calls through MCP"""
+    .venv/bin/python bench/memory_path.py --mcp               # and the same calls through MCP
+    .venv/bin/python bench/memory_path.py --mcp --stores 3000  # issue #45's 3,000 stores in a row"""
 from __future__ import annotations
 
 import argparse
@@ -230,12 +232,16 @@ def through_mcp(texts: list[str], queries: list[str], project: str | None) -> No
             async with Client(streamable_http_client(server.url + "/mcp", http_client=http), mode="legacy") as client:
                 for query in queries[:10]:  # warm-up: model load, connections
                     await client.call_tool("search_memory", {"query": query, "project": project})
-                calls = [("store_memory", {"content": text, "project": project}) for text in texts]
-                calls += [("search_memory", {"query": query, "project": project}) for query in queries]
-                for name, arguments in calls:
+                # Searches idle, the stores one after the other, the same searches right after them.
+                calls = [("search_memory idle", "search_memory", {"query": query, "project": project})
+                         for query in queries]
+                calls += [("store_memory", "store_memory", {"content": text, "project": project}) for text in texts]
+                calls += [("search_memory after the stores", "search_memory", {"query": query, "project": project})
+                          for query in queries]
+                for label, name, arguments in calls:
                     began = time.perf_counter()
                     result = await client.call_tool(name, arguments)
-                    timings[name].append((time.perf_counter() - began) * 1000)
+                    timings[label].append((time.perf_counter() - began) * 1000)
                     assert not result.is_error, result
 
     try:
@@ -246,9 +252,11 @@ def through_mcp(texts: list[str], queries: list[str], project: str | None) -> No
         Embedding.objects.filter(kind="memory", object_id__in=[str(pk) for pk in added]).delete()
         Memory.objects.filter(pk__in=added).delete()
     print(f"\nthrough MCP (one uvicorn worker; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
-    for name, values in timings.items():
+    for label, values in timings.items():
         p50, p95 = _django.percentiles(values)
-        print(f"{name:<34} p50 {p50:7.2f}  p95 {p95:7.2f}  ({len(values)} calls)")
+        print(f"{label:<34} p50 {p50:7.2f}  p95 {p95:7.2f}  ({len(values)} calls)")
+    stores = timings["store_memory"]
+    print(f"store_memory one after the other: {len(stores) / (sum(stores) / 1000):.1f} per second")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -441,6 +441,10 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
     conversation = parse_uuid(conversation_id, field="conversation_id", optional=True)
     message = parse_uuid(message_id, field="message_id", optional=True)
     replaced = validate_supersedes(supersedes)
+    # `similar`'s vector of the new text, computed on a helper thread while the checks below ask the
+    # database (the model is the store's largest cost; it waited for them before). Wasted only on a
+    # refused write or a duplicate.
+    pending = embeddings.embed_query_beside(content) if embed and settings.WINNI_MEMORY_SIMILAR_THRESHOLD > 0 else None
     in_project = projects.project_for_write(project)
     project_id = in_project.pk if in_project else _source_project(conversation, message)
     projects.require_visible(project_id)  # a token limited to projects: the source's project is one of them
@@ -450,15 +454,16 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
         existing = same.first()
         if existing is not None:
             return _duplicate(existing, replaced, log), False, None, None
-        # Only now (after the checks: a refused write registers no model) and outside the
-        # transaction (the model may take a while, a remote provider be slow).
-        model = _similar_model() if embed else None
-        vector = _write_time_vector(content, model) if model is not None else None
+        # Waited for outside the transaction (a remote provider may be slow).
+        model = _similar_model() if pending is not None else None
+        vector = _write_time_vector(pending, model) if pending is not None and model is not None else None
         try:
             with transaction.atomic():
                 memory = Memory.objects.create(
                     content=content, content_hash=digest, tags=tags, metadata=metadata,
-                    conversation_id=conversation, message_id=message, project_id=project_id,
+                    conversation_id=conversation, message_id=message,
+                    # The project row when it was read above (the answer names it), else its id.
+                    **({"project": in_project} if in_project is not None else {"project_id": project_id}),
                 )
                 _supersede(memory, replaced)
                 projects.project_touch(project_id)
@@ -485,11 +490,12 @@ def _store(*, content: str, tags: list[str] | None = None, metadata: dict[str, A
     return memory, True, model, vector
 
 
-def _write_time_vector(content: str, model: EmbeddingModel) -> list[float] | None:
-    """The new memory's vector under `model` (the configured one), or None when the provider is down
-    or answers with another dimension (the worker then embeds the row later, as any other)."""
+def _write_time_vector(pending: Callable[[], list[float]], model: EmbeddingModel) -> list[float] | None:
+    """The new memory's vector under `model` (the configured one) from `pending`
+    (embeddings.embed_query_beside), or None when the provider is down or answers with another
+    dimension (the worker then embeds the row later, as any other)."""
     try:
-        vector = embeddings.embed_query(content)
+        vector = pending()
     except EmbeddingError:
         return None
     return vector if len(vector) == model.dimensions else None

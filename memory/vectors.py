@@ -151,14 +151,24 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
     """A partial HNSW index (cosine, halfvec) over this model's vectors of this kind. Built once; bulk
     loads (winni_reembed) call it after loading, which is far faster than inserting into the index."""
     name = index_name(model=model, kind=kind, dimensions=dimensions)
+    if (connection.alias, connection.settings_dict["NAME"], name) in _indexes_seen:
+        return name
     # A catalogue lookup takes no lock; CREATE INDEX IF NOT EXISTS would wait for running writes.
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [name])
-        if cursor.fetchone():
-            return name
-    with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
-        cursor.execute(_hnsw_index_sql(name, dimensions), [model, kind])
+        found = cursor.fetchone() is not None
+    if not found:
+        with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
+            cursor.execute(_hnsw_index_sql(name, dimensions), [model, kind])
+    if not connection.in_atomic_block:  # an index created inside a transaction may be rolled back
+        _indexes_seen.add((connection.alias, connection.settings_dict["NAME"], name))
     return name
+
+
+# The HNSW indexes this process has seen exist (by database), so store_memory does not ask the
+# catalogue on every call. Winni never drops one while running: only a migration rebuilds them,
+# before the processes start.
+_indexes_seen: set[tuple[str, str, str]] = set()
 
 
 def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, rows: str = "") -> str:
@@ -743,8 +753,10 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
     carries): ranked exactly, or kept as the walk goes (see below). With `own_index` (a project
     whose vectors have an index of their own, the scope within it) that index is walked."""
     # The scope's share of the rows walked: of the kind's, or (its own index) of the project's, whose
-    # scope is most of it as a rule (the project less a session, or a role).
-    share = 1.0 if own_index is not None else _share_of_kind(kind, size)
+    # scope is most of it as a rule (the project less a session, or a role). Asked of the catalogue
+    # only by a walk that sizes its depth or search list by it (a round trip).
+    share = 1.0 if own_index is not None or (within is not None and size < WALK_WITHIN_MIN) \
+        else _share_of_kind(kind, size)
     if own_index is not None:
         depth, cap = limit, None
     elif within is not None:
@@ -778,9 +790,14 @@ def _nearest_walking(*, kind: str, query_vector: list[float], model: EmbeddingMo
         if len(kept) >= limit:
             return kept[:limit]
         if len(near) < depth:
-            # Every candidate was read (the kind, or the projects, hold fewer rows than `depth`),
-            # unless a walk stopped at WALK_TUPLES entries: then the scope is ranked exactly.
-            return kept if cap is None else None
+            # Fewer rows than asked. Only an exact ranking (the projects' rows, no walk) has then read
+            # every candidate. An HNSW walk also comes back short when it stops early: at WALK_TUPLES
+            # entries, or at the iterative scan's hnsw.max_scan_tuples when the index holds many dead
+            # entries (a large delete not yet vacuumed), so the scope is ranked exactly instead. That
+            # costs little when the walk really read everything: the kind then holds fewer rows than
+            # `depth`.
+            exact = within is not None and own_index is None and cap is None
+            return kept if exact else None
         if depth >= WALK_MAX:
             return None
         depth = min(WALK_MAX, depth * 4)

@@ -448,6 +448,29 @@ def test_a_large_scope_walks_the_index_and_finds_what_ranking_it_exactly_finds(m
     assert walked == [0]
 
 
+def test_a_walk_that_stops_short_is_not_taken_for_the_whole_scope(monkeypatch, django_capture_on_commit_callbacks):
+    """An HNSW walk comes back with fewer rows than asked when its scan stops early: here the
+    nearest index entries are dead (their vectors deleted, not yet vacuumed) and the scan may visit
+    one tuple past its search list. The scope is then ranked exactly, never answered short."""
+    with django_capture_on_commit_callbacks(execute=True):
+        gone = conversations.conversation_begin(session_id="gone")
+        for i in range(60):
+            conversations.message_store(conversation_id=gone.id, role="user", content=f"deploy note {i}")
+        kept = conversations.conversation_begin(session_id="kept")
+        for i in range(5):
+            conversations.message_store(conversation_id=kept.id, role="user", content=f"deploy plan {i}")
+    gone_keys = [str(pk) for pk in searchable.get("message").model.objects.filter(conversation=gone)
+                 .values_list("pk", flat=True)]
+    query = vectors.Embedding.objects.filter(kind="message", object_id=gone_keys[0]).get().vector
+    vectors.Embedding.objects.filter(kind="message", object_id__in=gone_keys).delete()
+    scope = searchable.get("message").model.objects.filter(conversation__session_id="kept")
+    monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 2)  # five rows: walked
+    with connection.cursor() as cursor:  # until the test's transaction ends
+        cursor.execute("SET LOCAL hnsw.ef_search = 10; SET LOCAL hnsw.max_scan_tuples = 1")
+    near = vectors.nearest(kind="message", query_vector=query, model=vectors.model_active(), limit=5, scope=scope)
+    assert sorted(key for key, _ in near) == sorted(str(pk) for pk in scope.values_list("pk", flat=True))
+
+
 def test_healthz_reports_the_backlog(client):
     conversation = conversations.conversation_begin()
     conversations.message_store(conversation_id=conversation.id, role="user", content="not embedded yet")
