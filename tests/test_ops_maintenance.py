@@ -134,3 +134,18 @@ def test_cache_retention_spares_pinned_entries(settings):
     settings.WINNI_RETENTION_DAYS_CACHE = 3
     assert maintenance.retention_purge()["cache_entries"]["rows"] == 1
     assert sorted(QueryMemory.objects.values_list("query_text", flat=True)) == ["a pinned question", "a recent question"]
+
+
+@pytest.mark.django_db
+def test_llm_call_accounting_is_kept_90_days_by_default(settings):
+    from core import llm
+    from core.models import LLMCall
+
+    for days in (100, 2):
+        call = llm.call_begin(purpose="digest", provider="openai", model="m", input_tokens=10, output_tokens=5)
+        LLMCall.objects.filter(pk=call.pk).update(started_at=timezone.now() - dt.timedelta(days=days))
+    assert settings.WINNI_RETENTION_DAYS_LLM_CALLS == 90
+    assert maintenance.retention_purge()["llm_calls"]["rows"] == 1
+    assert LLMCall.objects.count() == 1
+    settings.WINNI_RETENTION_DAYS_LLM_CALLS = 0
+    assert maintenance.retention_purge()["llm_calls"]["rows"] == 0

@@ -41,6 +41,8 @@ RETENTION: list[Retention] = [
     # A cache entry's age is when it was last asked; pinned entries stay.
     Retention("cache_entries", "WINNI_RETENTION_DAYS_CACHE", "librarian.QueryMemory", "last_asked",
               keep={"pinned": True}),
+    # The LLM calls' accounting (one row per call): the budget reads today's rows only.
+    Retention("llm_calls", "WINNI_RETENTION_DAYS_LLM_CALLS", "core.LLMCall", "started_at"),
 ]
 
 

@@ -461,6 +461,9 @@ if WINNI_PG_BIN_DIR and not (Path(WINNI_PG_BIN_DIR) / "pg_dump").exists():
 WINNI_RETENTION_DAYS_CONVERSATIONS = env_int("WINNI_RETENTION_DAYS_CONVERSATIONS", 0, minimum=0)
 WINNI_RETENTION_DAYS_FIEDLER = env_int("WINNI_RETENTION_DAYS_FIEDLER", 0, minimum=0)
 WINNI_RETENTION_DAYS_CACHE = env_int("WINNI_RETENTION_DAYS_CACHE", 0, minimum=0)
+# The LLM calls' accounting rows (core.LLMCall; the dashboard's panel and the daily budget read the
+# last days only): kept 90 days by default, 0 keeps them forever.
+WINNI_RETENTION_DAYS_LLM_CALLS = env_int("WINNI_RETENTION_DAYS_LLM_CALLS", 90, minimum=0)
 # Every operation in /api/schema/ documents the error responses (core.errors).
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
