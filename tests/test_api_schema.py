@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 import httpx
@@ -162,6 +163,28 @@ def _without_nul_rule(node):
     return node
 
 
+def _object_drift(where, kind, said, components):
+    """An input MCP takes as a typed object (a pydantic model, or a list of them) and REST as JSON:
+    REST's documented object has the model's fields, and requires the ones the model requires."""
+    from pydantic import BaseModel
+
+    if typing.get_origin(kind) is list:
+        (kind,) = typing.get_args(kind)
+        said = said.get("items", {})
+    if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        return []
+    for member in [said, *said.get("allOf", [])]:
+        if "$ref" in member:
+            member = components[member["$ref"].rsplit("/", 1)[-1]]
+        if "properties" in member:
+            fields = {name for name, field in kind.model_fields.items() if field.is_required()}
+            if set(member["properties"]) != set(kind.model_fields) or set(member.get("required", [])) != fields:
+                return [f"{where}: REST's object {sorted(member['properties'])} (required {member.get('required')}), "
+                        f"MCP's {kind.__name__} {sorted(kind.model_fields)} (required {sorted(fields)})"]
+            return []
+    return [f"{where}: REST documents no fields of MCP's {kind.__name__}"]
+
+
 def _drift(label, serializer_class, properties, required, components, whole=None):
     """How the OpenAPI schema of a request built from core.inputs (a body's properties, or a query
     string's parameters) differs from what REST's fields check and the inputs declare."""
@@ -196,6 +219,7 @@ def _drift(label, serializer_class, properties, required, components, whole=None
         for key, value in declared[name].openapi.items():
             if said.get(key) != value:
                 problems.append(f"{where}: {key} {said.get(key)!r}, declared {value!r}")
+        problems += _object_drift(where, declared[name].type, said, components)
     if whole is not None:
         shapes = declared.shapes_schema()
         said = {key: _without_nul_rule(whole[key]) for key in ("anyOf", "oneOf") if key in whole}
@@ -207,8 +231,9 @@ def _drift(label, serializer_class, properties, required, components, whole=None
 def test_every_request_built_from_inputs_is_documented_as_declared():
     """core.inputs: a request body or query string a view derives from an input declaration is
     documented as REST checks it and as the inputs say (names, required, null, bounds, lengths,
-    choices, defaults, each input's `openapi`, the request's shapes), and no body is written by hand
-    beside them. Fails if a hand-written schema, or a REST field, drifts from the declaration."""
+    choices, defaults, each input's `openapi`, the request's shapes, the fields of an object MCP
+    takes typed), and no body is written by hand beside them. Fails if a hand-written schema, or a
+    REST field, drifts from the declaration."""
     from drf_spectacular.generators import SchemaGenerator
 
     generator = SchemaGenerator()
