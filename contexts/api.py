@@ -1,5 +1,5 @@
 """REST views for startup contexts: one APIView per operation (HS), shapes from outputs.py."""
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from contexts import inputs, outputs, services
 from core.actors import actor_name_from_rest
 from core.errors import NotFound
-from core.rest import NON_BLANK, answer
+from core.rest import answer
 
 NO_ACTIVE_CONTEXT = "no startup context is active"
 CONTEXTS = ["contexts"]
@@ -16,8 +16,7 @@ NOW = "2026-11-24T09:40:00.000000+00:00"
 CONTENT = "# Where we are\nMoney is integer cents. Next: the invoice export."
 CONTEXT = {"context_id": CID, "id": CID, "name": "invoice-export", "project": None, "content": CONTENT,
            "is_active": True, "created_at": NOW, "updated_at": NOW}
-NAME_PATH = OpenApiParameter("name", {"type": "string", "pattern": NON_BLANK, "maxLength": services.NAME_MAX},
-                             OpenApiParameter.PATH, description="the context's name")
+NAME_PATH = inputs.NAME.path_parameter("name", "the context's name")
 
 
 ScopeSerializer = inputs.GET.serializer(without=["name"], nullable=False, name="ScopeSerializer")
@@ -119,8 +118,7 @@ class ContextDetailApi(APIView):
         operation_id="contexts_destroy", tags=CONTEXTS, summary="Delete a startup context",
         description="Deletes a context (`dewey_delete_startup_context`); needs `force=true`. Its audit trail is "
                     "kept.",
-        parameters=[NAME_PATH, ScopeSerializer,
-                    OpenApiParameter("force", bool, required=True, enum=[True], description="must be true")],
+        parameters=[NAME_PATH, DeleteSerializer],
         responses={204: None},
     )
     def delete(self, request: Request, name: str) -> Response:

@@ -2,28 +2,20 @@
 path that serves two operations has one method per operation, each with its own serializer.
 Shapes come from outputs.py; errors from the services go through the one exception handler.
 Each operation documents itself (summary, description, tag, examples) for /api/docs/."""
-from typing import get_args
-
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from conversations import inputs, outputs, services
-from conversations.inputs import BULK_MESSAGES_SCHEMA
 from conversations.services.fiedler import FIEDLER_BATCH_MAX
 from core.rest import (
-    INT_MAX,
-    NO_NUL,
-    JsonObjectField,
-    NonBlankField,
     StrictSerializer,
     answer,
     uuid_path,
 )
 
-STATUS_CHOICES = list(get_args(inputs.StatusName))
 CONVERSATIONS = ["conversations"]
 FIEDLER = ["fiedler-results"]
 CID = "6b0d2457-c3c8-48d6-8bce-07d50d9c9c8c"
@@ -85,8 +77,7 @@ class SessionConversationListApi(APIView):
         operation_id="sessions_conversations_list", tags=CONVERSATIONS, summary="List one session's conversations",
         description="The conversations stored under one `session_id`, newest first (the same page as "
                     "`GET /conversations/?session_id=`).",
-        parameters=[InputSerializer, OpenApiParameter("session_id", {"type": "string", "maxLength": 500},
-                                                      OpenApiParameter.PATH, description="the session id")],
+        parameters=[InputSerializer, inputs.SESSION_ID.path_parameter("session_id", "the session id")],
         responses={200: answer(outputs.ConversationListDict, "one page", {
             "conversations": [{"conversation_id": CID, "id": CID, "session_id": "7d1c9b0e-claude-session",
                                "project": "winni", "created_at": NOW, "updated_at": NOW, "message_count": 2,
@@ -129,8 +120,7 @@ class ConversationDetailApi(APIView):
         operation_id="conversations_destroy", tags=CONVERSATIONS, summary="Delete a conversation",
         description="Deletes the conversation, its messages and their search entries. Needs `force=true`; "
                     "Fiedler results that pointed to it stay, unlinked.",
-        parameters=[CONVERSATION_ID_PATH, OpenApiParameter("force", bool, required=True, enum=[True],
-                                                           description="must be true")],
+        parameters=[CONVERSATION_ID_PATH, DeleteInputSerializer],
         responses={200: answer(outputs.DeletedDict, "what was deleted",
                                {"deleted": True, "conversation_id": CID, "messages_deleted": 2})},
     )
@@ -160,27 +150,6 @@ class MessageStoreApi(APIView):
         return Response(outputs.stored_message_dict(message), status=201)
 
 
-ONLY_NULL = {"nullable": True, "enum": [None]}
-# Two shapes: into a new conversation (session_id, metadata and project describe it), or into an
-# existing one (conversation_id, and nothing about the conversation).
-BULK_REQUEST_SCHEMA = {"oneOf": [
-    {"type": "object", "title": "into a new conversation", "required": ["messages"], "additionalProperties": False,
-     "properties": {
-         "conversation_id": ONLY_NULL,
-         "session_id": {"type": "string", "maxLength": 500, "nullable": True, "pattern": NO_NUL},
-         "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
-         "project": {"type": "string", "nullable": True, "pattern": NO_NUL,
-                     "description": "an existing project's slug or name (404 if none)"},
-         "messages": BULK_MESSAGES_SCHEMA}},
-    {"type": "object", "title": "into an existing conversation", "required": ["conversation_id", "messages"],
-     "additionalProperties": False,
-     "properties": {
-         "conversation_id": {"type": "string", "format": "uuid"},
-         "session_id": ONLY_NULL, "metadata": ONLY_NULL, "project": ONLY_NULL,
-         "messages": BULK_MESSAGES_SCHEMA}},
-]}
-
-
 class MessagesBulkStoreApi(APIView):
     """Atomic bulk store; creates the conversation when conversation_id is omitted."""
 
@@ -192,7 +161,7 @@ class MessagesBulkStoreApi(APIView):
                     "One bad message and nothing is stored; the error names it (`messages[3].role`). Without "
                     "`conversation_id` a new conversation is created with `session_id`, `metadata` and `project`; "
                     "with it, those must be omitted. Each message may carry its own `created_at` (a back-fill).",
-        request={"application/json": BULK_REQUEST_SCHEMA},
+        request=InputSerializer,
         examples=[OpenApiExample("a new conversation with two turns", request_only=True, value={
             "session_id": "import-2026-11-24", "metadata": {"source": "import"},
             "messages": [
@@ -241,7 +210,8 @@ class MessageSearchApi(APIView):
 # --- Fiedler ---------------------------------------------------------------------------------
 
 
-FiedlerResultSerializer = inputs.STORE_FIEDLER_RESULT.serializer(name="FiedlerResultSerializer")
+FIEDLER_RESULT = "FiedlerResult"  # the OpenAPI component of one result, a batch's items too
+FiedlerResultSerializer = inputs.STORE_FIEDLER_RESULT.serializer(name="FiedlerResultSerializer", component=FIEDLER_RESULT)
 
 
 FIEDLER_EXAMPLE = {"correlation_id": "fanout-2026-11-24-001", "model": "gpt-5", "prompt": "Summarise the diff",
@@ -285,29 +255,10 @@ class FiedlerResultsApi(APIView):
         return Response(outputs.fiedler_query_dict(results, total, estimate, data["limit"], data["offset"]))
 
 
-FIEDLER_ITEM_SCHEMA = {
-    "type": "object",
-    "required": ["correlation_id", "model", "output"],
-    "additionalProperties": False,
-    "properties": {
-        "correlation_id": {"type": "string", "pattern": NonBlankField.PATTERN, "maxLength": 255},
-        "model": {"type": "string", "pattern": NonBlankField.PATTERN, "maxLength": 200},
-        "output": {"type": "string"},
-        "prompt": {"type": "string", "nullable": True},
-        "tokens_prompt": {"type": "integer", "minimum": 0, "maximum": INT_MAX, "nullable": True},
-        "tokens_completion": {"type": "integer", "minimum": 0, "maximum": INT_MAX, "nullable": True},
-        "duration_seconds": {"type": "number", "minimum": 0, "nullable": True},
-        "status": {"type": "string", "enum": STATUS_CHOICES},
-        "error_message": {"type": "string", "nullable": True},
-        "metadata": {**JsonObjectField.SCHEMA, "nullable": True},
-        "conversation_id": {"type": "string", "format": "uuid", "nullable": True},
-        "redact": {"type": "boolean"},
-    },
-}
-
-
-@extend_schema_field({"type": "array", "items": FIEDLER_ITEM_SCHEMA, "minItems": 1,
-                      "maxItems": FIEDLER_BATCH_MAX})
+# The batch's items are documented as the one result POST /fiedler-results/ takes (its component, from
+# inputs.STORE_FIEDLER_RESULT); the service checks each.
+@extend_schema_field({"type": "array", "items": {"$ref": f"#/components/schemas/{FIEDLER_RESULT}Request"},
+                      "minItems": 1, "maxItems": FIEDLER_BATCH_MAX})
 class FiedlerItemsField(serializers.ListField):
     """The results as JSON: the service checks each and names the failing one (results[2].model)."""
 
@@ -338,8 +289,7 @@ class FiedlerCorrelationApi(APIView):
         operation_id="fiedler_results_by_correlation", tags=FIEDLER, summary="Get one fan-out's results",
         description="Every result stored under a correlation id, oldest first (`dewey_get_fiedler_results`); an "
                     "unknown id is a 404.",
-        parameters=[OpenApiParameter("correlation_id", {"type": "string", "pattern": NonBlankField.PATTERN,
-                                                        "maxLength": 255}, OpenApiParameter.PATH)],
+        parameters=[inputs.GET_FIEDLER_RESULTS["correlation_id"].path_parameter("correlation_id")],
         responses={200: answer(outputs.FiedlerCorrelationDict, "the results",
                                {"correlation_id": "fanout-2026-11-24-001", "results": [FIEDLER_ROW]})},
     )

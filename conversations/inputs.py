@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework import serializers
 
 from conversations.services.messages import MAX_BULK_MESSAGES, READ_MAX_CHARS, READ_MAX_CHARS_RANGE
-from core.inputs import AS_OF, FORCE, RECENCY, Input, Inputs
+from core.inputs import AS_OF, FORCE, RECENCY, Input, Inputs, Shape
 from core.rest import INT_MAX, DateBoundField, JsonObjectField, NonBlankField, ProjectField, UuidTextField
 
 RoleName = Literal["user", "assistant", "system", "tool"]
@@ -108,6 +108,9 @@ STORE_FIEDLER_RESULT = Inputs(
     redact=Input(bool, default=False, help="store this one's prompt as null"),
 )
 
+# dewey_get_fiedler_results; REST has it in the path (`GET /fiedler-results/{correlation_id}/`).
+GET_FIEDLER_RESULTS = Inputs(correlation_id=STORE_FIEDLER_RESULT["correlation_id"])
+
 QUERY_FIEDLER_RESULTS = Inputs(
     model=Input(str, default=None, max_length=200),
     status=Input(StatusName, default=None),
@@ -155,6 +158,9 @@ class BulkMessagesField(serializers.ListField):
     child = serializers.JSONField()
 
 
+# Two shapes (the service refuses the others): into a new conversation (session_id, metadata and
+# project describe it), or into an existing one (conversation_id, and nothing about the conversation).
+NEW_CONVERSATION_ONLY = ("session_id", "metadata", "project")
 STORE_MESSAGES_BULK = Inputs(
     messages=Input(list[BulkMessage], field=BulkMessagesField,
                    help=f"1-{MAX_BULK_MESSAGES} messages; turn numbers follow the array order"),
@@ -163,5 +169,6 @@ STORE_MESSAGES_BULK = Inputs(
     session_id=SESSION_ID.but(rest={"allow_blank": True}, help="for a new conversation only"),
     metadata=METADATA.but(help="for a new conversation only"),
     project=Input(str, default=None, field=ProjectField, rest={"allow_blank": True},
-                  help="for a new conversation only: an existing project's slug or name"),
-)
+                  help="for a new conversation only: an existing project's slug or name (404 if none)"),
+).one_of(Shape("into a new conversation", left_out=("conversation_id",)),
+         Shape("into an existing conversation", given=("conversation_id",), left_out=NEW_CONVERSATION_ONLY))

@@ -77,10 +77,11 @@ def dewey_store_fiedler_result(**given: Any) -> outputs.FiedlerStoredDict:
 
 
 @read_tool
-def dewey_get_fiedler_results(correlation_id: str) -> outputs.FiedlerCorrelationDict:
+@inputs.GET_FIEDLER_RESULTS.tool
+def dewey_get_fiedler_results(**given: Any) -> outputs.FiedlerCorrelationDict:
     """Every model's result for one correlation id, oldest first."""
-    results = services.fiedler_results_for_correlation(correlation_id=correlation_id)
-    return outputs.fiedler_correlation_dict(correlation_id, results)
+    results = services.fiedler_results_for_correlation(correlation_id=given["correlation_id"])
+    return outputs.fiedler_correlation_dict(given["correlation_id"], results)
 
 
 @read_tool

@@ -20,7 +20,12 @@ storable text) is the service's rule, checked there for every caller (admin and 
 MCP's schema is the lean one: every session's tools/list carries it. It publishes an input's type,
 default, static choices and numeric bounds, never the help text (the tool's docstring says what the
 model needs) nor a text's length; what an input's `rest` adds (a storage bound, allow_blank) REST's
-field checks at the edge and MCP's service in its own words."""
+field checks at the edge and MCP's service in its own words.
+
+A rule the service checks for every caller can still be documented in OpenAPI from here, so no
+view writes a request schema by hand: an input's `openapi` (force must be true) and the shapes a
+request may take (`Inputs.any_of` / `one_of`: give content or tags; a bulk store into a new or an
+existing conversation). InputsSchema adds them to the schema drf-spectacular derives."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,10 +37,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeAlias
 
+from drf_spectacular.drainage import get_override
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.plumbing import get_class
+from drf_spectacular.utils import OpenApiParameter
 from pydantic import Field
 from rest_framework import serializers
 
-from core.rest import DateBoundField, StrictSerializer
+from core.rest import SHAPES_KEY, DateBoundField, StrictSerializer
 from core.validation import RECENCY_MAX_DAYS
 
 REQUIRED: Any = inspect.Parameter.empty
@@ -66,6 +75,9 @@ class Input:
     # What REST's field says beyond the shared declaration (allow_blank, a storage bound, a trim, its
     # own default or required): MCP's service checks those in its own words, and its schema stays lean.
     rest: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # What the OpenAPI document says of it beyond REST's field: a rule the service checks (force
+    # must be true), so that the document states it without a schema written by hand.
+    openapi: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def required(self) -> bool:
@@ -118,6 +130,15 @@ class Input:
             options["max_value"] = self.maximum
         return self._single(self.type, {**options, **self.rest, **overrides})
 
+    def path_parameter(self, name: str, description: str = "") -> OpenApiParameter:
+        """The input as a REST path parameter (the tool takes it as an argument): a text, with the
+        schema its REST field declares (a pattern, a format) and its length."""
+        declared = get_override(self.field, "field") if self.field is not None else None
+        schema: dict[str, Any] = dict(declared) if isinstance(declared, dict) else {"type": "string"}
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        return OpenApiParameter(name, schema, OpenApiParameter.PATH, description=description or self.help)
+
     def _single(self, kind: Any, options: dict[str, Any]) -> RestField:
         """The field for one value of `kind` (the input itself, or a list's item)."""
         if typing.get_origin(kind) is Literal:
@@ -137,14 +158,62 @@ class Input:
         raise TypeError(f"an input of type {kind!r} needs its REST field (field=...)")
 
 
+# JSON Schema's type of a given (non-null) value of an input's type.
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object"}
+# A value that may only be null (or left out): an input a shape does not take.
+ONLY_NULL: dict[str, Any] = {"nullable": True, "enum": [None]}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One shape a request may take: the inputs it gives (present, not null) and those it leaves
+    out (omitted or null). The service checks it; OpenAPI documents it (Inputs.any_of, one_of)."""
+
+    title: str = ""
+    given: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+
+
 class Inputs:
     """The inputs of one tool and its endpoint, in the order the tool lists them."""
 
     def __init__(self, **inputs: Input) -> None:
         self.inputs = inputs
+        # The shapes a request may take: "anyOf" (at least one) or "oneOf" (exactly one) of them.
+        self.shapes: tuple[str, tuple[Shape, ...]] | None = None
 
     def __getitem__(self, name: str) -> Input:
         return self.inputs[name]
+
+    def any_of(self, *shapes: Shape) -> Inputs:
+        """These inputs, a request taking at least one of these shapes (give content or tags)."""
+        return self._shaped("anyOf", shapes)
+
+    def one_of(self, *shapes: Shape) -> Inputs:
+        """These inputs, a request taking exactly one of these shapes."""
+        return self._shaped("oneOf", shapes)
+
+    def _shaped(self, keyword: str, shapes: Sequence[Shape]) -> Inputs:
+        self._chosen([name for shape in shapes for name in (*shape.given, *shape.left_out)])  # each one known
+        shaped = Inputs(**self.inputs)
+        shaped.shapes = (keyword, tuple(shapes))
+        return shaped
+
+    def shapes_schema(self) -> dict[str, Any]:
+        """The OpenAPI keyword (anyOf or oneOf) stating the shapes a request may take, or nothing."""
+        if self.shapes is None:
+            return {}
+        keyword, shapes = self.shapes
+        return {keyword: [self._shape_schema(shape) for shape in shapes]}
+
+    def _shape_schema(self, shape: Shape) -> dict[str, Any]:
+        schema: dict[str, Any] = {"title": shape.title} if shape.title else {}
+        if shape.given:
+            schema["required"] = list(shape.given)
+        given = {name: {"type": JSON_TYPES[typing.get_origin(self[name].type) or self[name].type]}
+                 for name in shape.given}
+        schema["properties"] = {**given, **{name: dict(ONLY_NULL) for name in shape.left_out}}
+        return schema
 
     def _chosen(self, without: Sequence[str]) -> dict[str, Input]:
         unknown = set(without) - set(self.inputs)
@@ -189,6 +258,8 @@ class Inputs:
 
         attributes: dict[str, Any] = {key: spec.serializer_field(nullable=nullable, **overrides.get(key, {}))
                                       for key, spec in chosen.items()}
+        # Read by InputsSchema (the OpenAPI document) and by the test that it does not drift.
+        attributes["declared_inputs"] = self
         if lazy:
             attributes["__init__"] = __init__
         if component is not None:
@@ -207,6 +278,27 @@ class _NamedInView(type(StrictSerializer)):  # type: ignore[misc]  # DRF's Seria
         cls.__qualname__ = f"{owner.__qualname__}.{name}"
 
 
+class InputsSchema(OpenApiSerializerExtension):
+    """The OpenAPI schema of a serializer derived from Inputs: drf-spectacular's, plus what the
+    inputs declare for OpenAPI alone (each input's `openapi`, the request's shapes). A query
+    string's parameters are read from it too."""
+
+    @classmethod
+    def _matches(cls, target: Any) -> bool:
+        return isinstance(getattr(get_class(target), "declared_inputs", None), Inputs)
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        serializer_class: Any = get_class(self.target)  # one Inputs.serializer made (_matches)
+        declared: Inputs = serializer_class.declared_inputs
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
+        for name, field_schema in schema.get("properties", {}).items():
+            field_schema.update(declared[name].openapi)
+        # The shapes wait for core.rest.declare_input_rules: drf-spectacular's enum hook, which runs
+        # before it, would make a component of each null-only value.
+        shapes = declared.shapes_schema()
+        return {**schema, SHAPES_KEY: shapes} if shapes else schema
+
+
 # --- Inputs many searches share ----------------------------------------------------------------
 
 # What "now" is for the query's time words (core.timerank; the service parses it: parse_as_of).
@@ -221,4 +313,5 @@ PROJECT_ONLY = Input(bool, default=False, help="with project: that project's row
                                                "and startup contexts (default false)")
 # Deleting cannot be undone: the caller says force=true. MCP's false by default is refused by the
 # service; REST needs it given.
-FORCE = Input(bool, default=False, rest={"required": True}, help="must be true: deleting cannot be undone")
+FORCE = Input(bool, default=False, rest={"required": True}, openapi={"enum": [True]},
+              help="must be true: deleting cannot be undone")

@@ -267,15 +267,19 @@ def _declare_no_nul(schema: Any) -> None:
 
 # Schemas an app documents itself (a medallion: from its own JSON Schema), added as components.
 EXTRA_COMPONENTS: dict[str, dict[str, Any]] = {}
+# Where core.inputs.InputsSchema leaves the shapes a request may take (anyOf or oneOf) for the hook below.
+SHAPES_KEY = "x-winni-shapes"
 
 
 def declare_input_rules(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular post-processing hook: the rules every input shares (no NUL in any string,
-    no unknown field in a body; the JsonValue component that JSON objects are made of)."""
+    no unknown field in a body; the JsonValue component that JSON objects are made of), and the
+    shapes a request may take (core.inputs: after drf-spectacular's enum hook)."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["JsonValue"] = JSON_VALUE_SCHEMA
     schemas.update(EXTRA_COMPONENTS)
     for name, schema in schemas.items():
+        schema.update(schema.pop(SHAPES_KEY, {}))
         if name.endswith("Request"):
             _declare_no_nul(schema)
             # StrictSerializer refuses a field it does not know (a typo fails loudly).
@@ -293,7 +297,8 @@ def declare_input_rules(result: dict[str, Any], generator: Any, request: Any, pu
                 _declare_no_nul(schema)
                 ref = schema.get("$ref", "")
                 target = schemas.get(ref.rsplit("/", 1)[-1], {}) if ref.startswith("#/components/schemas/") else schema
-                if target.get("oneOf") or target.get("required"):
+                # A body that must give something (a field, or one of its shapes) must be sent.
+                if target.get("oneOf") or target.get("anyOf") or target.get("required"):
                     body["required"] = True
     return result
 

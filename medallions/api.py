@@ -6,16 +6,14 @@ import json
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import InvalidInput
-from core.rest import EXTRA_COMPONENTS, JSON_VALUE_REF, NON_BLANK, ProjectField, StrictSerializer, answer, uuid_path
+from core.rest import EXTRA_COMPONENTS, NON_BLANK, answer, uuid_path
 from medallions import inputs, outputs, schema, services
 
-STATUS_CHOICES = ["active", "superseded", "archived", "any"]
 MEDALLIONS = ["medallions"]
 MID = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 NOW = "2026-11-24T09:45:00+00:00"
@@ -105,20 +103,7 @@ def _document(description: str, example: Any = None) -> OpenApiResponse:
 class MedallionListApi(APIView):
     """GET: the newest medallions for a scope (subset match); POST: create one."""
 
-    class FilterSerializer(StrictSerializer):
-        graph_nodes = serializers.ListField(child=serializers.CharField(max_length=schema.MAX_SCOPE_ITEM_CHARS),
-                                            required=False, default=list,
-                                            help_text="repeatable; every one must be among a medallion's nodes")
-        tags = serializers.ListField(child=serializers.CharField(max_length=schema.MAX_SCOPE_ITEM_CHARS),
-                                     required=False, default=list,
-                                     help_text="repeatable; every one must be among a medallion's tags")
-        status = serializers.ChoiceField(choices=STATUS_CHOICES, required=False, default="active",
-                                         help_text="default active; any: every status")
-        limit = serializers.IntegerField(min_value=1, max_value=100, required=False, default=20)
-        offset = serializers.IntegerField(min_value=0, max_value=2**31 - 1, required=False, default=0)
-        as_text = serializers.BooleanField(required=False, default=False,
-                                           help_text="also return them as compact Markdown in `text`")
-        project = ProjectField(required=False, help_text="only this project's medallions (slug or name)")
+    FilterSerializer = inputs.LIST.serializer(nullable=False)
 
     @extend_schema(
         operation_id="medallions_list", tags=MEDALLIONS, summary="Medallions for a scope",
@@ -222,32 +207,6 @@ class MedallionSchemaApi(APIView):
         return Response(schema.json_schema())
 
 
-EVIDENCE_SCHEMA = {
-    "type": "object", "additionalProperties": False, "nullable": True,
-    "description": "what the session produced; any of these",
-    "properties": {
-        "session_summary": {"type": "string", "nullable": True},
-        "transcripts": {"type": "array", "nullable": True, "items": JSON_VALUE_REF,
-                        "description": "text, {role, content} messages or lists of them"},
-        "artefacts": {"type": "array", "nullable": True, "items": JSON_VALUE_REF},
-        "conversation_id": {"type": "string", "format": "uuid", "nullable": True,
-                            "description": "a stored conversation whose messages become the transcript (404 if none)"},
-    },
-}
-CHECKPOINT_SCHEMA = {
-    "type": "object", "required": ["scope"], "additionalProperties": False,
-    "properties": {
-        "scope": {"allOf": [{"$ref": "#/components/schemas/MedallionScopeInput"}],
-                  "anyOf": [{"required": ["graph_nodes"], "properties": {"graph_nodes": {"minItems": 1}}},
-                            {"required": ["tags"], "properties": {"tags": {"minItems": 1}}}],
-                  "description": "at least one graph node or tag"},
-        "evidence": EVIDENCE_SCHEMA,
-        "wait_seconds": {"type": "integer", "minimum": 0, "maximum": services.MAX_WAIT_SECONDS,
-                         "description": "wait up to this long for the job to finish (default 0: answer at once)"},
-    },
-}
-
-
 class MedallionCheckpointApi(APIView):
     InputSerializer = inputs.CHECKPOINT.serializer()
 
@@ -257,7 +216,7 @@ class MedallionCheckpointApi(APIView):
                     "extractive writer by default) updates the active medallion of exactly this scope, or writes "
                     "a new one. Answers 202 with the job at once, or 200 when it finished within "
                     "`wait_seconds`; a failure leaves nothing partial and says scope, operation and cause.",
-        request={"application/json": CHECKPOINT_SCHEMA},
+        request=InputSerializer,
         examples=[OpenApiExample("end of a session", request_only=True, value={
             "scope": {"graph_nodes": ["billing/invoices"], "tags": ["repo:winni"]},
             "evidence": {"session_summary": "Finished the CSV writer; money stays integer cents."},

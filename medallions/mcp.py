@@ -3,8 +3,6 @@ service, return the shapes in outputs.py."""
 import json
 from typing import Any
 
-from pydantic import Field
-
 from core.actors import actor_name_from_mcp
 from core.mcp import McpRegistry, Resource, read_tool, service_tool
 from medallions import inputs, outputs, services
@@ -23,13 +21,13 @@ def medallion_checkpoint_session(**given: Any) -> outputs.JobDict:
 
 
 @read_tool
-def medallion_load_for_scope(
-    scope: inputs.ScopeArg, limit: int = Field(default=3, ge=1, le=20), as_text: bool = False, project: str | None = None
-) -> outputs.MedallionListDict:
+@inputs.LOAD.tool
+def medallion_load_for_scope(**given: Any) -> outputs.MedallionListDict:
     """The latest active medallions whose scope contains the given graph nodes and tags (empty:
     any), newest first; as_text adds markdown in text."""
-    medallions = services.load_medallions_for_scope(scope=scope.model_dump(), limit=limit, project=project)
-    text = "\n".join(services.medallion_as_text(m) for m in medallions) if as_text else None
+    medallions = services.load_medallions_for_scope(scope=given["scope"].model_dump(), limit=given["limit"],
+                                                    project=given["project"])
+    text = "\n".join(services.medallion_as_text(m) for m in medallions) if given["as_text"] else None
     return outputs.medallion_list_dict(medallions, text)
 
 

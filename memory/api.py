@@ -10,9 +10,9 @@ from rest_framework.views import APIView
 
 from core import access, timerank
 from core.actors import actor_name_from_rest
-from core.rest import NON_BLANK, ProjectField, StrictSerializer, answer, uuid_path
+from core.rest import ProjectField, StrictSerializer, answer, uuid_path
 from memory import inputs, outputs, services
-from memory.inputs import TAG_PATTERN, TagField
+from memory.inputs import TagField
 
 PAGE_SIZE_MAX = 100
 MEMORIES = ["memories"]
@@ -86,15 +86,7 @@ class MemoryDetailApi(APIView):
         tags=MEMORIES, parameters=[MEMORY_ID_PATH],
         description="New content and/or tags (`update_memory`); the memory keeps its id and the previous text "
                     "becomes a version (`GET /memories/{memory_id}/history/`). Give content or tags.",
-        request={"application/json": {
-            "type": "object", "additionalProperties": False,
-            "properties": {
-                "content": {"type": "string", "pattern": NON_BLANK, "nullable": True, "description": "the new text"},
-                "tags": {"type": "array", "nullable": True, "maxItems": services.MAX_TAGS,
-                         "items": {"type": "string", "pattern": TAG_PATTERN}},
-                "reason": {"type": "string", "nullable": True, "maxLength": services.REASON_MAX_CHARS}},
-            "anyOf": [{"required": ["content"], "properties": {"content": {"type": "string"}}},
-                      {"required": ["tags"], "properties": {"tags": {"type": "array"}}}]}},
+        request=UpdateSerializer,
         examples=[OpenApiExample("a corrected fact", request_only=True,
                                  value={"content": FACT, "reason": "cents, not floats"})],
         responses={200: answer(outputs.UpdatedMemoryDict, "the memory after the update", {

@@ -5,7 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.inputs import AS_OF, PROJECT_ONLY, RECENCY, Input, Inputs
+from core.inputs import AS_OF, PROJECT_ONLY, RECENCY, Input, Inputs, Shape
 from core.rest import (
     WHITE_SPACE,
     DateBoundField,
@@ -47,13 +47,14 @@ STORE = Inputs(
                      help="ids of memories this one replaces (they leave search)"),
 )
 
+# An update gives content or tags (the service refuses neither: UPDATE_NOTHING).
 UPDATE = Inputs(
     memory_id=Input(str),  # MCP only: REST has it in the path
     content=Input(str, default=None, field=NonBlankField, help="the new text"),
     tags=tags("the new tags (replace the old ones)"),
     reason=Input(str, default=None, max_length=services.REASON_MAX_CHARS, rest={"allow_blank": True},
                  help="why it changed"),
-)
+).any_of(Shape(given=("content",)), Shape(given=("tags",)))
 
 SEARCH = Inputs(
     query=Input(str, field=SearchQueryField,

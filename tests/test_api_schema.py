@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 
 import httpx
@@ -125,9 +126,151 @@ def test_the_schema_declares_what_the_code_enforces(schema):
     assert ask["properties"]["query"]["type"] == "string" and ask["additionalProperties"] is False
     bulk = schema["paths"]["/api/v1/conversations/bulk/"]["post"]["requestBody"]
     assert bulk["required"] is True
-    item = bulk["content"]["application/json"]["schema"]["oneOf"][0]["properties"]["messages"]["items"]
+    body = components[bulk["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]]
+    assert [shape["title"] for shape in body["oneOf"]] == ["into a new conversation", "into an existing conversation"]
+    item = body["properties"]["messages"]["items"]
     assert item["properties"]["role"]["enum"] == ["user", "assistant", "system", "tool"]
     assert item["properties"]["metadata"]["type"] == "object"
+
+
+# A request body declared somewhere other than core.inputs, each once: an agent's hook payload in
+# the agent's own dialect (agents/api.py), and a medallion document (the medallion schema).
+BODIES_NOT_FROM_INPUTS = {"capture_hook"}
+
+
+def _enum(node, components):
+    """The values an OpenAPI schema allows when it lists them (drf-spectacular moves a choice set
+    into a component: `$ref`, or oneOf [it, NullEnum])."""
+    if "$ref" in node:
+        return _enum(components[node["$ref"].rsplit("/", 1)[-1]], components)
+    if "enum" in node:
+        return [value for value in node["enum"] if value is not None]
+    for member in node.get("oneOf", []) + node.get("allOf", []):
+        values = _enum(member, components)
+        if values:
+            return values
+    return None
+
+
+def _without_nul_rule(node):
+    """A schema as core.inputs gives it, before core.rest adds the no-NUL pattern to every string."""
+    from core.rest import NO_NUL
+
+    if isinstance(node, list):
+        return [_without_nul_rule(item) for item in node]
+    if isinstance(node, dict):
+        return {key: _without_nul_rule(value) for key, value in node.items() if (key, value) != ("pattern", NO_NUL)}
+    return node
+
+
+def _object_drift(where, kind, said, components):
+    """An input MCP takes as a typed object (a pydantic model, or a list of them) and REST as JSON:
+    REST's documented object has the model's fields, and requires the ones the model requires."""
+    from pydantic import BaseModel
+
+    if typing.get_origin(kind) is list:
+        (kind,) = typing.get_args(kind)
+        said = said.get("items", {})
+    if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+        return []
+    for member in [said, *said.get("allOf", [])]:
+        if "$ref" in member:
+            member = components[member["$ref"].rsplit("/", 1)[-1]]
+        if "properties" in member:
+            fields = {name for name, field in kind.model_fields.items() if field.is_required()}
+            if set(member["properties"]) != set(kind.model_fields) or set(member.get("required", [])) != fields:
+                return [f"{where}: REST's object {sorted(member['properties'])} (required {member.get('required')}), "
+                        f"MCP's {kind.__name__} {sorted(kind.model_fields)} (required {sorted(fields)})"]
+            return []
+    return [f"{where}: REST documents no fields of MCP's {kind.__name__}"]
+
+
+def _drift(label, serializer_class, properties, required, components, whole=None):
+    """How the OpenAPI schema of a request built from core.inputs (a body's properties, or a query
+    string's parameters) differs from what REST's fields check and the inputs declare."""
+    from rest_framework import serializers
+
+    declared = serializer_class.declared_inputs
+    fields = serializer_class().fields
+    problems = []
+    if set(properties) != set(fields):
+        problems.append(f"{label}: documents {sorted(properties)}, takes {sorted(fields)}")
+    for name in set(properties) & set(fields):
+        field, said, where = fields[name], properties[name], f"{label} {name}"
+        if required is not None and (name in required) != field.required:
+            problems.append(f"{where}: required {name in required}, REST's field {field.required}")
+        if said.get("nullable", False) != field.allow_null:
+            problems.append(f"{where}: nullable {said.get('nullable', False)}, REST's field {field.allow_null}")
+        checks = [("minimum", getattr(field, "min_value", None)), ("maximum", getattr(field, "max_value", None))]
+        if isinstance(field, serializers.ListField):
+            checks += [("maxItems", field.max_length), ("minItems", field.min_length)]
+        elif getattr(field, "max_length", None) is not None:
+            checks.append(("maxLength", field.max_length))
+        if field.default is not serializers.empty and not callable(field.default) and field.default is not None:
+            checks.append(("default", field.default))
+        for key, value in checks:
+            if value is not None and said.get(key) != value:
+                problems.append(f"{where}: {key} {said.get(key)!r}, REST's field {value!r}")
+        choices = field.child if isinstance(field, serializers.ListField) else field
+        if isinstance(choices, serializers.ChoiceField) and choices.choices:
+            values = _enum(said.get("items", said) if choices is not field else said, components)
+            if values != list(choices.choices):
+                problems.append(f"{where}: enum {values}, REST's field {list(choices.choices)}")
+        for key, value in declared[name].openapi.items():
+            if said.get(key) != value:
+                problems.append(f"{where}: {key} {said.get(key)!r}, declared {value!r}")
+        problems += _object_drift(where, declared[name].type, said, components)
+    if whole is not None:
+        shapes = declared.shapes_schema()
+        said = {key: _without_nul_rule(whole[key]) for key in ("anyOf", "oneOf") if key in whole}
+        if said != shapes:
+            problems.append(f"{label}: shapes {said}, declared {shapes}")
+    return problems
+
+
+def test_every_request_built_from_inputs_is_documented_as_declared():
+    """core.inputs: a request body or query string a view derives from an input declaration is
+    documented as REST checks it and as the inputs say (names, required, null, bounds, lengths,
+    choices, defaults, each input's `openapi`, the request's shapes, the fields of an object MCP
+    takes typed), and no body is written by hand beside them. Fails if a hand-written schema, or a
+    REST field, drifts from the declaration."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    generator = SchemaGenerator()
+    schema = generator.get_schema(request=None, public=True)
+    components = schema["components"]["schemas"]
+    problems = []
+    # Request bodies: each a component of the serializer the view derives from its inputs.
+    derived = {component.name: type(component.object) for component in generator.registry._components.values()
+               if hasattr(type(component.object), "declared_inputs")}
+    assert {"MemoryDetailApiUpdateRequest", "MessagesBulkStoreApiInputRequest",
+            "MedallionCheckpointApiInputRequest"} <= set(derived)
+    for name, serializer_class in derived.items():
+        body = components[name]
+        required = None if name.startswith("Patched") else body.get("required", [])
+        problems += _drift(name, serializer_class, body["properties"], required, components, whole=body)
+    for path, method, operation in _operations(schema):
+        for content in operation.get("requestBody", {}).get("content", {}).values():
+            ref = content["schema"].get("$ref", "").rsplit("/", 1)[-1]
+            if operation["operationId"] not in BODIES_NOT_FROM_INPUTS and not (
+                    ref in derived or ref.startswith("Medallion") or ref.endswith("Request")):
+                problems.append(f"{method.upper()} {path}: a request body that is no serializer's: {content['schema']}")
+    # Query strings: an operation's parameters that one of its view's derived serializers gives.
+    views = {(path, method.upper()): callback.cls for path, _, method, callback in generator.endpoints}
+    checked = set()
+    for path, method, operation in _operations(schema):
+        query = {parameter["name"]: parameter for parameter in operation.get("parameters", [])
+                 if parameter["in"] == "query"}
+        view = views[path, method.upper()]
+        for serializer_class in {value for value in vars(view).values() if hasattr(value, "declared_inputs")}:
+            if query and set(serializer_class().fields) == set(query):
+                properties = {name: {**parameter["schema"], "description": parameter.get("description")}
+                              for name, parameter in query.items()}
+                required = [name for name, parameter in query.items() if parameter.get("required")]
+                problems += _drift(f"{method.upper()} {path}", serializer_class, properties, required, components)
+                checked.add(operation["operationId"])
+    assert {"conversations_destroy", "contexts_destroy", "medallions_list", "messages_search"} <= checked
+    assert not problems, "\n".join(problems)
 
 
 # Operations whose request example is sent as it stands, in this order (later ones use what the
