@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
@@ -48,6 +48,7 @@ from agents import use
 from agents.models import Injection
 from conversations import services as conversations
 from core import anchors, paths, projects, repeats, timerank
+from core.decisions import states_a_rule
 from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
@@ -85,6 +86,9 @@ SIMILARITY_ALONE = 0.6
 # After the first item passes, the block carries the next ones while their recall score is at least
 # this share of the best one's.
 RELATIVE_MIN = 0.25
+# A procedure question's (HOW_TO) stated rule must be this close in meaning (all-MiniLM-L6-v2: a
+# how-to question and the rule that answers it 0.28-0.45, an unrelated rule of the project ≈ 0.1).
+PROCEDURE_SIMILARITY_MIN = 0.2
 # A prompt at least this close in meaning to a generic instruction (GENERIC_PROMPTS) gets nothing.
 GENERIC_MAX = 0.55
 # A prompt with fewer specific words than this ("perfect", "run mypy", "undo that") gets nothing
@@ -216,13 +220,22 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
                 candidate.lexemes = lexemes & wanted
 
 
-def _weights(lexemes: set[str]) -> dict[str, float]:
+def _weights(lexemes: set[str], *, generic_too: bool = False) -> dict[str, float]:
     """Each specific lexeme's weight: its inverse document frequency among past turns (ANALYZE's
-    statistics; a lexeme they do not list as common is rare). Generic words weigh nothing."""
+    statistics; a lexeme they do not list as common is rare). Generic words weigh nothing, unless
+    `generic_too` (a procedure question: they are what it asks about)."""
     frequencies = memories.lexeme_frequencies(kind="message")
     floor = min(frequencies.values()) / 2 if frequencies else 0.001
     return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6))
-            for lexeme in lexemes if lexeme not in GENERIC_WORDS}
+            for lexeme in lexemes if generic_too or lexeme not in GENERIC_WORDS}
+
+
+# A question of how to do something ("how do I run the tests here?", "what's the command to
+# deploy?"). Made of generic words only, it would get nothing, like the instruction "run the
+# tests"; but it asks what the project does, which a rule stated earlier answers.
+HOW_TO = re.compile(r"^\W*(?:how\s+(?:do|does|did|should|can|could|would|to)\b|how's\b|"
+                    r"what(?:'s|\s+is|\s+are|\s+was)\s+the\s+(?:command|commands|way|steps|procedure|process)\b|"
+                    r"which\s+command)", re.I)
 
 
 def _overlap(weights: dict[str, float], lexemes: set[str]) -> float:
@@ -656,6 +669,9 @@ class Candidates:
     prompt: str = ""
     # The prompt's cosine similarity to the nearest generic instruction (GENERIC_PROMPTS).
     generic: float = 0.0
+    # A procedure question (HOW_TO) of generic words: its candidates are the stated rules only, and
+    # its likeness to a generic instruction does not silence it.
+    procedure: bool = False
     answer: Candidate | None = None
     medallion_items: list[Candidate] = field(default_factory=list)
     # The use prior's factor per candidate key (agents.use.prior_for; only items with a history).
@@ -680,11 +696,16 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     query = prompt[:QUERY_CHARS]
     (prompt_lexemes,) = _lexemes_of([timerank.without_time_words(query, time) if time is not None else query])
     weights = _weights(prompt_lexemes)
-    searched = bool(weights) and (gate is None or len(weights) >= gate.min_terms)
+    min_terms = gate.min_terms if gate is not None else 1
+    # A procedure question of generic words only: they count, and only stated rules may answer.
+    procedure = len(weights) < min_terms and bool(HOW_TO.match(query))
+    if procedure:
+        weights = _weights(prompt_lexemes, generic_too=True)
+    searched = bool(weights) and len(weights) >= min_terms
     # The prompt's vector is computed by a helper thread while this one looks for a cached answer.
     embedding = embeddings.embed_query_beside(query) if searched else None
     found = Candidates(terms=sorted(weights, key=lambda lexeme: -weights[lexeme]), weights=weights,
-                       answer=_cached_answer(prompt, project, project_only), prompt=prompt)
+                       answer=_cached_answer(prompt, project, project_only), prompt=prompt, procedure=procedure)
     if embedding is None:
         return found
     query_vector: list[float] | None
@@ -693,10 +714,13 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     except EmbeddingUnavailable:
         query_vector = None
     found.generic = _generic_similarity(query_vector)
-    if gate is not None and found.generic >= gate.generic_max:
+    if gate is not None and found.generic >= gate.generic_max and not procedure:
         return found
     found.recalled = _recalled(query, project, session_id, query_vector, time=time, project_only=project_only)
     found.medallion_items = _medallion_items(project)
+    if procedure:
+        found.recalled = [c for c in found.recalled if states_a_rule(c.text)]
+        found.medallion_items = [c for c in found.medallion_items if c.kind in ("decision", "invariant")]
     everything = found.medallion_items + found.recalled
     _matched_lexemes(everything, set(weights))
     for candidate in everything:
@@ -717,8 +741,13 @@ def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | 
     pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
     reorders what the gate admitted (by_prior); which items are admitted is decided on recall's
     scores alone."""
-    if found.generic >= gate.generic_max or len(found.weights) < gate.min_terms:
+    if (found.generic >= gate.generic_max and not found.procedure) or len(found.weights) < gate.min_terms:
         return [found.answer] if found.answer else []
+    if found.procedure:
+        # Its candidates are stated rules holding its words; a short question is never close in
+        # meaning to a rule's long sentence (all-MiniLM-L6-v2: "How do I run the tests here?" and
+        # "Rule: run the tests with `python -m pytest -q` from the repo root, never with tox." 0.29).
+        gate = replace(gate, similarity_min=min(gate.similarity_min, PROCEDURE_SIMILARITY_MIN))
     prior = prior or {}
     medallion_items = sorted((c for c in found.medallion_items if gate.passes(c)), key=lambda c: -c.score)
     opened = [c for c in found.recalled if gate.passes(c)]
@@ -858,13 +887,16 @@ def _gated(found: Candidates, session_id: str | None, max_chars: int) -> Context
     if not found.weights and found.answer is None:
         return _empty("no specific words in the prompt", **gate)
     gate["generic_similarity"] = round(found.generic, 4)
-    if found.generic >= GATE.generic_max and found.answer is None:
+    if found.generic >= GATE.generic_max and not found.procedure and found.answer is None:
         return _empty("a generic instruction", **gate)
     if len(found.weights) < GATE.min_terms and found.answer is None:
         return _empty("too few specific words in the prompt", **gate)
+    if found.procedure:
+        gate["procedure"] = True  # a how-to question of generic words: stated rules only
     ordered = block_items(found)
     if not ordered:
-        return _empty("nothing relevant enough", **gate)
+        return _empty("no stated rule answers this how-to question" if found.procedure
+                      else "nothing relevant enough", **gate)
     already = injected_keys(session_id) if session_id else set()
     fresh = [c for c in ordered if c.key not in already]
     gate["repeated"] = len(ordered) - len(fresh)

@@ -19,6 +19,21 @@ INVARIANT = re.compile(r"\b(must (?:always|never|not|be)|always|never|invariant|
 RULE_LABEL = re.compile(r"^\W*(?:\*\*)?(?:rule|convention)s?(?:\*\*)?\s*:\s*(?:\*\*)?", re.I)
 
 
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str, limit: int) -> list[str]:
+    """The sentences (or lines) of the first `limit` characters of `text`."""
+    return [s.strip() for s in SENTENCE_END.split(text[:limit]) if s and s.strip()]
+
+
+def states_a_rule(text: str, limit: int = 4_000) -> bool:
+    """Whether `text` (its first `limit` characters) states a rule or a decision: what answers
+    "how do I run the tests here?" for this project, where a turn that only did it does not."""
+    said = sentences(text, limit)
+    return bool(stated_rules(said) or stated_decisions(said))
+
+
 def decision_statement(text: str) -> str:
     """A decision without its label ("Decision: use X" → "Use X"), so that whoever shows it under
     its own label ("Decision: …") does not say it twice; text before the label is left out too."""

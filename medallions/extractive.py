@@ -12,6 +12,7 @@ from core import repeats
 from core.decisions import (  # decision_statement: still read from here by its callers
     STRONG_DECISION,
     decision_statement,
+    sentences,
     stated_decisions,
     stated_rules,
 )
@@ -19,7 +20,6 @@ from core.paths import LONE_SURROGATE, clean_path, outside_project, path_area, p
 from medallions import schema
 from medallions.llm import Evidence, content_sections
 
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 BECAUSE = re.compile(r"\b(?:because|since|so that|as it|due to)\b\s*(.+)$", re.I)
 TODO = re.compile(r"^\s*(?:[-*]\s*)?(?:TODO|FIXME|open question|unresolved|still open|not sure)\b[:\s-]*(.*)$", re.I)
 BLOCKED_ON = re.compile(r"\b(?:blocked on|blocked by|waiting (?:for|on)|depends on)\s+(.+?)(?:[.?!]|$)", re.I)
@@ -66,10 +66,6 @@ def _with_counts(summary: str, decisions: list[Any], questions: list[Any]) -> st
         return summary
     tail = f" ({len(decisions)} decision(s), {len(questions)} open question(s) recorded.)"
     return _clip(summary, schema.MAX_TEXT_CHARS - len(tail)) + tail
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
 
 
 def _normal(text: str) -> str:
@@ -172,10 +168,10 @@ class ExtractiveLLM:
         turns = _turns(evidence)
         prose = [evidence.session_summary[:SCAN_CHARS], *(t.text for t in turns)]
         all_text = self._all_text(evidence)
-        sentences = [s for part in prose for s in _sentences(part)]
+        said = [s for part in prose for s in sentences(part, SCAN_CHARS)]
 
         decisions: list[dict[str, Any]] = []
-        for sentence in repeats.unique(stated_decisions(sentences), MAX_DECISIONS, restated=True):
+        for sentence in repeats.unique(stated_decisions(said), MAX_DECISIONS, restated=True):
             because = BECAUSE.search(sentence)
             decisions.append({
                 "id": f"D-{first_decision + len(decisions):03d}",
@@ -199,8 +195,8 @@ class ExtractiveLLM:
         paths = _mentioned_paths(all_text, evidence.roots)
         entry_points = [_clip(p, 300) for p, _ in paths.most_common(MAX_AFFORDANCES)]
         commands = repeats.unique((_clip(m.group(1) or m.group(2), 300) for m in COMMAND.finditer(all_text)), MAX_AFFORDANCES)
-        dead_ends = repeats.unique((_clip(s) for s in sentences if DEAD_END.search(s)), MAX_AFFORDANCES)
-        invariants = repeats.unique((_clip(s) for s in stated_rules(sentences)), MAX_AFFORDANCES)
+        dead_ends = repeats.unique((_clip(s) for s in said if DEAD_END.search(s)), MAX_AFFORDANCES)
+        invariants = repeats.unique((_clip(s) for s in stated_rules(said)), MAX_AFFORDANCES)
         return {
             "summary": {"high_level": self._high_level(evidence, turns, decisions, questions),
                         "subsystems": self._subsystems(paths, inside_only=bool(evidence.roots))},
@@ -217,11 +213,11 @@ class ExtractiveLLM:
     def _open_questions(evidence: Evidence, turns: list[_Turn]) -> list[str]:
         found: list[str] = []
         for part in [evidence.session_summary, *evidence.artefacts]:
-            for line in _sentences(part):
+            for line in sentences(part, SCAN_CHARS):
                 todo = TODO.match(line)
                 if todo:
                     found.append(todo.group(0).strip(" -*"))
-            found += _questions(_sentences(part))
+            found += _questions(sentences(part, SCAN_CHARS))
         # A question in a transcript counts as open unless someone else spoke after it (in that transcript).
         later_roles: dict[int, set[str]] = {}
         answered_at: list[bool] = []
@@ -231,16 +227,16 @@ class ExtractiveLLM:
             roles.add(turn.role)
         answered_at.reverse()
         for turn, answered in zip(turns, answered_at):
-            for line in _sentences(turn.text):
+            for line in sentences(turn.text, SCAN_CHARS):
                 if TODO.match(line):
                     found.append(line.strip(" -*"))
             if not answered:
-                found += _questions(_sentences(turn.text))
+                found += _questions(sentences(turn.text, SCAN_CHARS))
         return found
 
     @staticmethod
     def _high_level(evidence: Evidence, turns: list[_Turn], decisions: list[Any], questions: list[Any]) -> str:
-        summary = " ".join(_sentences(evidence.session_summary)[:6])
+        summary = " ".join(sentences(evidence.session_summary, SCAN_CHARS)[:6])
         if not summary:
             first_request = next((t.text for t in turns if t.role == "user" and t.text.strip()), "")
             summary = f"Session started with: {_clip(first_request, 600)}" if first_request else ""

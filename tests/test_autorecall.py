@@ -81,6 +81,24 @@ def test_generic_prompts_get_nothing(shop, prompt):
     assert not Injection.objects.exists()
 
 
+def test_a_how_to_question_of_generic_words_gets_the_rule_the_project_stated(shop, django_capture_on_commit_callbacks):
+    """"How do I run the tests here?" is made of generic words, like the instruction "run the tests",
+    but asks what this project does: a rule stated in an earlier session answers it; a turn that
+    only ran them does not, and the instruction itself still gets nothing."""
+    question = "How do I run the tests here?"
+    out = autorecall.context_for_prompt(prompt=question, project="shop", session_id="session-two")
+    assert out["items"] == [] and out["gate"]["reason"] == "no stated rule answers this how-to question"
+    with django_capture_on_commit_callbacks(execute=True):
+        rules = conversations.conversation_begin(session_id="session-rules", project=shop["shop"])
+        conversations.message_store(conversation_id=rules.id, role="user", content=(
+            "Rule: run the tests with `python -m pytest -q` from the repo root, never with tox."))
+    out = autorecall.context_for_prompt(prompt=question, project="shop", session_id="session-three")
+    assert out["gate"]["injected"] is True and out["gate"]["procedure"] is True
+    assert out["items"][0]["kind"] == "message" and "python -m pytest -q" in out["text"]
+    assert "All 212 tests passed" not in out["text"]
+    assert autorecall.context_for_prompt(prompt="run the tests", project="shop", session_id="session-four")["items"] == []
+
+
 def test_a_question_the_store_cannot_answer_gets_nothing(shop):
     out = autorecall.context_for_prompt(prompt="When do the tomatoes need watering?", project="shop",
                                         session_id="session-two")

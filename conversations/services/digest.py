@@ -33,7 +33,7 @@ from conversations.services.messages import conversation_roots
 from conversations.tasks import session_digest_model_write_task, session_digest_write_task
 from conversations.toolcalls import EDIT, READ, SHELL, WRITE, tool_call, tool_line
 from core import llm, paths, repeats, searchable
-from core.decisions import decision_statement, stated_decisions, stated_rules
+from core.decisions import decision_statement, sentences, stated_decisions, stated_rules
 from core.logs import storage_op
 
 # How much of each part the digest keeps: it is read by a model inside a short block, so each
@@ -50,7 +50,6 @@ MESSAGES_MAX = 5_000
 SCAN_CHARS = 20_000  # of one message's text
 NO_TEXT = "the session holds no prompt or reply with text (only tool calls or attachments)"
 EDITING = EDIT | WRITE | {"MultiEdit", "NotebookEdit"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # A prompt made of generic words only ("run the tests", "continue") says nothing of what was asked.
 _TRIVIAL = re.compile(r"^\W*(?:ok(?:ay)?|yes|no|thanks?(?: you)?|continue|go on|go ahead|run the tests?|lgtm|"
                       r"do it|proceed|commit(?: it)?|push(?: it)?)\W*$", re.I)
@@ -70,10 +69,6 @@ class Sections(TypedDict):
 def _clip(text: str, limit: int = LINE_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text[:SCAN_CHARS]) if s and s.strip()]
 
 
 def digest_sections(messages: list[Message], *, roots: list[str], cwd: str | None) -> Sections | None:
@@ -103,16 +98,16 @@ def digest_sections(messages: list[Message], *, roots: list[str], cwd: str | Non
             read.append(named)
     prompts = [m for m in spoken if m.role == "user"]
     asked = [_clip(m.content) for m in prompts if not _TRIVIAL.match(m.content.strip())]
-    sentences = [s for m in spoken for s in _sentences(m.content)]
+    said = [s for m in spoken for s in sentences(m.content, SCAN_CHARS)]
     replies = [m for m in spoken if m.role == "assistant"]
     return {
         "asked": repeats.unique(asked, ASKED_MAX),
         "files_changed": repeats.unique(changed, FILES_MAX),
         "files_read": repeats.unique([p for p in read if p not in changed], FILES_MAX),
         "commands": repeats.unique(commands, COMMANDS_MAX),
-        "decisions": repeats.unique([_clip(decision_statement(s)) for s in stated_decisions(sentences)], DECISIONS_MAX,
+        "decisions": repeats.unique([_clip(decision_statement(s)) for s in stated_decisions(said)], DECISIONS_MAX,
                                   restated=True),
-        "rules": repeats.unique([_clip(s) for s in stated_rules(sentences)], DECISIONS_MAX),
+        "rules": repeats.unique([_clip(s) for s in stated_rules(said)], DECISIONS_MAX),
         "open_questions": repeats.unique(_unanswered(spoken), QUESTIONS_MAX),
         "last_answer": _clip(replies[-1].content, LAST_ANSWER_CHARS) if replies else "",
     }
@@ -126,7 +121,7 @@ def _unanswered(spoken: list[Message]) -> list[str]:
         if tail and message.role != tail[0].role:
             break
         tail.insert(0, message)
-    return [_clip(s) for m in tail for s in _sentences(m.content) if s.endswith("?")]
+    return [_clip(s) for m in tail for s in sentences(m.content, SCAN_CHARS) if s.endswith("?")]
 
 
 SectionKey = Literal["asked", "files_changed", "files_read", "commands", "decisions", "rules", "open_questions"]
