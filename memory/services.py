@@ -13,7 +13,7 @@ from django.db.models import BooleanField, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from core import anchors, projects, searchable, timerank
+from core import anchors, connections, projects, searchable, timerank
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.models import Project
@@ -559,18 +559,20 @@ def _similar(memory: Memory, *, model: EmbeddingModel, query_vector: list[float]
             return []
     # The words of the part the vector was computed from (a 1 MB memory: 0.3 s for all of its words,
     # and a tsquery of thousands of them for the word check).
-    lexemes = retrieval.query_lexemes(memory.content[: settings.WINNI_EMBEDDING_MAX_CHARS])
-    if not lexemes:
-        return []
+    text = memory.content[: settings.WINNI_EMBEDDING_MAX_CHARS]
     scope = Memory.objects.current().filter(project_id=memory.project_id).exclude(pk=memory.pk)  # type: ignore[misc]  # None filters IS NULL (a global memory); the stubs allow no None
+    # The memories still waiting for a vector are looked for on a helper's connection while this
+    # one walks the index (the new memory is committed: both read committed rows).
+    waiting = connections.beside(lambda: _waiting_for_a_vector(query=text, scope=scope, filtered=True,
+                                                               model=model.name))
     found = {key: sim for key, sim, _ in vectors.nearest_in_project(
         kind=KIND, query_vector=query_vector, model=model, project_id=memory.project_id, limit=SIMILAR_CANDIDATES)
         if sim >= threshold}
-    found.update({key: sim for key, sim in _similarities(
-        rows=_waiting_for_a_vector(query=memory.content, scope=scope, filtered=True, model=model.name,
-                                   lexemes=lexemes),
-        query_vector=query_vector).items() if sim >= threshold})
-    if not found:
+    found.update({key: sim for key, sim in _similarities(rows=waiting(), query_vector=query_vector).items()
+                  if sim >= threshold})
+    # Its words only now, for the few found (most stores find none: one round trip less).
+    lexemes = retrieval.query_lexemes(text) if found else []
+    if not lexemes:
         return []
     # The word check is read with each row, not filtered on: a filter could make the planner read
     # every row sharing a word through the full-text index instead of these few by key.
