@@ -1,5 +1,5 @@
 """No Docker engine runs here: check that the compose file parses, has every service, and passes
-every environment variable the settings read. (README's settings table: tests/test_docs.py.)"""
+every environment variable the settings read. (README's settings table: tests/winni_site/test_docs.py.)"""
 import ast
 import importlib.metadata
 import re

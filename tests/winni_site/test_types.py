@@ -5,11 +5,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
+
 PACKAGES = ["core", "conversations", "contexts", "memory", "medallions", "agents", "winni_site", "winni_client"]
 # `# type: ignore[code, ...]  # why`: the codes keep it from hiding a second, different error.
 IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)$")

@@ -12,8 +12,8 @@ from django.utils import timezone
 from agents import capture
 from conversations.models import Message
 from core import projects
+from tests.agents.test_capture_hooks import event, run_hook
 from tests.support import free_port
-from tests.test_capture_hooks import event, run_hook
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ class TestServer:
 @pytest.mark.django_db
 def test_a_failed_checkpoint_shows_on_healthz_the_dashboard_and_once_at_the_next_start(
         api, admin_client, settings, django_capture_on_commit_callbacks):
-    from tests.test_capture_hooks import post
+    from tests.agents.test_capture_hooks import post
 
     # A model that cannot be reached: the session's checkpoint fails in the worker.
     settings.WINNI_MEDALLION_LLM_PROVIDER = "openai"

@@ -13,9 +13,9 @@ from agents import dialects
 from agents.management.commands.install_claude_hooks import HOOK_SCRIPT
 from contexts import services as contexts
 from conversations.models import Conversation
-from tests.support import free_port
+from tests.support import ROOT, free_port
 
-PAYLOADS = Path(__file__).parent / "data" / "agent_payloads"
+PAYLOADS = ROOT / "tests" / "data" / "agent_payloads"
 
 
 def payload_file(name):
@@ -222,7 +222,7 @@ def test_the_events_api_files_each_agents_conversations_under_its_source(api):
 @pytest.mark.django_db
 def test_the_admin_filters_conversations_by_agent_and_the_dashboard_charts_them(client, staff_user):
     from conversations import services
-    from tests.test_admin_pages import marks
+    from tests.winni_site.test_admin_pages import marks
 
     for session, source in [("s1", "codex"), ("s2", "codex"), ("s3", "gemini-cli"), ("s4", "claude-code"),
                             ("s5", None)]:

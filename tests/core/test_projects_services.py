@@ -311,7 +311,7 @@ class TestCapture:
     SAMPLE_CWD = "/winni-test-absent/pytest-8/test_a_headless_session_is_cap0/alpha-repo"
 
     def test_an_imported_transcript_joins_the_project_of_its_working_directory(self, tmp_path):
-        from tests.test_capture_import import SAMPLE, run
+        from tests.agents.test_capture_import import SAMPLE, run
 
         sample = tmp_path / SAMPLE.name
         sample.write_text(SAMPLE.read_text().replace(self.RECORDED_CWD, self.SAMPLE_CWD))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
+
 CORE, AGENTS, SITE = "core", "agents", "winni_site"
 # (importing app, imported module prefix): the only imports allowed between apps. "*": any app.
 ALLOWED_BETWEEN_APPS = {

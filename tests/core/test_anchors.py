@@ -357,7 +357,7 @@ def test_commits_seen_at_session_start_mark_the_items_of_their_files(winni_serve
     HEAD; commits made outside any session (an editor, a pull) mark, at the next one, the items of
     the files they changed, one mark per file (its latest commit), renames said so."""
     from core.models import Project
-    from tests.test_capture_hooks import run_hook
+    from tests.agents.test_capture_hooks import run_hook
 
     repo = tmp_path / "shop"
     (repo / "src").mkdir(parents=True)

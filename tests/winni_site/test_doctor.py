@@ -101,7 +101,7 @@ def test_doctor_with_no_hooks_names_the_install_commands(winni_server, home, set
     # transactional_db, as every test of the live server: what the server commits (its first search
     # registers the active embedding model) is flushed after the test. Left behind under `db`, that
     # committed 'hash-bow' row was the active model of later tests on the same worker, whose own
-    # vectors then matched nothing (semantic recall empty in tests/test_embed_recall.py).
+    # vectors then matched nothing (semantic recall empty in tests/memory/test_embed_recall.py).
     settings.WINNI_PORT = int(winni_server.url.rsplit(":", 1)[1])
     status, out, _ = doctor()
     assert status == 1 and "No agent's Winni hooks are installed" in out

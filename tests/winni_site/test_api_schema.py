@@ -14,8 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import ROOT
+
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
-CONFIG = Path(__file__).parent / "schemathesis.toml"
+CONFIG = ROOT / "tests" / "schemathesis.toml"
 # Per operation, besides the examples and the coverage phase's boundary cases: about two minutes on
 # a loaded 2-core machine. `bench/fuzz.py` runs many more.
 MAX_EXAMPLES = 2

@@ -83,7 +83,7 @@ def test_query_strings_are_still_parsed_as_text(api):
      "status", "must be one of 'success' or 'error', got 'meh'"),
 ])
 def test_a_missing_or_out_of_range_value_is_worded_as_on_mcp(api, path, body, field, expected):
-    """The words of core.validation, which MCP's argument errors use too (tests/test_mcp_tools.py)."""
+    """The words of core.validation, which MCP's argument errors use too (tests/core/test_mcp_tools.py)."""
     error = _error(api.post(path, body, format="json"), 400)
     assert error["message"] == f"{field}: {expected}" and error["fields"][field] == [expected]
 

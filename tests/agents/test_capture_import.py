@@ -1,5 +1,5 @@
 """`manage.py import_claude_transcripts` against a real Claude Code 2.1.197 transcript (made by
-tests/test_capture_claude_code.py) and hand-broken copies of it."""
+tests/agents/test_capture_claude_code.py) and hand-broken copies of it."""
 import json
 import shutil
 from io import StringIO

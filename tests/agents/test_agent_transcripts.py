@@ -1,5 +1,5 @@
 """`manage.py import_agent_transcripts --agent codex|gemini|copilot` against session files the
-real CLIs wrote (tests/data: made by tests/test_capture_codex.py and tests/test_capture_gemini.py)
+real CLIs wrote (tests/data: made by tests/agents/test_capture_codex.py and tests/agents/test_capture_gemini.py)
 and hand-broken copies of them."""
 import json
 from io import StringIO

@@ -17,8 +17,8 @@ from contexts import services as contexts
 from conversations.models import Conversation
 from core import projects
 from medallions import services as medallions
+from tests.agents.test_capture_hooks import run_hook
 from tests.medallion_support import document
-from tests.test_capture_hooks import run_hook
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.org", "GIT_CONFIG_NOSYSTEM": "1"}

@@ -12,8 +12,8 @@ from medallions import services as medallions
 from medallions.models import Medallion, MedallionRevision
 from memory import vectors
 from memory.models import Embedding, Memory
+from tests.core.test_redaction import AWS, AWS_ID, GH, GITHUB, nothing_stored_anywhere
 from tests.medallion_support import document
-from tests.test_redaction import AWS, AWS_ID, GH, GITHUB, nothing_stored_anywhere
 from winni_site import scrub_stored
 
 

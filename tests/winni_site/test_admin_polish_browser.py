@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from tests import test_admin_browser as base
-from tests.test_admin_browser import CHROMIUM, shot
+from tests.winni_site import test_admin_browser as base
+from tests.winni_site.test_admin_browser import CHROMIUM, shot
 
 # The browser, a logged-in tab and the corpus: the same fixtures as the admin's other browser tests.
 browser, admin_page, corpus, page = base.browser, base.admin_page, base.corpus, base.page

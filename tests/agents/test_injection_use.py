@@ -6,7 +6,6 @@ transcript's note and the dashboard say what was used."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from conversations.admin import transcript_url
 from conversations.models import Conversation
 from core.models import ItemUse
 from memory import services as memories
+from tests.support import ROOT
 
-DATA = Path(__file__).resolve().parent / "data" / "injection_use.jsonl"
+DATA = ROOT / "tests" / "data" / "injection_use.jsonl"
 CWD = "/home/dev/shop"
 
 

@@ -11,14 +11,13 @@ import string
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 from uuid import uuid4
 
 import pytest
 
 from core.scrub import scrub
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 OPEN, CLOSE = "<" + "private>", "</" + "private>"
 RNG = random.Random(2121)
 B62 = string.ascii_letters + string.digits

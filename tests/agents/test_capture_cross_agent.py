@@ -10,10 +10,10 @@ from django.core.management import call_command
 
 from conversations.models import Conversation
 from memory.models import Memory
+from tests.agents.test_capture_codex import run_codex_session
 from tests.claude_cli import claude_env, run_claude
 from tests.fake_anthropic import USE_TOOL, FakeAnthropic
 from tests.fake_openai import FakeOpenAI
-from tests.test_capture_codex import run_codex_session
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
