@@ -26,17 +26,14 @@ def fake_api():
     fake.stop()
 
 
-def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, fake_api, tmp_path, monkeypatch):
+def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, fake_api, agent_session):
     contexts.context_set(name="alpha", content=MARKER, actor="test")
-    home, project = tmp_path / "home", tmp_path / "alpha-repo"
-    (home / ".claude").mkdir(parents=True)
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(project)], check=True)
+    home, project = agent_session.home, agent_session.project
+    (home / ".claude").mkdir()
     # Existing user settings must survive the installer.
     (home / ".claude" / "settings.json").write_text(json.dumps(
         {"theme": "dark", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}
     ))
-    monkeypatch.setenv("HOME", str(home))
     call_command("install_claude_hooks", "--user", "--url", winni_server.url, "--token", live_token)
     installed = json.loads((home / ".claude" / "settings.json").read_text())
     assert installed["theme"] == "dark" and len(installed["hooks"]["Stop"]) == 2
@@ -47,35 +44,18 @@ def test_a_headless_session_is_captured_turn_by_turn(winni_server, live_token, f
     session = str(uuid.uuid4())
     # "=": the option takes several values and would swallow the prompt.
     common = ["--allowedTools=mcp__winni__dewey_get_startup_context"]
-    run_claude(["-p", "--session-id", session, *common, "first question about alpha"], cwd=project, env=env)
-    run_claude(["-p", "--resume", session, *common, f"{USE_TOOL} please load the context"], cwd=project, env=env)
-    out = run_claude(["-p", "--resume", session, *common, "third question"], cwd=project, env=env)
-    assert "Reply to: third question" in out
+    first, *later = agent_session.PROMPTS
+    run_claude(["-p", "--session-id", session, *common, first], cwd=project, env=env)
+    for prompt in later:
+        out = run_claude(["-p", "--resume", session, *common, prompt], cwd=project, env=env)
+    assert f"Reply to: {later[-1]}" in out
 
-    conversation = Conversation.objects.get(session_id=session, metadata__source="claude-code")
-    assert conversation.metadata["cwd"] == str(project)
-    assert conversation.metadata["git_branch"] == "feature-x"
+    # The tool turn: the PostToolUse hook stored the call and its result between prompt and reply.
+    conversation, rows = agent_session.captured(session=session, source="claude-code", marker=MARKER)
+    assert json.loads(rows[3][1])["tool_name"] == "mcp__winni__dewey_get_startup_context"
     # The project: a git repository without commits or remote is known by its git root's path.
-    assert conversation.project.slug == "alpha-repo"
     assert list(conversation.project.keys.values_list("kind", "value")) == [("path", str(project))]
     assert conversation.metadata["transcript_path"].endswith(f"{session}.jsonl")
-    rows = list(conversation.messages.order_by("turn_number").values_list("turn_number", "role", "content"))
-    assert [turn for turn, _, _ in rows] == list(range(1, len(rows) + 1))
-    said = [(role, content) for _, role, content in rows if role != "tool"]
-    assert said[:3] == [
-        ("user", "first question about alpha"),
-        ("assistant", "Reply to: first question about alpha"),
-        ("user", f"{USE_TOOL} please load the context"),
-    ]
-    assert said[3][0] == "assistant" and said[3][1].startswith("Tool said: ")
-    assert said[4:] == [("user", "third question"), ("assistant", "Reply to: third question")]
-    # The tool turn: the PostToolUse hook stored the call and its result between prompt and reply.
-    roles = [role for _, role, _ in rows]
-    assert roles == ["user", "assistant", "user", "tool", "assistant", "user", "assistant"]
-    tool = json.loads(rows[3][2])
-    assert tool["tool_name"] == "mcp__winni__dewey_get_startup_context"
-    assert MARKER in json.dumps(tool["tool_response"])
-    assert MARKER in rows[4][2]  # the reply quoting the tool result
 
     # SessionStart injected the active context: the fake model saw it before any tool ran.
     first_main = fake_api.main_requests()[0]

@@ -12,9 +12,8 @@ from django.core.management import call_command
 
 from agents import install
 from contexts import services as contexts
-from conversations.models import Conversation
 from tests.agent_cli import base_env, run_agent
-from tests.fake_openai import USE_TOOL, FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -54,35 +53,19 @@ def run_codex_session(home, project, fake_api, prompts):
     return session
 
 
-def test_a_headless_codex_session_is_captured_turn_by_turn(winni_server, live_token, fake_api, tmp_path,
-                                                            monkeypatch):
+def test_a_headless_codex_session_is_captured_turn_by_turn(winni_server, live_token, fake_api, agent_session):
     contexts.context_set(name="alpha", content=MARKER, actor="test")
-    home, project = tmp_path / "home", tmp_path / "alpha-repo"
-    (home / ".codex").mkdir(parents=True)
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(project)], check=True)
+    home, project = agent_session.home, agent_session.project
+    (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text('# mine\nmodel_reasoning_effort = "low"\n')
-    monkeypatch.setenv("HOME", str(home))
     call_command("install_agent_hooks", "--agent", "codex", "--user", "--url", winni_server.url,
                  "--token", live_token)
     assert (home / ".codex" / "config.toml").read_text().startswith('# mine\nmodel_reasoning_effort = "low"\n')
 
-    session = run_codex_session(home, project, fake_api, [
-        "first question about alpha", f"{USE_TOOL} please load the context", "third question"])
+    session = run_codex_session(home, project, fake_api, agent_session.PROMPTS)
 
-    conversation = Conversation.objects.get(session_id=session, metadata__source="codex")
-    assert conversation.metadata["cwd"] == str(project)
-    assert conversation.metadata["git_branch"] == "feature-x"
-    assert conversation.project.slug == "alpha-repo"
+    conversation, rows = agent_session.captured(session=session, source="codex", marker=MARKER)
     assert "/.codex/sessions/" in conversation.metadata["transcript_path"]
-    rows = list(conversation.messages.order_by("turn_number").values_list("role", "content", "metadata"))
-    assert [role for role, _, _ in rows] == ["user", "assistant", "user", "tool", "assistant", "user", "assistant"]
-    assert [content for role, content, _ in rows if role != "tool"][:3] == [
-        "first question about alpha", "Reply to: first question about alpha", f"{USE_TOOL} please load the context"]
-    assert rows[4][1].startswith("Tool said: ") and MARKER in rows[4][1]
-    assert [content for _, content, _ in rows[5:]] == ["third question", "Reply to: third question"]
-    tool = json.loads(rows[3][1])
-    assert "dewey_get_startup_context" in tool["tool_name"] and MARKER in json.dumps(tool["tool_response"])
 
     # SessionStart's text reached the model in the first request, before any tool ran.
     first = fake_api.model_requests()[0]
@@ -93,18 +76,10 @@ def test_a_headless_codex_session_is_captured_turn_by_turn(winni_server, live_to
     assert outputs and MARKER in json.dumps(outputs[-1])
 
     # The rollout files this run wrote import into the same session's transcript conversation.
-    out = StringIO()
-    call_command("import_agent_transcripts", "--agent", "codex", "--no-progress", stdout=out, stderr=StringIO())
-    assert "0 malformed" in out.getvalue()
-    imported = Conversation.objects.get(session_id=session, metadata__source="codex-transcript")
-    assert imported.project == conversation.project
-    said = list(imported.messages.order_by("turn_number").values_list("role", "content"))
-    assert [(r, c) for r, c in said if r != "tool"] == [(r, c) for r, c, _ in rows if r != "tool"]
+    said = agent_session.imported(agent="codex", conversation=conversation)
+    assert [(r, c) for r, c in said if r != "tool"] == [(r, c) for r, c in rows if r != "tool"]
     tools = [json.loads(c) for r, c in said if r == "tool"]
     assert tools[0]["tool_call"] == "dewey_get_startup_context" and MARKER in json.dumps(tools[1])
-    again = StringIO()
-    call_command("import_agent_transcripts", "--agent", "codex", "--no-progress", stdout=again, stderr=StringIO())
-    assert " 0 message(s) added" in again.getvalue()
     if os.environ.get("WINNI_SAVE_CODEX_SAMPLE"):
         shutil.copy(conversation.metadata["transcript_path"], os.environ["WINNI_SAVE_CODEX_SAMPLE"])
 
