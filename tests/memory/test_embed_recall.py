@@ -1,8 +1,12 @@
 """winni_recall over every registered kind (here: messages and memories), its REST endpoint, the
 embedding pipeline around it (signal → vectors, backlog, HNSW, re-embedding)."""
+import contextlib
 import importlib
 import math
 import threading
+import time
+from concurrent.futures import Future
+from typing import Iterator
 
 import pytest
 from django.core.management import call_command
@@ -45,40 +49,47 @@ def test_hybrid_recall_ranks_messages_and_memories_together(corpus):
     assert memory_hit["id"] == str(corpus["memory"].pk) and memory_hit["turn"] is None
 
 
-@pytest.fixture
-def semantic_side_threads(monkeypatch):
-    """The names of the threads that ran recall's vector side, in order."""
-    threads: list[str] = []
-    semantic_side = retrieval._semantic_side
-
-    def recording(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return semantic_side(*args, **kwargs)
-
-    monkeypatch.setattr(retrieval, "_semantic_side", recording)
-    return threads
+@contextlib.contextmanager
+def every_helper_busy() -> Iterator[None]:
+    """Every helper thread (connections.in_background) at work until the block ends: a loaded process."""
+    release = threading.Event()
+    held: list[Future] = []
+    deadline = time.monotonic() + 10
+    while len(held) < connections.HELPERS:
+        started = connections.in_background(release.wait)
+        if started is not None:
+            held.append(started)
+        else:  # a helper that just finished gives its place back a moment after its result is read
+            assert time.monotonic() < deadline, "a helper thread stayed busy"
+            time.sleep(0.01)
+    try:
+        yield
+    finally:
+        release.set()
+        for started in held:
+            started.result(timeout=10)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monkeypatch, semantic_side_threads):
-    """Committed data, no transaction open: the vector side runs in a helper thread (its own
-    connection); inside a transaction, or with every helper busy, it runs inline. The ranking is
-    the same either way."""
+def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(vector_reads):
+    """Committed data, no transaction open: the vector side runs in a helper thread, on its own
+    connection (none of its statements on this one); inside a transaction, or with every helper
+    busy, it runs inline, on this thread's connection. The ranking is the same either way."""
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "we fixed the flaky login test",
                  "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
     memories.memory_store(content="deploy pipelines run migrations before the web rollout", tags=["ops"])
     assert Embedding.objects.count() == 4  # eager Celery embedded each row at its commit
-    beside = recall.recall(query="deploy pipeline migration")
-    with transaction.atomic():
+    with vector_reads() as read_here:
+        beside = recall.recall(query="deploy pipeline migration")
+    assert read_here == []
+    with transaction.atomic(), vector_reads() as read_here:
         inline = recall.recall(query="deploy pipeline migration")
-    monkeypatch.setattr(connections, "_helper_slots", threading.BoundedSemaphore(1))
-    connections._helper_slots.acquire()  # every helper busy (a loaded process): no queueing, inline
-    busy = recall.recall(query="deploy pipeline migration")
-    here = threading.current_thread().name
-    threads = semantic_side_threads
-    assert threads[0].startswith("winni-recall") and threads[1:] == [here, here]
+    assert read_here
+    with every_helper_busy(), vector_reads() as read_here:  # no queueing behind other requests: inline
+        busy = recall.recall(query="deploy pipeline migration")
+    assert read_here
     assert [(hit["id"], hit["score"]) for hit in beside["results"]] == \
         [(hit["id"], hit["score"]) for hit in inline["results"]] == \
         [(hit["id"], hit["score"]) for hit in busy["results"]]
@@ -86,27 +97,30 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(monke
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_broken_helper_connection_falls_back_to_the_callers(semantic_side_threads):
+def test_a_broken_helper_connection_falls_back_to_the_callers(vector_reads):
     """The helper's connection is not health-checked before each search: when the database dropped
     it (a restart), the search still answers, on the caller's connection, and the helper reconnects."""
     connections.helpers_shutdown()  # one helper thread from here on (earlier tests may have started more)
     work = conversations.conversation_begin(session_id="work")
     for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
-    before = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    with vector_reads() as read_here:
+        before = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    assert read_here == []  # on the helper's connection
     with connection.cursor() as cursor:  # what a database restart does to the helper's connection
         cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
                        "current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM memory_embedding%'")
         assert cursor.fetchone()[0] >= 1
-    after = recall.recall(query="deploy pipeline migration", kinds=["message"])
-    again = recall.recall(query="deploy pipeline migration", kinds=["message"])
-    here = threading.current_thread().name
-    threads = semantic_side_threads
-    assert threads[0].startswith("winni-recall") and threads[1].startswith("winni-recall")
-    assert threads[2] == here and threads[3].startswith("winni-recall")
+    with vector_reads() as read_here:
+        after = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    assert read_here  # the helper's try failed: this thread did it
+    with vector_reads() as read_here:
+        again = recall.recall(query="deploy pipeline migration", kinds=["message"])
+    assert read_here == []  # the helper again, on a new connection
     assert [hit["id"] for hit in before["results"]] == [hit["id"] for hit in after["results"]] \
         == [hit["id"] for hit in again["results"]]
     assert after["results"][0]["scores"]["vector_similarity"] > 0
+    assert again["results"][0]["scores"]["vector_similarity"] > 0
 
 
 def test_modes_kinds_and_filters(corpus):
@@ -262,7 +276,7 @@ def test_bm25_candidates_are_read_through_the_index_never_by_scanning_the_table(
         conversations.message_store(conversation_id=conversation.id, role="user", content=f"server deploy {number}")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
-    monkeypatch.setattr(retrieval, "_table_stats", {})  # this table's row count (no count(*) scan)
+    monkeypatch.setattr(retrieval, "TABLE_STATS_SECONDS", 0)  # this table's row count now (no count(*) scan)
 
     def table_scans() -> int:
         with connection.cursor() as cursor:  # this transaction's own counts
@@ -373,7 +387,7 @@ def test_migration_0004_moves_an_existing_index_to_halfvec(corpus):
 
 
 def test_lexeme_frequencies_come_from_analyze(monkeypatch):
-    monkeypatch.setattr(retrieval, "_table_stats", {})
+    monkeypatch.setattr(retrieval, "TABLE_STATS_SECONDS", 0)  # the statistics as they are at each read
     conversation = conversations.conversation_begin(session_id="stats")
     for number in range(40):
         words = "server quokka" if number % 4 == 0 else "server started"
@@ -383,7 +397,6 @@ def test_lexeme_frequencies_come_from_analyze(monkeypatch):
     assert "quokka" not in retrieval.lexeme_frequencies("conversations_message")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE conversations_message")
-    monkeypatch.setattr(retrieval, "_table_stats", {})
     frequencies = retrieval.lexeme_frequencies("conversations_message")
     assert retrieval.table_stats("conversations_message")[0] == 40  # the planner's row count, same read
     assert frequencies["server"] == pytest.approx(1.0, abs=0.01)
@@ -405,7 +418,7 @@ def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_captu
     assert len(near) == 3
 
 
-def test_a_large_scope_walks_the_index_and_finds_what_ranking_it_exactly_finds(monkeypatch,
+def test_a_large_scope_walks_the_index_and_finds_what_ranking_it_exactly_finds(monkeypatch, vector_reads,
                                                                                  django_capture_on_commit_callbacks):
     """A scope over EXACT_SCOPE_MAX rows is ranked by walking the kind's HNSW index and keeping its
     own rows: the same nearest rows, in the same order, as ranking the scope exactly."""
@@ -420,32 +433,26 @@ def test_a_large_scope_walks_the_index_and_finds_what_ranking_it_exactly_finds(m
     scope = searchable.get("message").model.objects.filter(conversation__session_id="left")
     query = vectors.Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
     model = vectors.model_active()
-    exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
-    walked: list[int] = []
-    walking = vectors._nearest_walking
-
-    def recording(**kwargs):
-        found = walking(**kwargs)
-        walked.append(len(found or []))
-        return found
-
+    with vector_reads() as reads:
+        exact = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    assert reads == ["exact"]
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
-    monkeypatch.setattr(vectors, "_nearest_walking", recording)
-    found = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
-    assert walked == [5]
+    with vector_reads() as reads:
+        found = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    assert reads == ["walk"]  # one walk found the page
     # The same rows up to near-ties (both order by the 16-bit distance of the index, then report the
     # exact similarity): the same similarities, every row inside the scope.
     assert [sim for _, sim in found] == pytest.approx([sim for _, sim in exact], abs=2e-3)
     assert {key for key, _ in found} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
     # A scope too thin a share of the kind to fill the page within WALK_MAX rows is ranked exactly.
     monkeypatch.setattr(vectors, "WALK_MAX", 6)
-    walked.clear()
     # (By its key list or joined in, the scope is ranked by the same distances: rows whose 16-bit
     # distances tie may come in either order.)
-    ranked = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
+    with vector_reads() as reads:
+        ranked = vectors.nearest(kind="message", query_vector=query, model=model, limit=5, scope=scope)
     assert [sim for _, sim in ranked] == pytest.approx([sim for _, sim in exact], abs=1e-6)
     assert {key for key, _ in ranked} <= {str(pk) for pk in scope.values_list("pk", flat=True)}
-    assert walked == [0]
+    assert reads == ["exact"]
 
 
 def test_healthz_reports_the_backlog(client):
@@ -532,43 +539,51 @@ def test_hybrid_passes_score_to_the_neighbouring_turns(settings, monkeypatch, dj
     assert passed > 0 and with_context == 1 and with_context <= without
 
 
-def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_their_hits(settings, monkeypatch):
-    """One candidate (fused 1.0) in conversation c1 at turn 3: turns 2 and 4 get the context weight,
-    turns 1 and 5 a third of it, turn 6 nothing; every hit of c1 then gets GROUP_WEIGHT × c1's best
-    score, the hit of c2 only its own group's, the memory its own score's."""
+def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_their_hits(
+        settings, monkeypatch, django_capture_on_commit_callbacks):
+    """One candidate scoring 1.0 in conversation c1 at turn 3: turns 2 and 4 get the context weight,
+    turns 1 and 5 a third of it, turn 6 nothing; every row of c1 then gets GROUP_WEIGHT × c1's best
+    score, the row of c2 only its own group's, a memory (no group) its own score's, so it still
+    outranks the messages it outranked before. The scores in: reciprocal rank fusion with k = 0 and
+    the words alone (the n-th full-text candidate scores 1/n, every other row 0)."""
+    settings.WINNI_RECALL_FUSION, settings.WINNI_RECALL_RRF_K = "rrf", 0
+    settings.WINNI_RECALL_FTS_WEIGHT, settings.WINNI_RECALL_VECTOR_WEIGHT = 1.0, 0.0
     settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
     monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.2)
-    hits = {("message", "t3"): retrieval.Hit(kind="message", key="t3", fused=1.0),
-            ("message", "u1"): retrieval.Hit(kind="message", key="u1", fused=0.5),
-            ("memory", "m1"): retrieval.Hit(kind="memory", key="m1", fused=0.9)}
-
-    def surround(keys, scope):
-        assert sorted(keys) == ["t3", "u1"]
-        return retrieval.Surroundings(
-            near={"t3": [("t2", 1), ("t4", 1), ("t1", 2), ("t5", 2), ("t6", 3)], "u1": []},
-            group={"t3": "c1", "u1": "c2"})
-
-    scope = projects.Scope(rows=searchable.get("message").model.objects.all())
-    retrieval._spread(hits, {"message": surround}, {"message": scope, "memory": scope})
-    fused = {key: round(hit.fused, 6) for (_, key), hit in hits.items()}
-    # A memory has no group: it is lifted like the best of a group of one, so it still outranks
-    # the messages it outranked before.
-    assert fused == {"t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "u1": 0.6, "m1": 1.08}
+    with django_capture_on_commit_callbacks(execute=True):  # every row embedded: a vector candidate
+        c1 = conversations.conversation_begin(session_id="c1")
+        turns = {f"t{n}": conversations.message_store(conversation_id=c1.id, role="user", content=text).pk
+                 for n, text in enumerate(["the garden needs water", "lunch was a pizza",
+                                           "the quokka ledger migration failed", "we fixed the flaky login test",
+                                           "the weather is nice today", "see you tomorrow"], start=1)}
+        c2 = conversations.conversation_begin(session_id="c2")
+        turns["u1"] = conversations.message_store(conversation_id=c2.id, role="user", content="coffee at ten").pk
+        turns["m1"] = memories.memory_store(content="a quokka visited the office")[0].pk
+    names = {str(pk): name for name, pk in turns.items()}
+    everything = {kind: projects.Scope(rows=searchable.get(kind).model.objects.all(), narrowed=False)
+                  for kind in ("message", "memory")}
+    hits = retrieval.search(query="quokka ledger", scopes=everything, limit=20, mode="hybrid", attach=False)
+    assert {names[hit.key]: round(hit.fused, 6) for hit in hits} == {
+        "t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "t6": 0.2, "u1": 0.0, "m1": 0.6}
 
 
 def test_a_long_neighbour_receives_a_smaller_share(settings, monkeypatch):
-    """A turn of 4 × CONTEXT_FULL_CHARS gets a quarter of the share; a short one all of it."""
+    """A turn of 4 × CONTEXT_FULL_CHARS gets a quarter of the share; a short one all of it (the
+    candidate scoring 1.0 as in the test above)."""
+    settings.WINNI_RECALL_FUSION, settings.WINNI_RECALL_RRF_K = "rrf", 0
+    settings.WINNI_RECALL_FTS_WEIGHT, settings.WINNI_RECALL_VECTOR_WEIGHT = 1.0, 0.0
     settings.WINNI_RECALL_CONTEXT_WEIGHT = 0.3
     monkeypatch.setattr(retrieval, "GROUP_WEIGHT", 0.0)
     full = retrieval.CONTEXT_FULL_CHARS
-    hits = {("message", "t3"): retrieval.Hit(kind="message", key="t3", fused=1.0)}
-
-    def surround(keys, scope):
-        return retrieval.Surroundings(near={"t3": [("t2", 1), ("t4", 1)]}, group={"t3": "c1"},
-                                      size={"t2": 4 * full, "t4": full, "t3": 10})
-
-    retrieval._spread(hits, {"message": surround}, {"message": projects.Scope(rows=searchable.get("message").model.objects.all())})
-    assert {key: round(hit.fused, 6) for (_, key), hit in hits.items()} == {"t3": 1.0, "t2": 0.075, "t4": 0.3}
+    chat = conversations.conversation_begin(session_id="long")
+    turns = {name: conversations.message_store(conversation_id=chat.id, role="user", content=text).pk
+             for name, text in (("long", ("lorem ipsum dolor sit amet " * 200)[:4 * full]),
+                                ("hit", "the quokka ledger migration failed"),
+                                ("short", ("plain words here " * 50)[:full]))}
+    names = {str(pk): name for name, pk in turns.items()}
+    messages = {"message": projects.Scope(rows=searchable.get("message").model.objects.all(), narrowed=False)}
+    hits = retrieval.search(query="quokka ledger", scopes=messages, limit=20, mode="hybrid", attach=False)
+    assert {names[hit.key]: round(hit.fused, 6) for hit in hits} == {"hit": 1.0, "long": 0.075, "short": 0.3}
 
 
 def test_message_surroundings_stay_within_the_scope_and_the_conversation():

@@ -6,6 +6,7 @@ import importlib
 import pytest
 from django.db import connection
 from django.db.models import Q
+from django.test.utils import CaptureQueriesContext
 
 from conversations import services as conversations
 from conversations.models import Conversation, Message
@@ -136,25 +137,23 @@ def projects_with_vectors(two_projects, django_capture_on_commit_callbacks):
     return alpha, beta
 
 
-def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(projects_with_vectors, monkeypatch):
+def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(projects_with_vectors, monkeypatch,
+                                                                             vector_reads):
     alpha, beta = projects_with_vectors
     scope = _in_project(alpha)
+    assert scope.within == ScopeProjects(frozenset({alpha.pk}), False)
     query = Embedding.objects.filter(kind="message", object_id=str(scope.rows.first().pk)).get().vector
     model = vectors.model_active()
     exact = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
-    walks: list[dict] = []
-    walking = vectors._nearest_walking
-
-    def recording(**kwargs):
-        found = walking(**kwargs)
-        walks.append({"within": kwargs["within"], "found": len(found or [])})
-        return found
-
     monkeypatch.setattr(vectors, "EXACT_SCOPE_MAX", 10)
     monkeypatch.setattr(vectors, "WALK_WITHIN_MIN", 10)
-    monkeypatch.setattr(vectors, "_nearest_walking", recording)
-    found = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
-    assert walks == [{"within": ScopeProjects(frozenset({alpha.pk}), False), "found": 5}]
+    with CaptureQueriesContext(connection) as queries, vector_reads() as reads:
+        found = _nearest(scope, kind="message", query_vector=query, model=model, limit=5)
+    assert reads == ["walk"]  # one walk found the page
+    # It kept alpha's vectors as it went (the project each vector carries): no other project's, nor
+    # those of no project.
+    (walk,) = [q["sql"] for q in queries.captured_queries if " walked WHERE " in q["sql"]]
+    assert f"walked WHERE (project_id = ANY('{{{alpha.pk}}}'" in walk and "IS NULL" not in walk, walk
     assert [sim for _, sim in found] == pytest.approx([sim for _, sim in exact], abs=2e-3)
     assert {key for key, _ in found} <= {str(pk) for pk in scope.rows.values_list("pk", flat=True)}
 
@@ -166,9 +165,9 @@ def test_a_projects_walk_keeps_its_vectors_and_finds_what_exact_ranking_finds(pr
 
     # A walk that cannot fill the page within WALK_TUPLES index entries is ranked exactly instead.
     monkeypatch.setattr(vectors, "WALK_TUPLES", 3)
-    walks.clear()
-    assert _nearest(scope, kind="message", query_vector=query, model=model, limit=5) == exact
-    assert walks[0]["found"] == 0
+    with vector_reads() as reads:
+        assert _nearest(scope, kind="message", query_vector=query, model=model, limit=5) == exact
+    assert reads == ["walk", "exact"]
 
 
 def test_a_stale_project_on_a_vector_never_lets_a_row_outside_the_scope_in(projects_with_vectors, monkeypatch):
@@ -437,7 +436,7 @@ def test_a_projects_own_full_text_index_serves_its_bm25_with_the_same_ranking(pr
     scope = _in_project(alpha, Q(role="user"))
     lexemes = retrieval.query_lexemes("deploys and tests of alpha")
     monkeypatch.setattr(retrieval, "SCOPE_SCAN_RATIO", 1)  # without its own index, the rows are read
-    monkeypatch.setattr(retrieval, "_table_stats", {})  # this table's statistics, not another test's
+    monkeypatch.setattr(retrieval, "TABLE_STATS_SECONDS", 0)  # this table's statistics now, not as last read
 
     def ranked() -> tuple[list, str]:
         with CaptureQueriesContext(connection) as queries:
