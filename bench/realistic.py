@@ -58,7 +58,7 @@ Where the numbers come from
   summary.
 
 Measured from the output (2026-11-24, `--messages 100000 --conversations 10000 --stats`, seed 0;
-tests/test_bench_realistic.py holds the code to these numbers within tolerance):
+tests/agents/test_bench_realistic.py holds the code to these numbers within tolerance):
 
 100,000 messages in 10,000 sessions of 20 projects (claude-code 4,957, claude-code-transcript
 5,043); session size p50 6, p90 22, max 197; 2026-05-05 to 2026-10-30
@@ -157,7 +157,7 @@ from bench.realistic_content import (  # noqa: E402
     zipf_cdf,
 )
 
-# What agents/capture.py does to a tool message (tests/test_bench_realistic.py checks both).
+# What agents/capture.py does to a tool message (tests/agents/test_bench_realistic.py checks both).
 CAPTURE_LIMIT = 20_000
 TRUNCATED = "\n… [truncated by Winni: {dropped} more characters]"
 HOOK_SHARE = 0.5

@@ -3,7 +3,7 @@ for each part `./winni run` supervises: web, worker, beat, the embedded PostgreS
 postmaster) and the embedded Redis. One `winni run` in a throw-away data dir; a client keeps
 writing through MCP meanwhile, and at the end every acknowledged write must be there.
 
-"Healthy again" is what tests/test_ops_supervisor.py checks: the part runs as a new process and
+"Healthy again" is what tests/winni_site/test_ops_supervisor.py checks: the part runs as a new process and
 /healthz answers 200; for worker, beat and Redis also a worker heartbeat sent after the kill (beat
 queued it through Redis, the worker ran it; WINNI_HEARTBEAT_SECONDS=1). Between kills the part
 is left up for 11 s: a part that dies within 10 s of its start counts as failing at start (its

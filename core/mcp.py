@@ -278,7 +278,7 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     published JSON schema is the SDK's, made lean (`lean_schema`). The tools go
     to the server through the public
     `MCPServer(tools=...)`, never through its private tool manager.
-    tests/test_mcp_tools.py fails if the SDK stops honouring this.
+    tests/core/test_mcp_tools.py fails if the SDK stops honouring this.
 
     Each answer travels as JSON text in `content` and, when the SDK could derive a schema from the
     return type (`outputSchema`), also as `structuredContent`. The SDK would write the text

@@ -24,7 +24,7 @@ dashed project folder names), so the files are stable and still real-shaped: the
 >100 KB tool output is kept whole.
 
 Re-record after upgrading an agent (bump its version in tests/claude_cli.py or tests/agent_cli.py),
-then run tests/test_real_traffic.py. `windows` (run last, included when no agent is named) derives
+then run tests/agents/test_real_traffic.py. `windows` (run last, included when no agent is named) derives
 tests/data/traffic/windows/: the Claude recording with its paths as Claude Code on Windows writes
 them (C:\\Users\\dev\\shop\\...). It is derived, not recorded (there is no Windows machine here;
 tests/data/traffic/README.md says so).

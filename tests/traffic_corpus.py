@@ -1,6 +1,6 @@
 """The corpus of real agent traffic (tests/data/traffic/, recorded by tests/record_traffic.py), read
 the way the hook program reads its stdin: each recorded hook call becomes the body claude_hook.py
-posts to POST /api/v1/capture/events (see its main()). Shared by tests/test_real_traffic.py and
+posts to POST /api/v1/capture/events (see its main()). Shared by tests/agents/test_real_traffic.py and
 bench/traffic.py."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schemathesis over a running Winni's OpenAPI schema, shared by tests/test_ops_fuzz.py (a few
+"""Schemathesis over a running Winni's OpenAPI schema, shared by tests/winni_site/test_ops_fuzz.py (a few
 examples per operation) and bench/fuzz.py (many): every operation, with a token; a failure is
 any 5xx or a response that does not match the schema."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ def _checks() -> list[Callable[..., Any]]:
     """The checks: "no 5xx, and every response is what the schema says" — plus: data the schema forbids is
     refused. This long run does not add `positive_data_acceptance`: its generator may put NUL
     characters deep inside free-form metadata, which PostgreSQL refuses (a 400).
-    tests/test_api_schema.py runs every check (`--checks all`) with NUL left out of generated data."""
+    tests/winni_site/test_api_schema.py runs every check (`--checks all`) with NUL left out of generated data."""
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,

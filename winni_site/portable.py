@@ -80,7 +80,7 @@ STORES: list[Portable] = [
 # LLM calls' accounting: a budget is this installation's day), statistics derived from other rows. Anchors and project files are derived from the exported
 # messages, memories and medallions (an import announces them, core.anchors reads them again);
 # confirmations of possibly stale items are not carried over. Every other model must be in STORES
-# (tests/test_ops_export.py checks), so a new model forces a decision.
+# (tests/winni_site/test_ops_export.py checks), so a new model forces a decision.
 NOT_EXPORTED = {
     "winni_site.apitoken", "winni_site.backuprun", "medallions.medallionjob", "librarian.librarianhourlystats",
     "agents.injection", "core.itemuse", "core.anchor", "core.projectfile", "core.llmcall",

@@ -4,7 +4,7 @@ Every tool an MCP server lists is read by the agent's model at the start of ever
 30 tools' `tools/list` was 40,809 characters (≈ 10,200 tokens), most of them for tools an agent
 never calls in a session (storing turns by hand, Fiedler results, editing or deleting startup
 contexts, administering the answer cache). The default set is what an agent uses inside a
-session; the others are opt-in, by name. tests/test_mcp_tools.py checks that every registered
+session; the others are opt-in, by name. tests/core/test_mcp_tools.py checks that every registered
 tool is in exactly one set."""
 from __future__ import annotations
 

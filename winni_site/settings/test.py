@@ -29,7 +29,7 @@ os.environ.setdefault("WINNI_ENV_FILE", os.devnull)
 # Tests embed with the deterministic hashing stand-in unless a test asks for the real model.
 os.environ.setdefault("WINNI_EMBEDDING_PROVIDER", "hash")
 os.environ.setdefault("WINNI_EMBEDDING_MODEL", "hash-bow")
-# The tests call every MCP tool; tests/test_mcp_tools.py builds the default set's server itself.
+# The tests call every MCP tool; tests/core/test_mcp_tools.py builds the default set's server itself.
 os.environ.setdefault("WINNI_MCP_TOOLSETS", "all")
 
 from .base import *  # noqa: E402,F401,F403

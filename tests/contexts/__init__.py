@@ -1,0 +1,1 @@
+"""Tests of contexts/: startup contexts through their services, REST, MCP and admin."""

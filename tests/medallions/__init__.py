@@ -1,0 +1,1 @@
+"""Tests of medallions/: the store, its interfaces, the providers, checkpoint jobs, winni_client."""
