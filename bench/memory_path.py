@@ -27,6 +27,7 @@ import argparse
 import functools
 import os
 import sys
+import threading
 import time
 import uuid
 from collections import defaultdict
@@ -85,16 +86,24 @@ class Stages:
     def __init__(self) -> None:
         self.current: dict[str, float] = defaultdict(float)
         self.calls: list[dict[str, float]] = []
+        self.thread = threading.get_ident()
+        self.depth = 0  # a stage inside another counts in the outer one only
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
         inner = getattr(owner, name)
 
         @functools.wraps(inner)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            # Only the calling thread's time: work a helper thread does beside it is not a stage,
+            # the caller's wait for it (if any) stays in "rest".
+            if threading.get_ident() != self.thread or self.depth:
+                return inner(*args, **kwargs)
             began = time.perf_counter()
+            self.depth += 1
             try:
                 return inner(*args, **kwargs)
             finally:
+                self.depth -= 1
                 self.current[label] += (time.perf_counter() - began) * 1000
 
         setattr(owner, name, timed)
@@ -108,6 +117,8 @@ class Stages:
             wait = inner(*args, **kwargs)
 
             def waited() -> Any:
+                if self.depth:
+                    return wait()
                 began = time.perf_counter()
                 try:
                     return wait()
@@ -170,7 +181,7 @@ def main() -> None:
     stages.wrap(vectors, "nearest", "vector side (nearest)")
     stages.wrap(services, "_successors_take_over", "successors")
     stages.wrap(outputs, "search_memory_dict", "serialisation")
-    stages.wrap(services, "_write_time_vector", "new text's embedding")
+    stages.wrap(services, "_write_time_vector", "the new text's embedding (or the wait for it)")
     if hasattr(vectors, "nearest_in_project"):  # `similar`'s candidates (issue #45)
         stages.wrap(vectors, "nearest_in_project", "vector side (nearest)")
     stages.wrap(retrieval, "query_lexemes", "query lexemes")

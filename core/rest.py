@@ -278,8 +278,13 @@ def declare_input_rules(result: dict[str, Any], generator: Any, request: Any, pu
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas["JsonValue"] = JSON_VALUE_SCHEMA
     schemas.update(EXTRA_COMPONENTS)
+    internal = " ".join((StrictSerializer.__doc__ or "").split())
     for name, schema in schemas.items():
         schema.update(schema.pop(SHAPES_KEY, {}))
+        # A serializer built from inputs has no docstring of its own: drf-spectacular took the
+        # base class's, which describes Winni's code, not the request.
+        if " ".join(str(schema.get("description", "")).split()) == internal:
+            del schema["description"]
         if name.endswith("Request"):
             _declare_no_nul(schema)
             # StrictSerializer refuses a field it does not know (a typo fails loudly).
