@@ -1,8 +1,9 @@
 """Latency at scale through MCP over 100K memories and 1M messages with vectors: search_memory
 and winni_recall, and on the realistic corpus also dewey_search (hybrid: no filter, a session's, a
 project's), winni_context (a question in its project) and the UserPromptSubmit hooks as Claude Code
-waits for them (bench/hook_latency.py: the command hook and the http hook); plus embedding
-throughput of one worker with the real model.
+waits for them (bench/hook_latency.py: the command hook and the http hook), and store_memory (new
+memories, `similar` checked; deleted again after the run); plus embedding throughput of one worker
+with the real model.
 
 The corpus (--corpus) is synthetic (default: texts of 8-20 words drawn from a 20,000-word Zipf
 vocabulary, queries of 2-4 such words) or realistic (bench/realistic.py: coding-agent sessions as
@@ -311,7 +312,32 @@ def embedding_throughput(words: list[str], corpus: Any = None, rows: int = 2048)
                   f"{len(sample) / seconds:.0f} rows/s; one row alone: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
 
 
-PARTS = ("search_memory", "winni_recall", "dewey_search", "winni_context", "hooks", "throughput")
+PARTS = ("search_memory", "winni_recall", "dewey_search", "winni_context", "hooks", "store_memory", "throughput")
+
+
+def new_memories(corpus: Any, loaded: int, count: int, words: list[str]) -> list[dict[str, Any]]:
+    """store_memory's arguments for `count` memories the corpus does not hold: on the realistic
+    corpus the project facts that follow the `loaded` ones (each stored in its project, so `similar`
+    searches that project's memories), else Zipf texts (global)."""
+    import numpy as np
+    import realistic
+
+    if corpus is None:
+        rng = np.random.default_rng(13)
+        return [{"content": f"{text} stored {index}"} for index, text in enumerate(texts(count, words, rng))]
+    return [{"content": text, "project": text.split(": ", 1)[0]}
+            for text in realistic.memory_texts(corpus, loaded + count)[loaded:]]
+
+
+def forget_memories(contents: list[str]) -> int:
+    """Delete the memories store_memory added (and their vectors): the corpus stays as loaded, so
+    the next run finds the same store and the count check of a run without --reuse still holds."""
+    from memory.models import Embedding, Memory
+
+    ids = [str(pk) for pk in Memory.objects.filter(content__in=contents).values_list("pk", flat=True)]
+    Embedding.objects.filter(kind="memory", object_id__in=ids).delete()
+    Memory.objects.filter(pk__in=ids).delete()
+    return len(ids)
 
 
 def embed_answers(facts: list[Any]) -> None:
@@ -463,6 +489,13 @@ def main() -> None:
         hook_prompts = draws(args.queries, asked_in[: args.queries], sum(generic_prompts(), []),
                              [project.root for project in corpus.projects])
         hook_warm = asked_in[args.queries:][:5]
+    stored: list[dict[str, Any]] = []
+    if "store_memory" in only:
+        # Last of the MCP calls: the searches above see the corpus as loaded.
+        stored = new_memories(corpus, args.memories, args.queries + 10, words)
+        forget_memories([m["content"] for m in stored])  # what a run stopped before its clean-up left
+        add("store_memory (new memory, similar checked)", "store_memory", lambda m, i: m,
+            stored[: args.queries], stored[args.queries:])
     timings: dict[str, list[float]] = {}
     hooks: dict[str, dict[str, Any]] = {}
     if calls or hook_prompts:
@@ -480,6 +513,8 @@ def main() -> None:
             print(f"load average after: {load_average()}")
         finally:
             server.stop()
+            if stored:
+                print(f"{forget_memories([m['content'] for m in stored])} stored memories deleted again")
             if hook_prompts:
                 from hook_latency import cleanup
 
