@@ -151,24 +151,16 @@ def index_ensure(*, model: str, kind: str, dimensions: int) -> str:
     """A partial HNSW index (cosine, halfvec) over this model's vectors of this kind. Built once; bulk
     loads (winni_reembed) call it after loading, which is far faster than inserting into the index."""
     name = index_name(model=model, kind=kind, dimensions=dimensions)
-    if (connection.alias, connection.settings_dict["NAME"], name) in _indexes_seen:
-        return name
     # A catalogue lookup takes no lock; CREATE INDEX IF NOT EXISTS would wait for running writes.
+    # (Not remembered per process: an index dropped behind a running process, by a restore or by
+    # hand, must come back at the next write.)
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_class WHERE relname = %s", [name])
-        found = cursor.fetchone() is not None
-    if not found:
-        with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
-            cursor.execute(_hnsw_index_sql(name, dimensions), [model, kind])
-    if not connection.in_atomic_block:  # an index created inside a transaction may be rolled back
-        _indexes_seen.add((connection.alias, connection.settings_dict["NAME"], name))
+        if cursor.fetchone():
+            return name
+    with storage_op("embedding.index_ensure", index=name, model=model, kind=kind), connection.cursor() as cursor:
+        cursor.execute(_hnsw_index_sql(name, dimensions), [model, kind])
     return name
-
-
-# The HNSW indexes this process has seen exist (by database), so store_memory does not ask the
-# catalogue on every call. Winni never drops one while running: only a migration rebuilds them,
-# before the processes start.
-_indexes_seen: set[tuple[str, str, str]] = set()
 
 
 def _hnsw_index_sql(name: str, dimensions: int, *, concurrently: bool = False, rows: str = "") -> str:
