@@ -162,6 +162,26 @@ def embedding_sweep_count_forgotten() -> Iterator[None]:
         pass  # no Redis (a test stopped it): nothing recorded there either
 
 
+def _hnsw_scans_past_dead_entries(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Every test connection lets an HNSW index walk read past dead entries (see
+    searched_tables_vacuumed). Set on each new connection: a transactional test closes the
+    connections when it ends, and a one-time SET was lost with them (the ranking tests after one
+    then walked with the default hnsw.max_scan_tuples, 20,000 entries, and found fewer rows
+    whenever earlier files on the worker had left more dead entries than that)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET hnsw.max_scan_tuples = 1000000")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hnsw_scans_past_dead_entries() -> Iterator[None]:
+    from django.db.backends.signals import connection_created
+
+    connection_created.connect(_hnsw_scans_past_dead_entries, dispatch_uid="tests.hnsw_scans_past_dead_entries")
+    yield
+    connection_created.disconnect(dispatch_uid="tests.hnsw_scans_past_dead_entries")
+
+
 @pytest.fixture(scope="module")
 def searched_tables_vacuumed(django_db_setup: Any, django_db_blocker: Any) -> None:
     """The searched tables vacuumed and analysed before a module of ranking tests. Earlier tests'
@@ -176,5 +196,6 @@ def searched_tables_vacuumed(django_db_setup: Any, django_db_blocker: Any) -> No
         cursor.execute("VACUUM (ANALYZE) conversations_conversation, conversations_message, memory_memory, "
                        "memory_embedding")
         # The module's own rolled-back rows leave dead HNSW entries too: an index walk stops after
-        # hnsw.max_scan_tuples entries (20,000), dead ones included, and returned fewer live rows.
+        # hnsw.max_scan_tuples entries (20,000), dead ones included, and returned fewer live rows
+        # (raised on every test connection: hnsw_scans_past_dead_entries; this one may predate it).
         cursor.execute("SET hnsw.max_scan_tuples = 1000000")
