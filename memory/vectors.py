@@ -862,6 +862,13 @@ def _nearest(*, kind: str, query_vector: list[float], model: EmbeddingModel, lim
             sql = (" UNION ALL ".join(f"({branch})" for branch, _ in branches)
                    + " ORDER BY distance LIMIT %s")
             params = [value for _, branch_params in branches for value in branch_params] + [int(limit)]
+        elif keys is not None:
+            # A few rows by key, ranked exactly by the distance computed anyway. Ordered by the
+            # index's expression instead, the planner could walk the HNSW index and filter on the
+            # keys, and such a walk stops early among dead entries or past hnsw.max_scan_tuples:
+            # a session's five turns came back as fewer, after other tests had filled the index.
+            sql += " ORDER BY distance LIMIT %s"
+            params += [int(limit)]
         else:
             sql += f" {walk_order} LIMIT %s"
             params += [literal, int(limit)]
