@@ -493,7 +493,7 @@ def test_reembed_switches_search_to_the_new_model_only_when_done(corpus, setting
     assert vectors.model_active().name == "hash-bow"
     settings.WINNI_EMBEDDING_MODEL = "hash-v2"  # the operator configures a new model …
     assert vectors.model_active().name == "hash-bow"  # … search stays on the old one meanwhile
-    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert recall.recall(query="lunch pizza", mode="semantic", filters={"session_id": "work"})["results"][0]["turn"] == 3
     call_command("winni_reembed", "--dry-run")
     assert "5 rows to embed" in capsys.readouterr().out
     call_command("winni_reembed")
@@ -502,13 +502,13 @@ def test_reembed_switches_search_to_the_new_model_only_when_done(corpus, setting
     assert list(EmbeddingModel.objects.filter(is_active=True).values_list("name", flat=True)) == ["hash-v2"]
     # Search uses only the active model's vectors: drop the old ones, results are unchanged.
     Embedding.objects.filter(model="hash-bow").delete()
-    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert recall.recall(query="lunch pizza", mode="semantic", filters={"session_id": "work"})["results"][0]["turn"] == 3
 
 
 def test_search_notices_a_model_switched_by_another_process(corpus, settings):
     """A process remembers the active model; when another process switches it (here: the switch is
     written behind this process's back), the next search uses the new model's vectors."""
-    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert recall.recall(query="lunch pizza", mode="semantic", filters={"session_id": "work"})["results"][0]["turn"] == 3
     assert vectors._remembered is not None and vectors._remembered.name == "hash-bow"
     settings.WINNI_EMBEDDING_MODEL = "hash-v2"
     call_command("winni_reembed", "--no-switch")
@@ -517,7 +517,7 @@ def test_search_notices_a_model_switched_by_another_process(corpus, settings):
     EmbeddingModel.objects.update(is_active=False)  # another process's model_activate, in SQL
     EmbeddingModel.objects.filter(name="hash-v2").update(is_active=True)
     vectors._remembered = stale
-    assert recall.recall(query="lunch pizza", mode="semantic")["results"][0]["turn"] == 3
+    assert recall.recall(query="lunch pizza", mode="semantic", filters={"session_id": "work"})["results"][0]["turn"] == 3
     assert vectors._remembered.name == "hash-v2"
 
 
@@ -583,8 +583,12 @@ def test_context_reaches_two_turns_with_a_third_of_the_weight_and_groups_lift_th
         turns["u1"] = conversations.message_store(conversation_id=c2.id, role="user", content="coffee at ten").pk
         turns["m1"] = memories.memory_store(content="a quokka visited the office")[0].pk
     names = {str(pk): name for name, pk in turns.items()}
-    everything = {kind: projects.Scope(rows=searchable.get(kind).model.objects.all(), narrowed=False)
-                  for kind in ("message", "memory")}
+    # This test's rows only: rows other tests of the worker committed (through a live server) would
+    # take vector candidates' places.
+    everything = {"message": projects.Scope(rows=searchable.get("message").model.objects.filter(
+                      conversation__in=[c1, c2]), narrowed=True),
+                  "memory": projects.Scope(rows=searchable.get("memory").model.objects.filter(pk=turns["m1"]),
+                                           narrowed=True)}
     hits = retrieval.search(query="quokka ledger", scopes=everything, limit=20, mode="hybrid", attach=False)
     assert {names[hit.key]: round(hit.fused, 6) for hit in hits} == {
         "t3": 1.2, "t2": 0.5, "t4": 0.5, "t1": 0.3, "t5": 0.3, "t6": 0.2, "u1": 0.0, "m1": 0.6}
