@@ -170,7 +170,9 @@ def _hnsw_scans_past_dead_entries(sender: Any, connection: Any, **kwargs: Any) -
     whenever earlier files on the worker had left more dead entries than that)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SET hnsw.max_scan_tuples = 1000000")
+            # …and its memory: an iterative scan also stops at work_mem × hnsw.scan_mem_multiplier
+            # (4 MB), which a walk through many dead entries fills (3 rows asked, 2 returned).
+            cursor.execute("SET hnsw.max_scan_tuples = 1000000; SET hnsw.scan_mem_multiplier = 100")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -198,4 +200,4 @@ def searched_tables_vacuumed(django_db_setup: Any, django_db_blocker: Any) -> No
         # The module's own rolled-back rows leave dead HNSW entries too: an index walk stops after
         # hnsw.max_scan_tuples entries (20,000), dead ones included, and returned fewer live rows
         # (raised on every test connection: hnsw_scans_past_dead_entries; this one may predate it).
-        cursor.execute("SET hnsw.max_scan_tuples = 1000000")
+        cursor.execute("SET hnsw.max_scan_tuples = 1000000; SET hnsw.scan_mem_multiplier = 100")
