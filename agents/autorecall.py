@@ -163,6 +163,9 @@ class Candidate:
     # answer's, and the block names it after the answer, short.
     asked: str = ""
     asked_id: str = ""
+    # A session digest's parts (SessionDigest.sections): the block shows those that add to the
+    # items before it (conversations.digest_lines).
+    sections: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -311,7 +314,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
     by_id = conversations.conversations_by_id(ids=conversation_ids) if conversation_ids else {}
     found = []
     for hit in hits:
-        obj = hit.obj
+        obj, sections = hit.obj, {}
         if hit.kind == "message":
             conversation = by_id.get(obj.conversation_id)
             source: Source = {"kind": "message", "id": str(obj.id), "date": _date(obj.created_at),
@@ -330,7 +333,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
         elif hit.kind == "digest":
             source = {"kind": "digest", "id": str(obj.pk), "date": _date(obj.started_at or obj.created_at),
                       "session_id": obj.session_id, "conversation_id": str(obj.conversation_id)}
-            text, shown = obj.text, ""
+            text, shown, sections = obj.text, "", obj.sections
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text, shown = obj.content, ""
@@ -338,7 +341,7 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
         found.append(Candidate(kind=hit.kind, id=source["id"], text=text, shown=shown, source=source,
                                score=hit.fused * weight(hit), similarity=hit.similarity, created=obj.created_at,
                                asked=asked.content if asked is not None else "",
-                               asked_id=str(asked.pk) if asked is not None else ""))
+                               asked_id=str(asked.pk) if asked is not None else "", sections=sections))
     if query_vector is not None:
         _stored_similarities(query_vector, [c for c in found if c.similarity is None])
         _fresh_similarities(query_vector, [c for c in found if c.similarity is None])
@@ -930,6 +933,12 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if room - len(_asked(candidate)) < 60:
             candidate.asked = ""  # the answer is the evidence: its question gives way first
         room -= len(_asked(candidate))
+        if candidate.sections:
+            # A digest shows what it adds: not the answer or the decision an item above gave, nor
+            # its heading (the source line dates it); none of it when only its question is left.
+            candidate.shown = "\n".join(conversations.digest_lines(candidate.sections, given=shown))  # type: ignore[arg-type]
+            if not candidate.shown:
+                continue
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         # An item saying what one already given says is left out (core.repeats), its room kept.

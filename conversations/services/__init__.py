@@ -2,7 +2,7 @@
 by topic: messages (conversations, their messages, lists and deletes), search (dewey_search and
 what a message is to search) and fiedler (orchestration results). The names callers use are
 importable from here."""
-from conversations.services.digest import session_digest_queue, session_digest_write
+from conversations.services.digest import digest_lines, session_digest_queue, session_digest_write
 from conversations.services.fiedler import (
     fiedler_result_delete,
     fiedler_result_store,
@@ -50,6 +50,7 @@ from conversations.services.search import (
 from conversations.toolcalls import tool_call
 
 __all__ = [
+    "digest_lines",
     "digest_recall_scope",
     "FollowingTurn",
     "message_following_turn",

@@ -130,19 +130,33 @@ SECTION_TITLES: tuple[tuple[SectionKey, str], ...] = (("asked", "Asked"), ("file
                   ("open_questions", "Open questions"))
 
 
+def digest_lines(sections: Sections, *, given: list[set[str]] | None = None) -> list[str]:
+    """The digest's parts, one line each ("Asked: …", "Commands: …", …, "Last answer: …"), without
+    its heading. The last answer is left out when it only says again the decisions and rules listed
+    above it (a reply "Decision: X" under "Decisions: X"). `given`: the words (core.repeats.words)
+    of what the reader already has, as automatic recall's block gives it: a part saying what one
+    of those says is left out too, and nothing is left when only what the session asked remains
+    (the question, without the answer the reader has, adds nothing)."""
+    parts = [(key, f"{title}: " + "; ".join(sections[key])) for key, title in SECTION_TITLES if sections.get(key)]
+    answer = sections.get("last_answer") or ""
+    stated = repeats.words(" ".join([*sections.get("decisions", []), *sections.get("rules", [])]))
+    if answer and not repeats.repeats(repeats.words(answer), [stated]):
+        parts.append(("last_answer", f"Last answer: {answer}"))
+    if given:
+        parts = [(key, line) for key, line in parts
+                 if not repeats.repeats(repeats.words(line.split(": ", 1)[1]), given)]
+        if all(key == "asked" for key, _ in parts):
+            return []
+    return [line for _, line in parts]
+
+
 def digest_text(sections: Sections, *, conversation: Conversation, started: Any, ended: Any) -> str:
     """The digest as it is searched and shown: a dated heading, then one line per part."""
     day = started.date().isoformat() if started else "undated"
     span = f"{started:%H:%M}–{ended:%H:%M} UTC" if started and ended else ""
     where = conversation.project.slug if conversation.project_id and conversation.project else "no project"
-    lines = [f"Session digest · {where} · {day} {span} · session {conversation.session_id or conversation.pk}".strip()]
-    for key, title in SECTION_TITLES:
-        items = sections[key]
-        if items:
-            lines.append(f"{title}: " + "; ".join(items))
-    if sections["last_answer"]:
-        lines.append(f"Last answer: {sections['last_answer']}")
-    return "\n".join(lines)
+    heading = f"Session digest · {where} · {day} {span} · session {conversation.session_id or conversation.pk}".strip()
+    return "\n".join([heading, *digest_lines(sections)])
 
 
 def _session_messages(conversation: Conversation) -> tuple[list[Message], list[str], str | None]:

@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from agents import autorecall, capture
 from agents.models import Injection
 from conversations import services as conversations
+from conversations.models import SessionDigest
 from core import projects
 from medallions import services as medallions
 from memory import services as memories
@@ -662,3 +663,45 @@ def test_what_the_agent_kept_ignoring_for_such_prompts_weighs_less_unless_the_pr
         first.key: pytest.approx(1 - use.PRIOR_STRENGTH * 4 / 5)}
     settings.WINNI_RECALL_USE_PRIOR = False
     assert autorecall.candidates_for(prompt, shop["shop"], "session-four").prior == {}
+
+
+def test_a_digest_shows_only_what_the_items_before_it_did_not_say(db, django_capture_on_commit_callbacks):
+    """Found by using Winni: the block gave the reply that answered, then its session's digest
+    repeating that reply word for word under a heading the source line already dates; a digest
+    whose decision a medallion had given listed it twice more ("Decisions: X … Last answer:
+    Decision: X")."""
+    answer = ("The export tests pass. Worth knowing: the nightly export job retries 5 times with a 30 second "
+              "backoff, configured in ledger/export.py as EXPORT_RETRIES.")
+    decision = "Decision: invoice totals are rounded half-even, once, on the total, never per line."
+    sessions = {
+        "export": [{"hook_event_name": "UserPromptSubmit",
+                    "prompt": "Please check the nightly export: run its tests and tell me how its retries work."},
+                   {"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                    "tool_input": {"command": "python -m pytest -q tests/test_export.py"},
+                    "tool_response": {"stdout": "1 passed in 0.70s", "stderr": "", "interrupted": False}},
+                   {"hook_event_name": "Stop", "last_assistant_message": answer}],
+        "rounding": [{"hook_event_name": "UserPromptSubmit",
+                      "prompt": "How should we do invoice rounding? Decide it once for the whole codebase."},
+                     {"hook_event_name": "Stop", "last_assistant_message": decision}],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        for session, events in sessions.items():
+            for event in [*events, {"hook_event_name": "SessionEnd"}]:
+                capture.capture_hook_event(payload={"session_id": session, "cwd": "/home/dev/ledger", **event},
+                                           project="ledger")
+    rounding = SessionDigest.objects.get(session_id="rounding")
+    assert "Decisions: Invoice totals are rounded half-even" in rounding.text
+    assert "Last answer" not in rounding.text  # it only said the decision again
+
+    out = autorecall.context_for_prompt(prompt="How many times does the nightly export job retry?",
+                                        project="ledger", session_id="later")
+    assert out["text"].count("retries 5 times") == 1, out["text"]
+    assert out["items"][0]["kind"] == "message"
+    digest = [line for line in out["text"].splitlines() if line.startswith("- [digest")]
+    assert len(digest) == 1 and "Commands: Bash `python -m pytest -q tests/test_export.py`" in digest[0], out["text"]
+    assert "Session digest ·" not in out["text"] and "Last answer" not in out["text"]
+
+    out = autorecall.context_for_prompt(prompt="How are invoice totals rounded?", project="ledger",
+                                        session_id="later-still")
+    assert out["text"].count("rounded half-even") == 1, out
+    assert [item["kind"] for item in out["items"]] in (["decision"], ["message"]), out["text"]
