@@ -95,8 +95,13 @@ GENERIC_MAX = 0.55
 # but a cached answer, and an item must share this many of them to open the block (unless close in
 # meaning alone): one word says too little about what is asked.
 MIN_TERMS = 2
-# At most this many items of one session lead the block; the rest follow after every other
-# session's (evidence spread over several sessions needs a turn of each).
+# After the LEAD best items, in recall's order wherever they come from, at most PER_SESSION items
+# of one session come before every other session has had its own; the rest follow (evidence spread
+# over several sessions needs a turn of each, and the best answer often has its best neighbour in
+# its own session). Chosen on the tuning halves (docs/benchmarks.md, "Automatic recall": LoCoMo
+# evidence among the first 3, no lead / 3: 49.5 / 62.5 %, LongMemEval_S at 4,000 and 2,000
+# characters unchanged).
+LEAD = 3
 PER_SESSION = 1
 
 # Lexemes (english stems) of generic coding-agent instructions: they say what to do now, not what
@@ -740,8 +745,8 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
 def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | None = None) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
     the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
-    while their score holds up, once one of them passes (one per conversation first, the rows that
-    pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
+    while their score holds up, once one of them passes (the best LEAD first, then one per
+    conversation, the rows that pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
     reorders what the gate admitted (by_prior); which items are admitted is decided on recall's
     scores alone."""
     if (found.generic >= gate.generic_max and not found.procedure) or len(found.weights) < gate.min_terms:
@@ -787,16 +792,17 @@ def _conversation(candidate: Candidate) -> Any:
     return candidate.source.get("conversation_id") or candidate.key
 
 
-def spread(candidates: list[Candidate], per_session: int) -> list[Candidate]:
-    """The candidates in order, except that a session's items after its first `per_session` wait
-    until every session has had its first ones."""
+def spread(candidates: list[Candidate], per_session: int, lead: int = LEAD) -> list[Candidate]:
+    """The candidates in order, except that after the first `lead`, a session's items after its
+    first `per_session` (those among the lead count) wait until every session has had its first
+    ones."""
     first: list[Candidate] = []
     later: list[Candidate] = []
     seen: dict[Any, int] = {}
-    for candidate in candidates:
+    for index, candidate in enumerate(candidates):
         session = _conversation(candidate)
         seen[session] = seen.get(session, 0) + 1
-        (first if seen[session] <= per_session else later).append(candidate)
+        (first if index < lead or seen[session] <= per_session else later).append(candidate)
     return first + later
 
 

@@ -428,25 +428,30 @@ def every_session(found: list[Any], lme: list[Asked], gate: Any, budget: int) ->
 
 
 def explore(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: list[Asked]) -> None:
-    """The block's shape at the default budget: items per session before the others, snippet size."""
+    """The block's shape at the default budget: how many items of a session come before the other
+    sessions' first (0: none wait, recall's order), and the snippet size."""
     import dataclasses
 
     from agents import autorecall
 
-    print("\n| per session | snippet chars | relative_min | LoCoMo evidence any | LongMemEval_S every evidence session "
-          "(even / odd questions) | LoCoMo average block chars |")
+    print("\n| per session (0: recall's order) | snippet chars | LoCoMo evidence any | LoCoMo evidence among the "
+          "first 3 (tuning / checking) | LongMemEval_S every evidence session (even / odd questions) "
+          "| LoCoMo average block chars |")
     print("|---|---|---|---|---|---|")
     default = autorecall.SNIPPET_CHARS
     try:
-        for per_session, snippet, relative in itertools.product((1, 2), (300, 500), (0.0, 0.1, 0.15, 0.25)):
+        for per_session, snippet in itertools.product((1, 2, 3, 0), (300, 500)):
             autorecall.SNIPPET_CHARS = snippet
-            variant = dataclasses.replace(gate, per_session=per_session, relative_min=relative)
-            hits = sum(bool(set(keys_of(items_for(f, variant, 4000), a.mapping)) & a.gold_turns)
-                       for a, f in zip(locomo, found["locomo"]))
+            variant = dataclasses.replace(gate, per_session=per_session or 10_000)
+            blocks = [items_for(f, variant, 4000) for f in found["locomo"]]
+            hits = sum(bool(set(keys_of(items, a.mapping)) & a.gold_turns) for a, items in zip(locomo, blocks))
+            first3 = [bool(first_keys(items, a.mapping) & a.gold_turns) for a, items in zip(locomo, blocks)]
             lme_hits = every_session(found["lme"], lme, variant, 4000)
             sizes = [block_chars(f, variant, 4000) for f in found["locomo"] if opens(f, variant)]
             halves = " / ".join(f"{sum(half) / max(1, len(half)):.3f}" for half in (lme_hits[0::2], lme_hits[1::2]))
-            print(f"| {per_session} | {snippet} | {relative} | {hits / len(locomo) * 100:.1f} % "
+            thirds = " / ".join(f"{sum(half) / max(1, len(half)) * 100:.1f} %" for half in (first3[0::2], first3[1::2]))
+            print(f"| {per_session} | {snippet} | {hits / len(locomo) * 100:.1f} % "
+                  f"| {sum(first3) / len(locomo) * 100:.1f} % ({thirds}) "
                   f"| {sum(lme_hits) / max(1, len(lme)):.3f} ({halves}) | {sum(sizes) / max(1, len(sizes)):.0f} |")
     finally:
         autorecall.SNIPPET_CHARS = default

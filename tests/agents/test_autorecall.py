@@ -566,14 +566,17 @@ def test_a_long_text_is_cut_around_its_densest_matched_words():
     assert autorecall._snippet("short text", {"x"}, 200) == "short text"
 
 
-def test_one_row_per_conversation_leads_the_block():
+def test_the_best_rows_lead_the_block_then_one_row_per_conversation():
+    """The best answer's best neighbour is often in its own session: recall's first three stay
+    first; after them a conversation's further rows wait until every other has had one."""
     def row(conversation: str, n: int) -> autorecall.Candidate:
         return autorecall.Candidate(kind="message", id=f"{conversation}{n}", text="t",
                                     source={"conversation_id": conversation})
 
-    rows = [row("a", 1), row("a", 2), row("b", 1), row("a", 3), row("c", 1)]
-    assert [c.id for c in autorecall.spread(rows, 1)] == ["a1", "b1", "c1", "a2", "a3"]
-    assert [c.id for c in autorecall.spread(rows, 2)] == ["a1", "a2", "b1", "c1", "a3"]
+    rows = [row("a", 1), row("a", 2), row("b", 1), row("a", 3), row("c", 1), row("b", 2), row("d", 1)]
+    assert [c.id for c in autorecall.spread(rows, 1)] == ["a1", "a2", "b1", "c1", "d1", "a3", "b2"]
+    assert [c.id for c in autorecall.spread(rows, 1, lead=0)] == ["a1", "b1", "c1", "d1", "a2", "a3", "b2"]
+    assert [c.id for c in autorecall.spread(rows, 2, lead=0)] == ["a1", "a2", "b1", "c1", "b2", "d1", "a3"]
 
 
 
@@ -603,7 +606,7 @@ def test_a_conversation_is_led_by_its_row_that_passes_the_gate():
     rows = [row("a", 1, 0.3), row("b", 1, 0.3), row("a", 2, 0.6), row("c", 1, 0.5)]
     ordered = autorecall.passing_first(rows, autorecall.GATE)
     assert [c.id for c in ordered] == ["a2", "b1", "a1", "c1"]  # each conversation keeps its places
-    assert [c.id for c in autorecall.spread(ordered, 1)] == ["a2", "b1", "c1", "a1"]
+    assert [c.id for c in autorecall.spread(ordered, 1, lead=0)] == ["a2", "b1", "c1", "a1"]
 
 
 @pytest.mark.live
