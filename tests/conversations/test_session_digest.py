@@ -112,3 +112,18 @@ def test_a_labelled_rule_is_a_rule_shown_without_its_label(db, django_capture_on
     digest = SessionDigest.objects.get(session_id="rules")
     assert digest.sections["rules"] == ["Round half-even in src/invoice.py."]
     assert "Rules: Round half-even in src/invoice.py." in digest.text and "Rule: Rule" not in digest.text
+
+
+def test_a_last_answer_that_asks_is_listed_once(db, django_capture_on_commit_callbacks):
+    """Found by using Winni: a session ending on the agent's question listed that reply twice, as an
+    open question and as the last answer."""
+    base = {"session_id": "asks", "cwd": "/home/dev/shop"}
+    reply = "Should the invoice totals be rounded half-even on the total or on every line?"
+    with django_capture_on_commit_callbacks(execute=True):
+        for event in ({"hook_event_name": "UserPromptSubmit", "prompt": "Fix the rounding of invoice totals."},
+                      {"hook_event_name": "Stop", "last_assistant_message": reply},
+                      {"hook_event_name": "SessionEnd"}):
+            capture.capture_hook_event(payload={**base, **event}, project="shop")
+    digest = SessionDigest.objects.get(session_id="asks")
+    assert digest.sections["open_questions"] == [reply] and digest.sections["last_answer"] == reply
+    assert digest.text.count(reply) == 1 and "Last answer" not in digest.text
