@@ -89,6 +89,12 @@ RELATIVE_MIN = 0.25
 # A procedure question's (HOW_TO) stated rule must be this close in meaning (all-MiniLM-L6-v2: a
 # how-to question and the rule that answers it 0.28-0.45, an unrelated rule of the project ≈ 0.1).
 PROCEDURE_SIMILARITY_MIN = 0.2
+# An item sharing one of the prompt's names (a hyphenated name, a path, a host: "report-merge",
+# "ledger/export.py") needs only this closeness in meaning: the name says what the meaning of a
+# short question against a long turn cannot ("What did we decide about retries of the report-merge
+# job?" and the reply stating them: 0.35). Generic instructions name nothing of a project.
+NAMED_SIMILARITY_MIN = 0.2
+NAME = re.compile(r"\w[-./_]\w")  # a lexeme of a name: words joined by "-", "/", "." or "_"
 # A prompt at least this close in meaning to a generic instruction (GENERIC_PROMPTS) gets nothing.
 GENERIC_MAX = 0.55
 # A prompt with fewer specific words than this ("perfect", "run mypy", "undo that") gets nothing
@@ -484,19 +490,22 @@ class Gate:
     generic_max: float = GENERIC_MAX
     per_session: int = PER_SESSION
     min_terms: int = MIN_TERMS
+    named_similarity_min: float = NAMED_SIMILARITY_MIN
 
     def passes(self, candidate: Candidate) -> bool:
         if candidate.kind == "answer":
             return True
         similarity = candidate.similarity if candidate.similarity is not None else 0.0
+        named = any(NAME.search(lexeme) for lexeme in candidate.lexemes)
         return similarity >= self.similarity_alone or (
             len(candidate.lexemes) >= self.min_terms and candidate.overlap >= self.overlap_min
-            and similarity >= self.similarity_min)
+            and similarity >= (self.named_similarity_min if named else self.similarity_min))
 
     def as_dict(self) -> dict[str, float]:
         return {"overlap_min": self.overlap_min, "similarity_min": self.similarity_min,
                 "similarity_alone": self.similarity_alone, "relative_min": self.relative_min,
-                "generic_max": self.generic_max, "per_session": self.per_session, "min_terms": self.min_terms}
+                "generic_max": self.generic_max, "per_session": self.per_session, "min_terms": self.min_terms,
+                "named_similarity_min": self.named_similarity_min}
 
 
 GATE = Gate()

@@ -595,6 +595,21 @@ def test_one_shared_word_does_not_open_the_block():
     assert not gate.passes(item({"psycopg", "driver"}, 0.8, 0.2))  # the words, too little of the meaning
 
 
+def test_a_shared_name_opens_the_block_with_less_of_the_meaning():
+    """"What did we decide about retries of the report-merge job?" is 0.35 from the long reply that
+    states them: the project's name for the job says what the meaning cannot."""
+    def item(lexemes: set[str], similarity: float) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id="m", text="t", source={}, lexemes=lexemes, overlap=0.66,
+                                    similarity=similarity)
+
+    gate = autorecall.GATE
+    for named in ({"report", "report-merg"}, {"export", "ledger/export.py"}, {"db2.internal", "stage"}):
+        assert gate.passes(item(named, 0.35)) and gate.passes(item(named, gate.named_similarity_min))
+        assert not gate.passes(item(named, 0.1))  # named, and about something else
+        assert not gate.passes(item({next(iter(sorted(named)))}, 0.35))  # the name alone: one word
+    assert not gate.passes(item({"report", "merg"}, 0.35))  # the same words, not joined into a name
+
+
 def test_a_conversation_is_led_by_its_row_that_passes_the_gate():
     """A tool output that shares the project's name with the prompt can outrank, in its own
     conversation, the turn that answers; the answer leads that conversation in the block."""
