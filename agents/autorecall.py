@@ -33,7 +33,6 @@ What it does with a prompt:
    one query per prompt); what the block holds is chosen without it (prior_order)."""
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -238,10 +237,7 @@ def _weights(lexemes: set[str], *, generic_too: bool = False) -> dict[str, float
     """Each specific lexeme's weight: its inverse document frequency among past turns (ANALYZE's
     statistics; a lexeme they do not list as common is rare). Generic words weigh nothing, unless
     `generic_too` (a procedure question: they are what it asks about)."""
-    frequencies = memories.lexeme_frequencies(kind="message")
-    floor = min(frequencies.values()) / 2 if frequencies else 0.001
-    return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6))
-            for lexeme in lexemes if generic_too or lexeme not in GENERIC_WORDS}
+    return memories.lexeme_weights(lexemes=[lexeme for lexeme in lexemes if generic_too or lexeme not in GENERIC_WORDS])
 
 
 # A question of how to do something ("how do I run the tests here?", "what's the command to

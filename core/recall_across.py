@@ -6,7 +6,8 @@ conversation's turns lift each other. recall_by_kind ranks each kind on its own 
 and scaling, through core.recall.rank), then orders all hits by a strength that means the same for
 every kind:
   COVERAGE_WEIGHT × the share of the query's words the row holds (its search_vector, the same
-  lexemes the engine matches) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
+  lexemes the engine matches; each word weighed by how rare it is among past turns, as automatic
+  recall weighs them) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
   model for every kind) + WITHIN_KIND_WEIGHT × its fused score relative to its kind's best.
 A hit without any query word and with similarity below SIMILARITY_FLOOR is dropped (a turn that
 only sits next to a match), and each kind's best remaining hit keeps a place in the page.
@@ -37,13 +38,16 @@ SIMILARITY_WEIGHT = 0.4
 WITHIN_KIND_WEIGHT = 0.1
 SIMILARITY_FLOOR = 0.3
 _embed_query: Any = None
+_lexeme_weights: Any = None
 
 
-def install_query_embedder(embed_query: Any) -> None:
+def install_query_embedder(embed_query: Any, lexeme_weights: Any = None) -> None:
     """`embed_query(text) -> vector` (raising EmbeddingUnavailable when the provider is down), from
-    the app that owns the vectors: recall_by_kind embeds a query once for all its kinds."""
-    global _embed_query
-    _embed_query = embed_query
+    the app that owns the vectors: recall_by_kind embeds a query once for all its kinds; and
+    `lexeme_weights(lexemes) -> {lexeme: weight}` (how rare each word is), which coverage weighs
+    the query's words by (unweighted without it)."""
+    global _embed_query, _lexeme_weights
+    _embed_query, _lexeme_weights = embed_query, lexeme_weights
 
 
 class RankedHitDict(RecallHitDict):
@@ -70,15 +74,17 @@ def query_words(query: str) -> list[str]:
     return sorted(set(lexemes or []))
 
 
-def _coverage(kind: str, keys: list[str], lexemes: list[str]) -> dict[str, float]:
-    """key → the share of `lexemes` the row's search_vector holds."""
-    if not keys or not lexemes:
+def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str, float]:
+    """key → the share of the query's word weight (`weights`: lexeme → weight) that the row's
+    search_vector holds."""
+    total = sum(weights.values())
+    if not keys or not total:
         return {}
     model = searchable.get(kind).model
-    held = RawSQL("cardinality(ARRAY(SELECT unnest(tsvector_to_array(search_vector)) "
-                  "INTERSECT SELECT unnest(%s::text[])))", [lexemes])
+    held = RawSQL("ARRAY(SELECT unnest(tsvector_to_array(search_vector)) INTERSECT SELECT unnest(%s::text[]))",
+                  [list(weights)])
     rows = model._default_manager.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
-    return {str(pk): count / len(lexemes) for pk, count in rows}
+    return {str(pk): sum(weights[lexeme] for lexeme in found or ()) / total for pk, found in rows}
 
 
 def recall_by_kind(
@@ -105,6 +111,8 @@ def recall_by_kind(
         except EmbeddingUnavailable:
             degraded, used = True, "fts"
     lexemes = query_words(query)
+    # A rare word of the query says more of what is asked than a common one ("decide", "index").
+    weights = _lexeme_weights(lexemes) if _lexeme_weights is not None and lexemes else dict.fromkeys(lexemes, 1.0)
     ranked: list[tuple[Hit, float, float]] = []  # (hit, strength, coverage)
     with storage_op("recall.by_kind", mode=used, kinds=",".join(kinds), limit=limit) as log:
         for kind, scope in scopes.items():
@@ -114,7 +122,7 @@ def recall_by_kind(
                                       limit=limit * ROUND_DEPTH_FACTOR, mode=used, query_vector=vector),
                                  query=query, scopes={kind: scope})[:limit]
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
-            coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), lexemes)
+            coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), weights)
             for answer, question in asked.items():
                 coverage[answer] = max(coverage.get(answer, 0.0), coverage.get(question, 0.0))
             best = max((hit.fused for hit in hits), default=0.0) or 1.0

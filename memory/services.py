@@ -5,7 +5,7 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -164,6 +164,18 @@ def lexeme_frequencies(*, kind: str) -> dict[str, float]:
     """The fraction of the rows of searchable `kind` that hold each of their most common lexemes,
     as the last ANALYZE counted them (memory.retrieval.lexeme_frequencies); empty before it."""
     return retrieval.lexeme_frequencies(searchable.get(kind).model._meta.db_table)
+
+
+def lexeme_weights(*, lexemes: Iterable[str], kind: str = "message") -> dict[str, float]:
+    """Each lexeme's weight: its inverse document frequency among the rows of `kind` (past turns by
+    default: the largest store, whose words every kind shares), from ANALYZE's statistics; a lexeme
+    they do not list as common is rare. The one weighing of a query's words that automatic recall's
+    overlap and the admin search's coverage share."""
+    import math
+
+    frequencies = lexeme_frequencies(kind=kind)
+    floor = min(frequencies.values()) / 2 if frequencies else 0.001
+    return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6)) for lexeme in lexemes}
 
 
 def stored_similarities(*, query_vector: list[float], keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
