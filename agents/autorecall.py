@@ -947,7 +947,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
         if candidate.sections:
             # A digest shows what it adds: not the answer or the decision an item above gave, nor
             # its heading (the source line dates it); none of it when only its question is left.
-            candidate.shown = "\n".join(conversations.digest_lines(candidate.sections, given=shown))  # type: ignore[arg-type]
+            candidate.shown = "\n".join(conversations.digest_lines(candidate.sections, given=shown))
             if not candidate.shown:
                 continue
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
 from django.conf import settings
@@ -130,14 +131,15 @@ SECTION_TITLES: tuple[tuple[SectionKey, str], ...] = (("asked", "Asked"), ("file
                   ("open_questions", "Open questions"))
 
 
-def digest_lines(sections: Sections, *, given: list[set[str]] | None = None) -> list[str]:
+def digest_lines(sections: Mapping[str, Any], *, given: list[set[str]] | None = None) -> list[str]:
     """The digest's parts, one line each ("Asked: …", "Commands: …", …, "Last answer: …"), without
     its heading. The last answer is left out when it only says again the decisions, rules or open
     questions listed above it (a reply "Decision: X" under "Decisions: X"). `given`: the words (core.repeats.words)
     of what the reader already has, as automatic recall's block gives it: a part saying what one
     of those says is left out too, and nothing is left when only what the session asked remains
     (the question, without the answer the reader has, adds nothing)."""
-    parts = [(key, f"{title}: " + "; ".join(sections[key])) for key, title in SECTION_TITLES if sections.get(key)]
+    parts: list[tuple[str, str]] = [(key, f"{title}: " + "; ".join(sections[key]))
+                                    for key, title in SECTION_TITLES if sections.get(key)]
     answer = sections.get("last_answer") or ""
     stated = repeats.words(" ".join(item for key in ("decisions", "rules", "open_questions")
                                     for item in sections.get(key, [])))

