@@ -107,17 +107,17 @@ def test_a_broken_helper_connection_falls_back_to_the_callers(vector_reads):
     for text in ("the deploy pipeline failed on the migration step", "lunch was a pizza"):
         conversations.message_store(conversation_id=work.id, role="user", content=text)
     with vector_reads() as read_here:
-        before = recall.recall(query="deploy pipeline migration", kinds=["message"])
+        before = recall.recall(query="deploy pipeline migration", kinds=["message"], filters={"session_id": "work"})
     assert read_here == []  # on the helper's connection
     with connection.cursor() as cursor:  # what a database restart does to the helper's connection
         cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
                        "current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM memory_embedding%'")
         assert cursor.fetchone()[0] >= 1
     with vector_reads() as read_here:
-        after = recall.recall(query="deploy pipeline migration", kinds=["message"])
+        after = recall.recall(query="deploy pipeline migration", kinds=["message"], filters={"session_id": "work"})
     assert read_here  # the helper's try failed: this thread did it
     with vector_reads() as read_here:
-        again = recall.recall(query="deploy pipeline migration", kinds=["message"])
+        again = recall.recall(query="deploy pipeline migration", kinds=["message"], filters={"session_id": "work"})
     assert read_here == []  # the helper again, on a new connection
     assert [hit["id"] for hit in before["results"]] == [hit["id"] for hit in after["results"]] \
         == [hit["id"] for hit in again["results"]]

@@ -218,7 +218,10 @@ def test_edit_and_activate_a_startup_context(admin_page: Any):
     page.fill("#id_content", "Deploy with helm; staging first.")
     page.click("input[name=_save]")
     page.wait_for_url("**/contexts/startupcontext/")
-    page.locator("tr", has_text="deploy-notes").locator("button", has_text="Activate").click()
+    # The activation posts and comes back to the same list: wait for that page, or the message list
+    # read may be the one torn down (it once read empty).
+    with page.expect_navigation():
+        page.locator("tr", has_text="deploy-notes").locator("button", has_text="Activate").click()
     assert page.locator(".messagelist").inner_text().startswith("'deploy-notes' is now the active")
     assert page.locator("tr", has_text="deploy-notes").locator("strong", has_text="active").is_visible()
     shot(page, "06-contexts")
