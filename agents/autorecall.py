@@ -938,7 +938,10 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     stale = anchors.marks([c.key for c in fresh])
     fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
     for candidate in fresh:
-        room = max_chars - used - 160  # the source line's own length, roughly
+        candidate.snippet = ""
+        # What is left for its text once its source line ("- [date · turn … · conversation …] ") and
+        # the marks of a cut snippet ("… ", " …") are counted.
+        room = max_chars - used - 1 - (len(_line(candidate)) - len(_asked(candidate))) - 4
         if room < 60:
             break
         if room - len(_asked(candidate)) < 60:
