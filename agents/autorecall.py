@@ -22,8 +22,11 @@ What it does with a prompt:
 3. The gate (docs/autorecall.md says how its thresholds were measured): the block is given only
    when some candidate shares two or more of the prompt's specific words, enough of their weight
    (each weighs by how rare it is in the store: `overlap`) with enough meaning (`similarity`,
-   cosine of the embeddings), or is very close in meaning alone. Otherwise: an empty text, no header.
-4. The block: the candidates in rank order (one per conversation first), each a snippet cut
+   cosine of the embeddings), or is very close in meaning alone; an item sharing one of the
+   prompt's names ("report-merge", a path) needs less of the meaning. Otherwise: an empty text,
+   no header.
+4. The block: the candidates in rank order (the best three first, then one per conversation),
+   a session digest only with what the items above it do not say, each a snippet cut
    around the matched words, with its
    source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
