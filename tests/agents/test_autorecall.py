@@ -723,3 +723,16 @@ def test_a_digest_shows_only_what_the_items_before_it_did_not_say(db, django_cap
                                         session_id="later-still")
     assert out["text"].count("rounded half-even") == 1, out
     assert [item["kind"] for item in out["items"]] in (["decision"], ["message"]), out["text"]
+
+
+def test_an_item_fits_when_its_own_line_fits(shop):
+    """The room an item's text has is what is left after its own source line: a budget that holds
+    the first two items exactly gives both, whole (a fixed reserve for any source line left a block
+    short, or cut its last item, with room to spare)."""
+    prompt = "Which PostgreSQL database driver do we use, psycopg 3?"
+    whole = autorecall.context_for_prompt(prompt=prompt, project="shop", session_id="budget-a", max_chars=20_000)
+    lines = whole["text"].splitlines()
+    assert len(whole["items"]) >= 2
+    budget = len("\n".join(lines[:3])) + 10
+    out = autorecall.context_for_prompt(prompt=prompt, project="shop", session_id="budget-b", max_chars=budget)
+    assert out["text"] == "\n".join(lines[:3]) and len(out["items"]) == 2
