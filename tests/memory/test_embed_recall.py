@@ -6,7 +6,7 @@ import math
 import threading
 import time
 from concurrent.futures import Future
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from django.core.management import call_command
@@ -405,15 +405,21 @@ def test_lexeme_frequencies_come_from_analyze(monkeypatch):
     assert frequencies["quokka"] == pytest.approx(0.25, abs=0.01)
 
 
+def user_turns(**sessions: list[str]) -> dict[str, Any]:
+    """A conversation per session id, holding these user turns (embedded at their commits when the
+    caller runs the on-commit callbacks)."""
+    made = {}
+    for session_id, texts in sessions.items():
+        made[session_id] = conversations.conversation_begin(session_id=session_id)
+        for text in texts:
+            conversations.message_store(conversation_id=made[session_id].id, role="user", content=text)
+    return made
+
+
 def test_filtered_vector_search_keeps_recall_through_iterative_scan(django_capture_on_commit_callbacks):
     """A selective filter over an HNSW index: the few matching rows must all come back."""
     with django_capture_on_commit_callbacks(execute=True):
-        crowd = conversations.conversation_begin(session_id="crowd")
-        for i in range(300):
-            conversations.message_store(conversation_id=crowd.id, role="user", content=f"release notes entry {i}")
-        rare = conversations.conversation_begin(session_id="rare")
-        for i in range(3):
-            conversations.message_store(conversation_id=rare.id, role="user", content=f"vacation plan {i}")
+        user_turns(crowd=[f"release notes entry {i}" for i in range(300)], rare=[f"vacation plan {i}" for i in range(3)])
     scope = searchable.get("message").model.objects.filter(conversation__session_id="rare")
     query = vectors.Embedding.objects.filter(kind="message", object_id=str(scope.first().pk)).get().vector
     near = vectors.nearest(kind="message", query_vector=query, model=vectors.model_active(), limit=10, scope=scope)
@@ -462,12 +468,7 @@ def test_a_walk_that_stops_short_is_not_taken_for_the_whole_scope(monkeypatch, d
     nearest index entries are dead (their vectors deleted, not yet vacuumed) and the scan may visit
     one tuple past its search list. The scope is then ranked exactly, never answered short."""
     with django_capture_on_commit_callbacks(execute=True):
-        gone = conversations.conversation_begin(session_id="gone")
-        for i in range(60):
-            conversations.message_store(conversation_id=gone.id, role="user", content=f"deploy note {i}")
-        kept = conversations.conversation_begin(session_id="kept")
-        for i in range(5):
-            conversations.message_store(conversation_id=kept.id, role="user", content=f"deploy plan {i}")
+        gone = user_turns(gone=[f"deploy note {i}" for i in range(60)], kept=[f"deploy plan {i}" for i in range(5)])["gone"]
     gone_keys = [str(pk) for pk in searchable.get("message").model.objects.filter(conversation=gone)
                  .values_list("pk", flat=True)]
     query = vectors.Embedding.objects.filter(kind="message", object_id=gone_keys[0]).get().vector
