@@ -41,11 +41,11 @@ _embed_query: Any = None
 _lexeme_weights: Any = None
 
 
-def install_query_embedder(embed_query: Any, lexeme_weights: Any = None) -> None:
-    """`embed_query(text) -> vector` (raising EmbeddingUnavailable when the provider is down), from
-    the app that owns the vectors: recall_by_kind embeds a query once for all its kinds; and
-    `lexeme_weights(lexemes) -> {lexeme: weight}` (how rare each word is), which coverage weighs
-    the query's words by (unweighted without it)."""
+def install_query_readers(*, embed_query: Any, lexeme_weights: Any) -> None:
+    """From the app that owns the vectors and the search statistics: `embed_query(text) -> vector`
+    (raising EmbeddingUnavailable when the provider is down; recall_by_kind embeds a query once
+    for all its kinds) and `lexeme_weights(lexemes) -> {lexeme: weight}` (how rare each word is,
+    which coverage weighs the query's words by; unweighted before it is installed)."""
     global _embed_query, _lexeme_weights
     _embed_query, _lexeme_weights = embed_query, lexeme_weights
 

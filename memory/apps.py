@@ -42,8 +42,8 @@ class MemoryConfig(AppConfig):
         # This app owns the vectors, so it ranks every search (core.recall.rank) and embeds every
         # searchable row once its write commits.
         recall.install_engine(retrieval.search)
-        recall_across.install_query_embedder(lambda text: embeddings.embed_query(text),
-                                             lambda lexemes: lexeme_weights(lexemes=lexemes))
+        recall_across.install_query_readers(embed_query=lambda text: embeddings.embed_query(text),
+                                            lexeme_weights=lambda lexemes: lexeme_weights(lexemes=lexemes))
         searchable_changed.connect(_on_searchable_changed, dispatch_uid="memory.embed_on_change")
         connection_created.connect(vectors.hnsw_session_settings, dispatch_uid="memory.hnsw_session_settings")
         health.register_check("embeddings", _embedding_health)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -171,8 +172,6 @@ def lexeme_weights(*, lexemes: Iterable[str], kind: str = "message") -> dict[str
     default: the largest store, whose words every kind shares), from ANALYZE's statistics; a lexeme
     they do not list as common is rare. The one weighing of a query's words that automatic recall's
     overlap and the admin search's coverage share."""
-    import math
-
     frequencies = lexeme_frequencies(kind=kind)
     floor = min(frequencies.values()) / 2 if frequencies else 0.001
     return {lexeme: math.log(1 / max(frequencies.get(lexeme, floor), 1e-6)) for lexeme in lexemes}

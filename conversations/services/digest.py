@@ -138,19 +138,18 @@ def digest_lines(sections: Mapping[str, Any], *, given: list[set[str]] | None = 
     of what the reader already has, as automatic recall's block gives it: a part saying what one
     of those says is left out too, and nothing is left when only what the session asked remains
     (the question, without the answer the reader has, adds nothing)."""
-    parts: list[tuple[str, str]] = [(key, f"{title}: " + "; ".join(sections[key]))
-                                    for key, title in SECTION_TITLES if sections.get(key)]
+    parts: list[tuple[str, str, str]] = [(key, title, "; ".join(sections[key]))
+                                         for key, title in SECTION_TITLES if sections.get(key)]
     answer = sections.get("last_answer") or ""
     stated = repeats.words(" ".join(item for key in ("decisions", "rules", "open_questions")
                                     for item in sections.get(key, [])))
     if answer and not repeats.repeats(repeats.words(answer), [stated]):
-        parts.append(("last_answer", f"Last answer: {answer}"))
+        parts.append(("last_answer", "Last answer", answer))
     if given:
-        parts = [(key, line) for key, line in parts
-                 if not repeats.repeats(repeats.words(line.split(": ", 1)[1]), given)]
-        if all(key == "asked" for key, _ in parts):
+        parts = [part for part in parts if not repeats.repeats(repeats.words(part[2]), given)]
+        if all(key == "asked" for key, _, _ in parts):
             return []
-    return [line for _, line in parts]
+    return [f"{title}: {said}" for _, title, said in parts]
 
 
 def digest_text(sections: Sections, *, conversation: Conversation, started: Any, ended: Any) -> str:
