@@ -66,7 +66,7 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM conversations_message")
         if cursor.fetchone()[0]:
-            sys.exit(f"{settings.WINNI_DATA_DIR} already holds messages: give the bench an empty WINNI_DATA_DIR")
+            sys.exit(f"{os.environ['WINNI_DATA_DIR']} already holds messages: give the bench an empty WINNI_DATA_DIR")
     loads = [os.getloadavg()[0]]
     began = time.perf_counter()
     load_realistic(conversations=args.conversations or max(1, args.messages // 10), messages=args.messages, seed=0)

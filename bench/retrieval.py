@@ -185,6 +185,13 @@ def ingest(client: Any, scope: Scope, fresh: bool) -> dict[tuple[str, int], str]
 # --- scoring ---------------------------------------------------------------------------------
 
 
+def shown_turns(hit: dict[str, Any]) -> list[int]:
+    """The turns a hit shows: a question folded into its answer (core.recall.answers_first) first,
+    then the hit's own; each takes a place in the ranking."""
+    asked = (hit.get("question") or {}).get("turn")
+    return [asked, hit["turn"]] if asked else [hit["turn"]]
+
+
 def session_of(turn_key: str) -> str:
     return turn_key.split("#")[0].split(":")[0] if "#" not in turn_key else turn_key.split("#")[0]
 
@@ -338,8 +345,8 @@ def main() -> None:
                         answer = client.post("/api/v1/recall", body, format="json")
                         latency[mode].append((time.perf_counter() - began) * 1000)
                         assert answer.status_code == 200, answer.content
-                        ranked_sets[mode] = [mapping[(hit["conversation_id"], hit["turn"])]
-                                             for hit in answer.json()["results"]]
+                        ranked_sets[mode] = [mapping[(hit["conversation_id"], turn)]
+                                             for hit in answer.json()["results"] for turn in shown_turns(hit)]
                         bar.update(1)
                     if args.dump:
                         with args.dump.open("a") as dump:
