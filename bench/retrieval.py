@@ -186,8 +186,8 @@ def ingest(client: Any, scope: Scope, fresh: bool) -> dict[tuple[str, int], str]
 
 
 def shown_turns(hit: dict[str, Any]) -> list[int]:
-    """The turns a hit shows: a question folded into its answer (core.recall.answers_first) first,
-    then the hit's own; each takes a place in the ranking."""
+    """The turns a hit shows: a question folded into its answer (core.recall.answers_first), then
+    the hit's own."""
     asked = (hit.get("question") or {}).get("turn")
     return [asked, hit["turn"]] if asked else [hit["turn"]]
 
@@ -200,14 +200,16 @@ def dedupe(keys: list[str]) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def metrics(ranked: list[str], gold: set[str]) -> dict[str, float]:
+def metrics(ranked: list[tuple[str, ...]], gold: set[str]) -> dict[str, float]:
+    """Recall and nDCG at each cut-off of `ranked`: one entry per hit, the turns it shows (a
+    question folded into its answer shows both: one place, as the reader sees one item)."""
     out = {}
     for k in KS:
         top = ranked[:k]
-        found = gold & set(top)
+        found = gold & {key for shown in top for key in shown}
         out[f"recall@{k}"] = len(found) / len(gold)
         out[f"recall_all@{k}"] = float(found == gold)
-        dcg = sum(1 / math.log2(i + 2) for i, key in enumerate(top) if key in gold)
+        dcg = sum(1 / math.log2(i + 2) for i, shown in enumerate(top) if gold & set(shown))
         ideal = sum(1 / math.log2(i + 2) for i in range(min(k, len(gold))))
         out[f"ndcg@{k}"] = dcg / ideal
     return out
@@ -332,7 +334,7 @@ def main() -> None:
                 mapping = mappings[scope.name]
                 baseline = bm25_baseline(scope)
                 for question in scope.questions:
-                    ranked_sets = {"bm25s": baseline(question.text)}
+                    ranked_sets = {"bm25s": [(key,) for key in baseline(question.text)]}
                     bar.update(1)
                     for mode in modes:
                         began = time.perf_counter()
@@ -345,8 +347,8 @@ def main() -> None:
                         answer = client.post("/api/v1/recall", body, format="json")
                         latency[mode].append((time.perf_counter() - began) * 1000)
                         assert answer.status_code == 200, answer.content
-                        ranked_sets[mode] = [mapping[(hit["conversation_id"], turn)]
-                                             for hit in answer.json()["results"] for turn in shown_turns(hit)]
+                        ranked_sets[mode] = [tuple(mapping[(hit["conversation_id"], turn)] for turn in shown_turns(hit))
+                                             for hit in answer.json()["results"]]
                         bar.update(1)
                     if args.dump:
                         with args.dump.open("a") as dump:
@@ -355,7 +357,8 @@ def main() -> None:
                                                    "ranked": ranked_sets}) + "\n")
                     for method, ranked in ranked_sets.items():
                         turn_scores = metrics(ranked, question.turns) if question.turns else {}
-                        session_scores = metrics(dedupe([session_of(key) for key in ranked]), question.sessions)
+                        session_scores = metrics([(session,) for session in dedupe(
+                            [session_of(key) for shown in ranked for key in shown])], question.sessions)
                         results[method].append((question.category, turn_scores, session_scores))
         report(name, results, latency)
 

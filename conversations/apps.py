@@ -21,6 +21,7 @@ class ConversationsConfig(AppConfig):
             message_echoes,
             message_embed_parts,
             message_passages,
+            message_states,
             message_surroundings,
         )
         from core import anchors
@@ -34,7 +35,7 @@ class ConversationsConfig(AppConfig):
             filters={"session_id": "conversation__session_id", "conversation_id": "conversation_id", "role": "role",
                      "project": "project"},
             surround=message_surroundings, hit_fields=_message_hit_fields, display=message_display,
-            answers=message_answers, echoes=message_echoes,
+            answers=message_answers, states=message_states, echoes=message_echoes,
             project_column="project_id",
             project_indexes=True,
         ))

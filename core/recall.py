@@ -153,6 +153,9 @@ REPEAT_MIN = 0.8
 # found the round, but it is the answer that must hold the evidence (1: the round ranks at the
 # better of the two). Chosen on the tuning half of bench/decisions.py (0.5 / 0.75 / 1: decision
 # first 60.6 / 54.5 / 51.5 %), kept because its checking half rose too (docs/benchmarks.md).
+# What the question's turn states besides asking, when the query found it there (its kind's
+# `states`), is evidence itself and keeps its score: "I got the JR pass last week. What should I
+# see in Kyoto?" for a question about the pass.
 QUESTION_SHARE = 0.5
 # Recall ranks this many times the page before folding questions into their answers.
 ROUND_DEPTH_FACTOR = 2
@@ -169,12 +172,21 @@ def _same_text_key(hit: Hit) -> str:
     return " ".join((searchable.get(hit.kind).text(hit.obj) or "")[:TEXT_CHARS].lower().split())
 
 
+def question_share(hit: Hit, query: str) -> float:
+    """The share of a question's score that its round keeps (QUESTION_SHARE for what it asks, all
+    of it for what it states)."""
+    states = searchable.get(hit.kind).states
+    stated = states(hit.obj, query) if states is not None and hit.obj is not None else 0.0
+    return QUESTION_SHARE + (1 - QUESTION_SHARE) * stated
+
+
 def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | None = None) -> list[Hit]:
     """The one ranking rule for questions and answers (automatic recall, winni_recall and REST,
     the admin's search), on attached hits, best first:
     - a question (a row its kind's `answers` names: a user turn that asks) and the row answering
-      it are one round: the round ranks at the better of their scores, and shows as
-      the answer, with the question folded into it (`Hit.question`);
+      it are one round: the round ranks at the better of the answer's score and the question's
+      share of its own (question_share), and shows as the answer, with the question folded into
+      it (`Hit.question`);
     - a question that merely repeats `query` is not evidence: it is dropped, its answer stays
       (with the repeat's score, without the repeat);
     - a row that echoes a question (its kind's `echoes`: an agent's search quoting one) is not
@@ -214,7 +226,7 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | Non
         merged = placed.get(key) or next((h for h in hits if (h.kind, h.key) == key), None)
         if merged is None:
             merged = Hit(kind=hit.kind, key=str(answer.pk), obj=answer)
-        merged.fused = max(merged.fused, hit.fused * QUESTION_SHARE)
+        merged.fused = max(merged.fused, hit.fused * question_share(hit, query))
         merged.similarity = max((s for s in (merged.similarity, hit.similarity) if s is not None), default=None)
         if not repeat and merged.question is None:
             merged.question = hit.obj

@@ -131,6 +131,11 @@ class Searchable:
     # the rows a search may return}): ranking shows a question as its answer, never above it
     # (core.recall.answers_first); None: this kind has no rounds.
     answers: Callable[[list[Any], "QuerySet[Any] | None"], dict[str, Any]] | None = None
+    # (row, query → 0..1) The share of what the query found in a question row that the row states
+    # rather than asks (a turn telling something and asking at its end): that share of the
+    # question's score stays whole when it folds into its answer (core.recall.answers_first);
+    # None: a question only asks.
+    states: Callable[[Any, str], float] | None = None
     # A row that echoes a question instead of holding evidence (an agent's search quoting one):
     # ranking leaves it out (core.recall.answers_first); None: no row of this kind does.
     echoes: Callable[[Any], bool] | None = None

@@ -32,7 +32,7 @@ from conversations.services.messages import (
     messages_store_bulk,
 )
 from conversations.services.passages import message_passages
-from conversations.services.rounds import message_answers, message_echoes
+from conversations.services.rounds import message_answers, message_echoes, message_states
 from conversations.services.search import (
     SearchHit,
     SearchPage,
@@ -75,6 +75,7 @@ __all__ = [
     "fiedler_results_query",
     "fiedler_results_store_batch",
     "message_answers",
+    "message_states",
     "message_echoes",
     "message_display",
     "message_embed_parts",

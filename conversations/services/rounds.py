@@ -34,6 +34,38 @@ def asks(text: str) -> bool:
     return "?" in head or bool(_ASKS.match(head))
 
 
+# Sentence ends, as passages cut them: after . ! ? and a space, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+_WORD = re.compile(r"[\w'-]+")
+# Words that say how a sentence asks or joins, not what it is about.
+_FUNCTION_WORDS = frozenset(
+    "a an the and or but if of to in on at by for from with about into over as is are was were be been "
+    "am do does did done have has had can could should would will shall may might must what when where "
+    "which who whom whose why how i me my we us our you your he she it its they them their this that "
+    "these those there here not no so any some all".split())
+
+
+def _topic_words(text: str) -> set[str]:
+    return {word for word in _WORD.findall(text.lower()) if word not in _FUNCTION_WORDS}
+
+
+def message_states(message: Message, query: str) -> float:
+    """The share of what `query` found in a user turn that the turn states rather than asks: of the
+    query's words the turn holds, those only in its sentences that do not end in a question mark.
+    "I got the JR pass last week. What should I see in Kyoto?" found by "when did I buy the JR
+    pass" states the evidence (LongMemEval_S's users tell their facts so); "The deploy failed
+    again. Which port does staging use?" found by "what did we decide about the staging port" only
+    asks. A turn that asks only by how it opens ("how do we store money") states nothing."""
+    stating: set[str] = set()
+    asking: set[str] = set()
+    for sentence in _SENTENCE_END.split((message.content or "").strip()):
+        (asking if sentence.endswith("?") else stating).update(_topic_words(sentence))
+    if not asking:
+        return 0.0
+    found = _topic_words(query) & (stating | asking)
+    return len(found - asking) / len(found) if found else 0.0
+
+
 # The arguments in which an agent asks (a search's, a memory recall's): a tool call whose query asks
 # (an MCP `dewey_search` or `winni_recall` of "How many times does the job retry?") echoes a
 # question. Its words are the question's, so it matched them, and it was ranked above the turn

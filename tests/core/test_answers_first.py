@@ -94,6 +94,36 @@ def test_a_turn_asks_with_a_question_mark_or_a_question_word():
     assert not asks("Decision: integer cents.") and not asks("run the tests")
 
 
+def test_what_a_question_turn_states_keeps_its_score(db):
+    """A turn that tells something and asks at its end is evidence for what it tells: when the
+    query found it there, its round keeps its score whole (LongMemEval_S's users state their facts
+    so); found in what it asks, the answer gets QUESTION_SHARE of it, as for a turn that only asks."""
+    from conversations.models import Message
+    from conversations.services import message_recall_scope, message_states
+    from core.recall import QUESTION_SHARE, question_share
+
+    telling = ("I moved the staging database of the shop to port 5433 last week. "
+               "Which name should the new replica get?")
+    told = Message(role="user", content=telling)
+    assert message_states(told, "staging database port") == 1.0
+    assert message_states(told, "name of the new replica") == 0.0
+    assert message_states(told, "the replica of the staging database") == pytest.approx(2 / 3)
+    assert message_states(Message(role="user", content=ASKED), QUERY) == 0.0
+    assert message_states(Message(role="user", content="how do we store money amounts"), "money amounts") == 0.0
+
+    chat = conversations.conversation_begin(session_id="told")
+    told = conversations.message_store(conversation_id=chat.id, role="user", content=telling)
+    reply = conversations.message_store(conversation_id=chat.id, role="assistant", content="Call it replica-east.")
+    scope = {"message": message_recall_scope(project=None)}
+    for query, share in (("staging database port", 1.0), ("which name for the new replica", QUESTION_SHARE)):
+        hits = rank(query=query, scopes=scope, limit=10, mode="fts")
+        asked = next(hit for hit in hits if hit.key == str(told.pk))
+        assert question_share(asked, query) == share
+        [round_] = [hit for hit in answers_first(hits, query=query, scopes=scope) if hit.key == str(reply.pk)]
+        assert round_.question.pk == told.pk and round_.fused == pytest.approx(max(
+            asked.fused * share, next((hit.fused for hit in hits if hit.key == str(reply.pk)), 0.0)))
+
+
 def test_a_question_ranks_as_its_answer_and_an_unanswered_one_stays(money):
     results = recall(query=QUERY, filters={"project": "shop"}, limit=10)["results"]
     assert_answer_first(results, money)
