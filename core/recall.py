@@ -189,9 +189,9 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | Non
       it (`Hit.question`);
     - a question that merely repeats `query` is not evidence: it is dropped, its answer stays
       (with the repeat's score, without the repeat);
-    - a row that echoes a question (its kind's `echoes`: an agent's search quoting one) is not
-      evidence either: it is dropped, and lends its round nothing (what it found is stored and
-      ranks on its own);
+    - a row that echoes (its kind's `echoes`: an agent's search quoting a question, a prompt that
+      repeats `query` without asking) is not evidence either: it is dropped, and lends its round
+      nothing (what it found is stored and ranks on its own);
     - rows with the same text (a tool output read twice, a reply stored twice) show once.
     The answer must be in the kind's scope (`scopes[kind]`): a caller asking for user turns only
     keeps them."""
@@ -207,7 +207,7 @@ def answers_first(hits: list[Hit], *, query: str, scopes: dict[str, Scope] | Non
     out: list[Hit] = []
     for hit in hits:
         echoes = searchable.get(hit.kind).echoes
-        if echoes is not None and hit.obj is not None and echoes(hit.obj):
+        if echoes is not None and hit.obj is not None and echoes(hit.obj, query):
             continue
         asking = hit.key in questions.get(hit.kind, {})
         answer = questions[hit.kind][hit.key] if asking else None

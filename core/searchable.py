@@ -136,9 +136,10 @@ class Searchable:
     # question's score stays whole when it folds into its answer (core.recall.answers_first);
     # None: a question only asks.
     states: Callable[[Any, str], float] | None = None
-    # A row that echoes a question instead of holding evidence (an agent's search quoting one):
-    # ranking leaves it out (core.recall.answers_first); None: no row of this kind does.
-    echoes: Callable[[Any], bool] | None = None
+    # (row, query) A row that echoes instead of holding evidence (an agent's search quoting a
+    # question, a prompt repeating the query): ranking leaves it out (core.recall.answers_first);
+    # None: no row of this kind does.
+    echoes: Callable[[Any, str], bool] | None = None
     # The rows that still hold, as a filter on a queryset of this kind (a memory nothing supersedes,
     # an active medallion); None: every row holds. Ranking leaves the others out unless asked for
     # them (core.recall.rank's include_superseded); current_only applies it to any queryset.

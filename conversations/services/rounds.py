@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 
 from conversations.models import Message
 from conversations.toolcalls import tool_call
+from core.recall import repeats
 
 # The answer is looked for among this many turns after the question (a round of an agent's tool
 # calls is longer than a chat's reply, but a question answered 40 turns later is a new subject).
@@ -74,8 +75,13 @@ def message_states(message: Message, query: str) -> float:
 QUESTION_ARGUMENTS = ("query", "question")
 
 
-def message_echoes(message: Message) -> bool:
-    """The message is a tool call whose query asks (see above)."""
+def message_echoes(message: Message, query: str) -> bool:
+    """The message is a tool call whose query asks (see above), or a prompt that repeats `query`
+    without asking ("build the docker image" given again in a later session: the earlier one is
+    the prompt itself, not what was done; its reply stays). A question that repeats it folds into
+    its answer instead (core.recall.answers_first)."""
+    if message.role == "user":
+        return not asks(message.content or "") and repeats(message.content or "", query)
     if message.role != "tool":
         return False
     call = tool_call(message.content)

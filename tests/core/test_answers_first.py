@@ -141,6 +141,22 @@ def test_a_repeated_prompt_is_not_evidence_but_its_answer_is(money):
     assert decision["question"] is None  # the repeat is left out, not folded in
 
 
+def test_a_prompt_given_again_is_not_evidence_but_what_was_done_is(db):
+    """An instruction repeated in a later session ("build the docker image") found the earlier
+    prompt word for word: that is the prompt itself, left out; the reply that did it stays."""
+    chat = conversations.conversation_begin(session_id="docker-one")
+    prompt = conversations.message_store(conversation_id=chat.id, role="user", content="Build the Docker image.")
+    reply = conversations.message_store(conversation_id=chat.id, role="assistant",
+                                        content="Built the docker image with `docker build -t ledger .` (412 MB).")
+    found = message_ids(recall(query="build the docker image", limit=10)["results"])
+    assert str(prompt.pk) not in found and str(reply.pk) in found
+    # A prompt saying more than the query is evidence.
+    longer = conversations.message_store(conversation_id=chat.id, role="user",
+                                         content="build the docker image and push it with the release tag")
+    found = message_ids(recall(query="build the docker image", limit=10)["results"])
+    assert str(longer.pk) in found
+
+
 def test_asking_for_user_turns_keeps_the_question(money):
     results = recall(query=QUERY, filters={"project": "shop", "role": "user"}, limit=10)["results"]
     assert money["question"] in message_ids(results) and money["decision"] not in message_ids(results)
