@@ -176,6 +176,7 @@ class Candidate:
     # answer's, and the block names it after the answer, short.
     asked: str = ""
     asked_id: str = ""
+    asked_shown: str = ""  # what the block shows of `asked` (_block)
     # A session digest's parts (SessionDigest.sections): the block shows those that add to the
     # items before it (conversations.digest_lines).
     sections: dict[str, Any] = field(default_factory=dict)
@@ -579,16 +580,17 @@ def _line(candidate: Candidate) -> str:
 
 
 def _asked(candidate: Candidate) -> str:
-    """What an answer's line adds about the question folded into it: the question, short."""
-    if not candidate.asked:
+    """What an answer's line adds about the question folded into it: the question, short (cut by
+    _block around the prompt's words)."""
+    if not candidate.asked_shown:
         return ""
-    question = " ".join(candidate.asked.split())
-    asked = f" (answering turn {candidate.source.get('question_turn')}: {question[:ASKED_CHARS]}"
-    return asked + ("…)" if len(question) > ASKED_CHARS else ")")
+    return f" (answering turn {candidate.source.get('question_turn')}: {candidate.asked_shown})"
 
 
 # The question folded into its answer is named in at most this many characters: the answer is
-# the evidence, the question says what it answers.
+# the evidence, the question says what it answers. A long question is cut around the prompt's
+# words: a user who told the port and asked about the export ("I moved staging to port 5433 …
+# Can you look at the export?") was named by its first 100 characters, which need not hold it.
 ASKED_CHARS = 100
 
 
@@ -942,13 +944,15 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
     for candidate in fresh:
         candidate.snippet = ""
+        matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
+        candidate.asked_shown = _snippet(candidate.asked, matched, ASKED_CHARS) if candidate.asked else ""
         # What is left for its text once its source line ("- [date · turn … · conversation …] ") and
         # the marks of a cut snippet ("… ", " …") are counted.
         room = max_chars - used - 1 - (len(_line(candidate)) - len(_asked(candidate))) - 4
         if room < 60:
             break
         if room - len(_asked(candidate)) < 60:
-            candidate.asked = ""  # the answer is the evidence: its question gives way first
+            candidate.asked_shown = ""  # the answer is the evidence: its question gives way first
         room -= len(_asked(candidate))
         if candidate.sections:
             # A digest shows what it adds: not the answer or the decision an item above gave, nor
@@ -956,7 +960,6 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
             candidate.shown = "\n".join(conversations.digest_lines(candidate.sections, given=shown))
             if not candidate.shown:
                 continue
-        matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}
         candidate.snippet = _snippet(candidate.shown or candidate.text, matched, min(SNIPPET_CHARS, room))
         # An item saying what one already given says is left out (core.repeats), its room kept.
         words = repeats.words(candidate.snippet)

@@ -186,6 +186,25 @@ def test_automatic_recall_gives_the_answer_with_its_question_named(money):
 # --- interfaces ------------------------------------------------------------------------------------
 
 
+def test_automatic_recall_names_a_long_question_by_what_the_prompt_asks_of_it(db, django_capture_on_commit_callbacks):
+    """A question folded into its reply is named in ASKED_CHARS: a long one by the part that holds
+    the prompt's words, not by its first characters."""
+    with django_capture_on_commit_callbacks(execute=True):
+        ledger = projects.project_create(name="ledger", path="/work/ledger")
+        chat = conversations.conversation_begin(session_id="told-port", project=ledger)
+        conversations.message_store(conversation_id=chat.id, role="user", content=(
+            "Good morning, I spent yesterday on the invoice layout and the colours of the settings page. "
+            "I moved the ledger staging database to port 5433, the old port clashed with the shop. "
+            "Can you look at how the nightly export retries?"))
+        conversations.message_store(conversation_id=chat.id, role="assistant", content=(
+            "The nightly export retries 5 times with a 30 second pause between attempts."))
+    out = autorecall.context_for_prompt(prompt="Which port does the ledger staging database listen on?",
+                                        project="ledger", session_id="later", record=False)
+    named = re.search(r"\(answering turn 1: (.*)\)", out["text"])
+    assert named is not None and "port 5433" in named.group(1), out["text"]
+    assert len(named.group(1)) <= autorecall.ASKED_CHARS + 4 and not named.group(1).startswith("Good morning")
+
+
 def test_rest_recall_puts_the_answer_first(money, api):
     response = api.get("/api/v1/recall", {"query": QUERY, "project": "shop"})
     assert response.status_code == 200
