@@ -46,15 +46,15 @@ def realistic_rows(count: int, rule: str) -> list[Any]:
     from django.conf import settings
     from realistic import RealisticCorpus, sample_rows
 
-    from conversations.services import message_parts, message_read
+    from conversations.services import message_embedding_text, message_parts
 
     corpus = RealisticCorpus(conversations=max(1, count // 10), messages=count, seed=0)
     rows, previous = [], None
     for message in sample_rows(corpus, count):
-        read = (message_read(message.role, message.content) if rule == "new"
-                else [(message.content[: settings.WINNI_EMBEDDING_MAX_CHARS], 1.0)])
-        rows.append(message_parts(read, previous if message.turn_number > 1 else None))
-        previous = read
+        text = (message_embedding_text(message.role, message.content) if rule == "new"
+                else message.content[: settings.WINNI_EMBEDDING_MAX_CHARS])
+        rows.append(message_parts(text, previous if message.turn_number > 1 else None))
+        previous = text
     return rows
 
 

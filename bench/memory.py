@@ -244,7 +244,7 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
                 for turn in value:
                     text = f"{turn['speaker']}: {turn['text']}"
                     turns.append(text)
-                    messages.append(message_parts([(text, 1.0)], [(previous, 1.0)] if previous else None))
+                    messages.append(message_parts(text, previous))
                     previous = text
     return {"LoCoMo questions (short sentences)": questions[:count], "LoCoMo chat turns": turns[:count],
             "LoCoMo messages as the worker embeds them (turn + share of the turn before)": messages[:count]}
@@ -252,18 +252,18 @@ def locomo_texts(count: int) -> dict[str, list[Any]]:
 
 def realistic_messages(corpus: Any, count: int) -> dict[str, list[Any]]:
     """The first `count` messages of the realistic corpus as the worker embeds them, in
-    conversation order: what the model reads of each (conversations.services.message_read)
+    conversation order: what the model reads of each (conversations.services.message_embedding_text)
     plus a share of what it reads of the turn before (message_embed_parts)."""
     from realistic import sample_rows
 
-    from conversations.services import message_parts, message_read
+    from conversations.services import message_embedding_text, message_parts
 
-    rows, previous, chars = [], None, 0
+    rows, previous = [], None
     for message in sample_rows(corpus, count):  # in conversation order: turn 1 starts one
-        read = message_read(message.role, message.content)
-        rows.append(message_parts(read, previous if message.turn_number > 1 else None))
-        previous, chars = read, chars + sum(len(text) for text, _ in read)
-    mean = chars / max(1, len(rows))
+        text = message_embedding_text(message.role, message.content)
+        rows.append(message_parts(text, previous if message.turn_number > 1 else None))
+        previous = text
+    mean = sum(len(parts[0][0]) for parts in rows) / max(1, len(rows))
     return {f"realistic coding-agent messages as the worker embeds them (mean {mean:,.0f} chars read)": rows}
 
 

