@@ -41,7 +41,7 @@ PASSAGES_MAX = 16
 PASSAGE_ROLES = ("user", "assistant", "system")
 
 # Where a sentence ends: after . ! ? followed by space, or at a line break (lists, paragraphs).
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _SPACE = re.compile(r"\s")
 
 
@@ -80,7 +80,7 @@ def _pieces(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each sentence of `text`, a sentence longer than PASSAGE_CHARS cut at its
     last space before each PASSAGE_CHARS (or at PASSAGE_CHARS when it has none)."""
     at = 0
-    for found in [*_SENTENCE_END.finditer(text), None]:
+    for found in [*SENTENCE_END.finditer(text), None]:
         stop = found.start() if found is not None else len(text)
         while stop - at > PASSAGE_CHARS:
             cut = max((m.start() for m in _SPACE.finditer(text, at + 1, at + PASSAGE_CHARS)), default=at + PASSAGE_CHARS)

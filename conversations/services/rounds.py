@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from conversations.models import Message
+from conversations.services.passages import SENTENCE_END
 from conversations.toolcalls import tool_call
 from core.recall import repeats
 
@@ -35,8 +36,6 @@ def asks(text: str) -> bool:
     return "?" in head or bool(_ASKS.match(head))
 
 
-# Sentence ends, as passages cut them: after . ! ? and a space, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 _WORD = re.compile(r"[\w'-]+")
 # Words that say how a sentence asks or joins, not what it is about.
 _FUNCTION_WORDS = frozenset(
@@ -59,7 +58,7 @@ def message_states(message: Message, query: str) -> float:
     asks. A turn that asks only by how it opens ("how do we store money") states nothing."""
     stating: set[str] = set()
     asking: set[str] = set()
-    for sentence in _SENTENCE_END.split((message.content or "").strip()):
+    for sentence in SENTENCE_END.split((message.content or "").strip()):
         (asking if sentence.endswith("?") else stating).update(_topic_words(sentence))
     if not asking:
         return 0.0
