@@ -74,17 +74,19 @@ def query_words(query: str) -> list[str]:
     return sorted(set(lexemes or []))
 
 
-def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str, float]:
-    """key → the share of the query's word weight (`weights`: lexeme → weight) that the row's
-    search_vector holds."""
-    total = sum(weights.values())
-    if not keys or not total:
+def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str, tuple[float, bool]]:
+    """key → (the share of the query's word weight (`weights`: lexeme → weight) that the row's
+    search_vector holds, whether it holds any of the query's words at all: a word in every past
+    turn weighs nothing, yet the row holds it)."""
+    if not keys or not weights:
         return {}
+    total = sum(weights.values())
     model = searchable.get(kind).model
     held = RawSQL("ARRAY(SELECT unnest(tsvector_to_array(search_vector)) INTERSECT SELECT unnest(%s::text[]))",
                   [list(weights)])
     rows = model._default_manager.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
-    return {str(pk): sum(weights[lexeme] for lexeme in found or ()) / total for pk, found in rows}
+    return {str(pk): (sum(weights[lexeme] for lexeme in found or ()) / total if total else 0.0, bool(found))
+            for pk, found in rows}
 
 
 def recall_by_kind(
@@ -124,12 +126,14 @@ def recall_by_kind(
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
             coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), weights)
             for answer, question in asked.items():
-                coverage[answer] = max(coverage.get(answer, 0.0), coverage.get(question, 0.0))
+                (share, held), (asked_share, asked_held) = (coverage.get(answer, (0.0, False)),
+                                                            coverage.get(question, (0.0, False)))
+                coverage[answer] = (max(share, asked_share), held or asked_held)
             best = max((hit.fused for hit in hits), default=0.0) or 1.0
             for hit in hits:
-                share = coverage.get(hit.key, 0.0)
+                share, held = coverage.get(hit.key, (0.0, False))
                 similarity = max(hit.similarity or 0.0, 0.0)
-                if share == 0.0 and similarity < SIMILARITY_FLOOR:
+                if not held and similarity < SIMILARITY_FLOOR:
                     continue
                 strength = (COVERAGE_WEIGHT * share + SIMILARITY_WEIGHT * similarity
                             + WITHIN_KIND_WEIGHT * max(hit.fused, 0.0) / best)

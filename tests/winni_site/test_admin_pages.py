@@ -179,6 +179,20 @@ def test_search_without_a_query_or_hits_writes_nothing_and_says_so(admin_client:
     assert Conversation.objects.count() == before
 
 
+def test_search_keeps_a_row_holding_a_word_every_turn_has(admin_client: Any, db: Any, monkeypatch: Any):
+    """A query word in every past turn weighs nothing (ANALYZE's statistics say so after a test
+    stored many turns with it), yet a row holding it holds a word of the query: it is not dropped
+    as a row that only sits near a match."""
+    from conversations import services as conv_services
+    from core import recall_across
+
+    chat = conv_services.conversation_begin(session_id="sess-common")
+    asked = conv_services.message_store(conversation_id=chat.id, role="user", content="What did we decide about invoices?")
+    monkeypatch.setattr(recall_across, "_lexeme_weights", lambda lexemes: dict.fromkeys(lexemes, 0.0))
+    hits = admin_client.get("/admin/search/", {"q": "invoices decision"}).context["hits"]
+    assert str(asked.pk) in {hit["id"] for hit in hits}
+
+
 def test_search_filters_by_project_and_kind(admin_client: Any, corpus: AdminCorpus):
     """"What did we decide about X in project Y" is one search: the project and kind filters."""
     from conversations import services as conv_services
