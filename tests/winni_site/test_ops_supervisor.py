@@ -62,6 +62,12 @@ class Writer(threading.Thread):
                 time.sleep(0.2)
 
 
+def _run_records(data_dir: Path) -> list[str]:
+    """The supervisor's own log records: what it saw of each part (for a failure's message)."""
+    lines = (data_dir / "logs" / "winni.log").read_text().splitlines()
+    return [line for line in lines if '"winni.run"' in line]
+
+
 def test_each_part_killed_in_turn_comes_back_and_no_acknowledged_write_is_lost(data_dir):
     settings_file = data_dir / "winni.env"
     port = free_port()
@@ -98,7 +104,8 @@ def test_each_part_killed_in_turn_comes_back_and_no_acknowledged_write_is_lost(d
 
         console = run.console()
         for unit in UNITS:
-            assert f"winni: {unit} was killed by SIGKILL (exit code -9)" in console
+            assert f"winni: {unit} was killed by SIGKILL (exit code -9)" in console, (
+                f"{unit}: status {run.status()}\nlog: {_run_records(data_dir)}\nconsole: {console[-4000:]}")
         log = [json.loads(line) for line in (data_dir / "logs" / "winni.log").read_text().splitlines()]
         restarts = [record for record in log if record["logger"] == "winni.run" and record["msg"].endswith(" restarting")]
         assert sorted(record["unit"] for record in restarts) == sorted(UNITS)
