@@ -176,16 +176,20 @@ class ChildProcess(Unit):
             return True
 
 
-def _reap_child(pid: int, reaped: dict[int, int]) -> None:
+def _reap_child(pid: int, reaped: dict[int, int]) -> bool:
     """The exit status of `pid` when it is a child of this process that has died (a zombie), into
     `reaped`: a server killed between the supervisor's reap and its look at the server is reported
-    as killed, with its signal, not as gone with its status unknown."""
+    as killed, with its signal, not as gone with its status unknown. True when it is a child that
+    has not finished dying: a killed process is neither alive nor waitable while the kernel tears
+    it down, and read then it would be reported gone with its status unknown."""
     try:
         done, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return  # not a child of this process, or reaped already
+        return False  # not a child of this process, or reaped already
     if done == pid:
         reaped[pid] = os.waitstatus_to_exitcode(status)
+        return False
+    return True
 
 
 class EmbeddedServer(Unit):
@@ -218,7 +222,8 @@ class EmbeddedServer(Unit):
 
     def poll(self, reaped: dict[int, int]) -> Exit | None:
         if self._pid is not None and self._pid not in reaped and not self._alive(self._pid):
-            _reap_child(self._pid, reaped)  # it died after the supervisor's last reap
+            if _reap_child(self._pid, reaped):  # it died after the supervisor's last reap
+                return None  # still dying: its status next time
         if self._pid in reaped:
             return Exit(reaped.pop(self._pid))
         if self._pid is not None and self._alive(self._pid):

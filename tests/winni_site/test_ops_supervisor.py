@@ -212,6 +212,33 @@ def test_a_server_killed_after_the_last_reap_is_reported_killed_not_gone(tmp_pat
     assert server.poll({}).describe() == "was killed by SIGKILL (exit code -9)"
 
 
+def test_a_server_whose_threads_are_still_dying_is_not_reported_gone(tmp_path):
+    """A killed multi-threaded server (Redis) shows its main thread as a zombie before its other
+    threads have ended, and cannot be waited for until they have: the supervisor waits for its exit
+    status instead of reporting it gone with the status unknown (a fresh clone's kill test did)."""
+    import psutil
+
+    from winni_site.supervisor import EmbeddedServer
+
+    # The main thread ends first; another thread lives on for 2 s, then the process exits 0.
+    script = ("import ctypes, threading, time\n"
+              "threading.Thread(target=time.sleep, args=(2,)).start()\n"
+              "ctypes.CDLL(None).pthread_exit(None)\n")
+    child = subprocess.Popen([sys.executable, "-c", script])
+    server = EmbeddedServer("redis", start=lambda: None, find_pid=lambda: child.pid,
+                            alive=lambda pid: psutil.Process(pid).status() != psutil.STATUS_ZOMBIE,
+                            stop=lambda: None, log=tmp_path / "log")
+    server.launch()
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.01)
+    assert server.poll({}) is None  # dying, not gone
+    deadline = time.time() + 10
+    while (exit_status := server.poll({})) is None:
+        assert time.time() < deadline
+        time.sleep(0.05)
+    assert exit_status.describe() == "exited with code 0"
+
+
 def test_a_stop_asks_the_main_process_and_lets_its_children_finish(tmp_path):
     """Stopping a part signals its main process only: Celery's warm shutdown waits for the task its
     pool child is running (a checkpoint of the session that just ended), where a SIGTERM to the
