@@ -58,6 +58,7 @@ def _clip(text: str, limit: int = schema.MAX_LINE_CHARS) -> str:
 
 
 NO_EVIDENCE = "No evidence recorded for this scope yet."
+EARLIER = " Earlier: "  # between the summaries of successive sessions in high_level
 COUNTS_TAIL = re.compile(r" \(\d+ decision\(s\), \d+ open question\(s\) recorded\.\)$")
 
 
@@ -135,13 +136,14 @@ class ExtractiveLLM:
         subsystems = {s["name"]: s for s in old["summary"].get("subsystems", [])}
         for subsystem in new["summary"]["subsystems"]:
             subsystems[subsystem["name"]] = subsystem
-        # The newest session first, then what was known before (cut when the text is full).
+        # The newest session first, then what was known before (cut when the text is full), each
+        # once: a session checkpointed at every end of `claude -p --resume` brings the same start.
         earlier = COUNTS_TAIL.sub("", old["summary"].get("high_level", ""))
         latest = COUNTS_TAIL.sub("", new["summary"]["high_level"])
         if new_evidence.is_empty() or latest == NO_EVIDENCE:
             latest, earlier = earlier, ""
         elif earlier and earlier != NO_EVIDENCE:
-            latest = f"{latest} Earlier: {earlier}"
+            latest = EARLIER.join(repeats.unique([latest, *earlier.split(EARLIER)], schema.MAX_LIST_ITEMS))
         high_level = _with_counts(latest, decisions, questions)
         affordances = {
             key: repeats.unique(new["affordances"][key] + old["affordances"].get(key, []), schema.MAX_LIST_ITEMS)

@@ -82,6 +82,18 @@ def test_update_merges_keeps_ids_and_resolves_questions():
     assert unchanged.decisions == second.decisions
 
 
+def test_a_session_checkpointed_again_is_summarised_once():
+    """`claude -p --resume` ends the session at every prompt: each end checkpoints it again, with
+    the same start; the summary names each session once, newest first."""
+    provider = extractive.ExtractiveLLM()
+    first = _document(provider.generate(SCOPE, llm.Evidence(transcripts=["User: Fix the report-merge retries."])))
+    resumed = llm.Evidence(transcripts=["User: How many times does the report-merge job retry?\nAssistant: Four."])
+    again = provider.update(_document(provider.update(first, resumed)), resumed)
+    assert again.summary.high_level == (
+        "Session started with: How many times does the report-merge job retry? Earlier: Session started with: "
+        "Fix the report-merge retries. (0 decision(s), 0 open question(s) recorded.)")
+
+
 def test_an_explicit_decision_line_is_a_decision():
     material = services.evidence_for_llm(services.validate_evidence({
         "session_summary": "",
