@@ -331,6 +331,7 @@ def search(
         entry = hit(kind, key)
         entry.similarity, entry.vector_rank, entry.passage = sim, rank, passage
 
+    _drop_echoes(hits, query)
     _fuse(list(hits.values()), mode)
     surround = {kind: spec.surround for kind in scopes if (spec := searchable.get(kind)).surround is not None}
     if mode == "hybrid" and surround:
@@ -454,10 +455,25 @@ def _receptiveness(size: int | None) -> float:
     return 1.0 if not size or size <= CONTEXT_FULL_CHARS else CONTEXT_FULL_CHARS / size
 
 
+def _drop_echoes(hits: dict[tuple[str, str], Hit], query: str) -> None:
+    """The candidates that echo the query (their kind's `echoes`: an agent's search quoting the
+    question, a prompt repeating it) leave before fusion, not after it (core.recall.answers_first
+    drops them too): each side's scores are scaled between its best and worst candidate, and an
+    echo, holding every word of the question in a few, was the best; the turn stating the answer
+    then scaled low against a row nobody is shown. Their rows are loaded here (kept for the page)."""
+    echoing = [entry for entry in hits.values() if searchable.get(entry.kind).echoes is not None]
+    _attach_objects(echoing)
+    for entry in echoing:
+        echoes = searchable.get(entry.kind).echoes
+        if entry.obj is not None and echoes is not None and echoes(entry.obj, query):
+            del hits[(entry.kind, entry.key)]
+
+
 def _attach_objects(page: list[Hit]) -> None:
     by_kind: dict[str, list[Hit]] = {}
     for entry in page:
-        by_kind.setdefault(entry.kind, []).append(entry)
+        if entry.obj is None:  # not loaded already (_drop_echoes)
+            by_kind.setdefault(entry.kind, []).append(entry)
     for kind, entries in by_kind.items():
         model = searchable.get(kind).model
         rows = model._default_manager.filter(pk__in=[e.key for e in entries])
