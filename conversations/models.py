@@ -99,7 +99,7 @@ class Message(models.Model):
     metadata = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     search_vector = models.GeneratedField(
-        expression=tsvector_of("content", tool_calls=True),
+        expression=tsvector_of("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -4,8 +4,8 @@ Capture keeps a tool message's content as JSON (agents/capture.py): a hook's
 `{"tool_name", "tool_input", "tool_response"}`, a transcript's `{"tool_use", "id", "input"}` and
 `{"tool_result", "tool_use_id", "is_error"}`, Codex's `{"tool_call", "namespace", "call_id",
 "input"}`, the MCP proxy's `{"tool", "arguments"}` and `{"tool", "result"}`. The stored content
-keeps that JSON (it is embedded, searched without its keys: core.searchable.ToolWords, and
-the admin shows it raw); what a block, a search hit or a transcript shows is `tool_line(content)`:
+keeps that JSON (it is searched and embedded, and the admin shows it
+raw); what a block, a search hit or a transcript shows is `tool_line(content)`:
 
     Edit src/invoice.py: `total = float(x)` → `total_cents = int(x)`
     Bash `pytest -q`: 3 failed, 41 passed

@@ -175,31 +175,17 @@ class PathWords(models.Func):
     output_field = models.TextField()
 
 
-class ToolWords(models.Func):
-    """winni_tool_words(text): a captured tool call (its JSON: `{"tool_name": …, "tool_input": …}`,
-    conversations.toolcalls) without its keys and with its escaped line breaks read as spaces; any
-    other text as it is. A key is structure, not a word of the call: "tool_name" put the word
-    'name' in every tool call, so "what did we decide about feature flag names?" matched a `pytest`
-    run; and the parser read "passed\nFAILED" as 'passed' and 'nfailed'. Created by winni_site's
-    migration 0009 (TOOL_WORDS_SQL there)."""
-
-    function = "winni_tool_words"
-    output_field = models.TextField()
-
-
-def tsvector_of(*fields: str, tool_calls: bool = False) -> Any:
+def tsvector_of(*fields: str) -> Any:
     """What a searchable model stores in `search_vector` (a GeneratedField expression): each field
     under the english config, plus the parts of its paths and dotted names. PostgreSQL's parser
     keeps 'memory/retrieval.py' as one token, so an agent asking about 'retrieval.py' or
     'retrieval' found nothing; the parts make both match. Ordinary words are not repeated (a path
     adds only its own parts), so BM25's term counts and lengths of plain prose do not change.
     One single-column vector per part, joined with ||, keeps the expression immutable (a
-    multi-column SearchVector uses CONCAT, which PostgreSQL refuses in a generated column).
-    `tool_calls`: the fields may hold captured tool calls, read through ToolWords."""
+    multi-column SearchVector uses CONCAT, which PostgreSQL refuses in a generated column)."""
     parts = []
     for name in fields:
-        words = ToolWords(name) if tool_calls else name
-        parts += [SearchVector(words, config="english"), SearchVector(PathWords(name), config="english")]
+        parts += [SearchVector(name, config="english"), SearchVector(PathWords(name), config="english")]
     return functools.reduce(operator.add, parts)
 
 

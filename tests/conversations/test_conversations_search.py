@@ -366,22 +366,3 @@ def test_fair_shares_keep_short_texts_whole_and_cut_long_ones_evenly():
     assert fair_shares([10, 100, 1000], [1, 1, 1], 5000) == [10, 100, 1000]
     assert fair_shares([1000, 1000], [4, 1], 500) == [400, 100]
     assert fair_shares([1000, 50], [4, 1], 500) == [450, 50]
-
-
-def test_a_tool_call_is_found_by_what_it_did_not_by_its_json_keys():
-    """A captured tool call is JSON (conversations.toolcalls): its keys ("tool_name", "file_path",
-    "stdout") are no words of it, or every call would match "name", "file" and "output"; its
-    escaped line breaks part words ("passed\\nFAILED" is 'passed' and 'failed', not 'nfailed')."""
-    import json
-
-    call = json.dumps({"tool_name": "Bash", "tool_input": {"command": "pytest -q", "description": "Run the suite"},
-                       "tool_response": {"stdout": "3 failed, 41 passed\nFAILED tests/test_invoice.py", "stderr": "",
-                                         "interrupted": False, "isImage": False}})
-    _store(call, role="tool")
-    _store("We named the feature flag ff_billing.", role="assistant")
-    for query, found in [("name", ["We named the feature flag ff_billing."]), ("stdout", []), ("interrupted", []),
-                         ("suite", [call]), ("failed", [call]), ("test_invoice.py", [call])]:
-        assert _contents(services.message_search(query=query, mode="fts")) == found, query
-    # A message that is not a captured tool call keeps its JSON as it was written.
-    _store('the config says {"retries": 4}', role="user")
-    assert _contents(services.message_search(query="retries", mode="fts")) == ['the config says {"retries": 4}']

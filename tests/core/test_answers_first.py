@@ -269,3 +269,30 @@ def test_rest_recall_takes_an_agents_search_for_a_question_not_evidence(db, api,
         assert calls["WebSearch"] in message_ids(found)  # its query asks nothing: evidence
         reply = next((row for row in found if row["id"] == calls["assistant"]), None)
         assert reply is None or reply["question"] is None  # the echo lends its round nothing
+
+
+def test_an_echo_does_not_set_the_scale_the_answer_is_measured_on(db, api, django_capture_on_commit_callbacks):
+    # The MCP proxy stores an agent's search as `{"tool": …, "arguments": {"query": …}}`: a few
+    # words, every one of the question's. Each side's scores are scaled between its best and worst
+    # candidate; with the echo among them it was the best, and the turn stating the answer scaled
+    # low against a row nobody is shown. Echoes leave before the scaling.
+    import json
+
+    asked = "How many times does the report-merge job retry?"
+    with django_capture_on_commit_callbacks(execute=True):
+        billing = projects.project_create(name="billing", path="/work/billing")
+        first = conversations.conversation_begin(session_id="echo-scale-one", project=billing)
+        for role, text in (("user", "Look into the report-merge job, it failed overnight."),
+                           ("tool", {"tool": "winni_recall", "arguments": {"query": asked}}),
+                           ("tool", {"tool": "WebSearch", "arguments": {"query": "report-merge job"}}),
+                           ("assistant", "Nothing stored about it yet; I will read the scheduler code.")):
+            conversations.message_store(conversation_id=first.id, role=role,
+                                        content=text if isinstance(text, str) else json.dumps(text))
+        later = conversations.conversation_begin(session_id="echo-scale-two", project=billing)
+        statement = str(conversations.message_store(
+            conversation_id=later.id, role="user",
+            content="For the record: the report-merge job retries 5 times with exponential backoff.").id)
+    response = api.get("/api/v1/recall", {"query": asked, "project": "billing", "kinds": "message"})
+    assert response.status_code == 200, response.content
+    found = response.json()["results"]
+    assert found[0]["id"] == statement, [(r["label"], r["text"][:40], r["score"]) for r in found]
