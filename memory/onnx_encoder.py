@@ -97,6 +97,9 @@ class Encoder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         self.session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        # What the graph takes: a model that ignores token_type_ids (MPNet: all-mpnet-base-v2) is
+        # exported without it, and an input the graph does not declare fails every run.
+        self.inputs = {node.name for node in self.session.get_inputs()}
 
     def embed(self, texts: list[str], *, pass_size: int = 16) -> list[list[float]]:
         """Vectors in the texts' order, computed in passes of `pass_size` texts. A pass is padded
@@ -110,8 +113,8 @@ class Encoder:
         encoded = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
-        (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                            "token_type_ids": np.zeros_like(ids)})
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        (hidden,) = self.session.run(None, {name: value for name, value in feed.items() if name in self.inputs})
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -305,3 +305,28 @@ def test_int8_off_keeps_every_batch_on_float32(settings, onnx_cache):
     embeddings.LocalProvider().embed([f"turn {i} about the garden" for i in range(12)])
     assert onnx_encoder._sessions and not any(key[1] for key in onnx_encoder._sessions)
     assert not list(onnx_cache.glob("*-int8.onnx"))
+
+
+def test_a_graph_without_token_type_ids_is_fed_only_what_it_takes(exported_graph, tmp_path):
+    """A model that ignores token_type_ids (MPNet: all-mpnet-base-v2) is exported without that
+    input; feeding it anyway failed every embedding (onnxruntime: "Invalid input name"). The same
+    graph with token_type_ids made inside it gives the same vectors."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(exported_graph))
+    graph = model.graph
+    kept = [node for node in graph.input if node.name != "token_type_ids"]
+    del graph.input[:]
+    graph.input.extend(kept)
+    graph.initializer.append(numpy_helper.from_array(np.array(0, dtype=np.int64), "zero_for_token_types"))
+    graph.node.insert(0, helper.make_node("Mul", ["input_ids", "zero_for_token_types"], ["token_type_ids"]))
+    without = tmp_path / "without-token-types.onnx"
+    onnx.save(model, str(without))
+
+    texts = ["How many times does the report-merge job retry?", "the job retries 4 times"]
+    reference = onnx_encoder.Encoder(_minilm_dir(), exported_graph, threads=1).embed(texts)
+    narrow = onnx_encoder.Encoder(_minilm_dir(), without, threads=1)
+    assert narrow.inputs == {"input_ids", "attention_mask"}
+    assert np.allclose(narrow.embed(texts), reference, atol=1e-5)
