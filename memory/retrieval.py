@@ -457,15 +457,15 @@ def _receptiveness(size: int | None) -> float:
 
 def _drop_echoes(hits: dict[tuple[str, str], Hit], query: str) -> None:
     """The candidates that echo the query (their kind's `echoes`: an agent's search quoting the
-    question, a prompt repeating it) leave before fusion, not after it (core.recall.answers_first
-    drops them too): each side's scores are scaled between its best and worst candidate, and an
-    echo, holding every word of the question in a few, was the best; the turn stating the answer
-    then scaled low against a row nobody is shown. Their rows are loaded here (kept for the page)."""
-    echoing = [entry for entry in hits.values() if searchable.get(entry.kind).echoes is not None]
-    _attach_objects(echoing)
-    for entry in echoing:
-        echoes = searchable.get(entry.kind).echoes
-        if entry.obj is not None and echoes is not None and echoes(entry.obj, query):
+    question, a prompt repeating it) leave before fusion (core.recall.answers_first still drops
+    an echo that _spread brings in afterwards as a candidate's neighbour): each side's scores are scaled between its best and worst candidate, and an echo, holding every
+    word of the question in a few, was the best; the turn stating the answer then scaled low
+    against a row nobody is shown. Their rows are loaded here (kept for the page)."""
+    echoing = [(entry, echoes) for entry in hits.values()
+               if (echoes := searchable.get(entry.kind).echoes) is not None]
+    _attach_objects([entry for entry, _ in echoing])
+    for entry, echoes in echoing:
+        if entry.obj is not None and echoes(entry.obj, query):
             del hits[(entry.kind, entry.key)]
 
 
