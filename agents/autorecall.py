@@ -23,8 +23,9 @@ What it does with a prompt:
    when some candidate shares two or more of the prompt's specific words, enough of their weight
    (each weighs by how rare it is in the store: `overlap`) with enough meaning (`similarity`,
    cosine of the embeddings), or is very close in meaning alone; an item sharing one of the
-   prompt's names ("report-merge", a path) needs less of the meaning. Otherwise: an empty text,
-   no header.
+   prompt's names ("report-merge", a path) needs less of the meaning. A tool call counts the words
+   its readable line shows (not its JSON keys, nor the name of the project it ran in) and never
+   passes on meaning alone. Otherwise: an empty text, no header.
 4. The block: the candidates in rank order (the best three first, then one per conversation),
    a session digest only with what the items above it do not say, each a snippet cut
    around the matched words, with its
@@ -221,11 +222,17 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
     path's; nothing else of them is read). Messages and memories: from their stored search_vector
     (the same lexemes, indexed when the row was written); re-parsing their texts (tool outputs of up
     to 20,000 characters) cost more than the rest of a prompt's recall (20 candidates: ≈ 40 ms of
-    to_tsvector). Other kinds (medallion items, a cached answer): from their short texts."""
+    to_tsvector). Other kinds (medallion items, a cached answer) and tool calls: from the short
+    texts the block shows of them. A tool call is stored as JSON, and its keys are words of its
+    search_vector: `tool_name` gave every call the prompt's "name", `file_path` its "file"; the
+    block shows the call as one line (conversations.toolcalls), so it counts the words that line
+    holds."""
     stored = ("message", "memory", "digest")
     by_kind: dict[str, list[Candidate]] = {}
     for candidate in candidates:
-        by_kind.setdefault(candidate.kind if candidate.kind in stored else "", []).append(candidate)
+        from_stored = candidate.kind in stored and not (candidate.kind == "message" and candidate.shown
+                                                        and candidate.source.get("role") == "tool")
+        by_kind.setdefault(candidate.kind if from_stored else "", []).append(candidate)
     for kind, group in by_kind.items():
         if kind:
             found = memories.stored_lexemes(kind=kind, wanted=wanted,
@@ -233,8 +240,20 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
             for candidate in group:
                 candidate.lexemes = found.get(candidate.id, set()) | found.get(candidate.asked_id, set())
         else:
-            for candidate, lexemes in zip(group, _lexemes_of([c.text[:TEXT_CHARS] for c in group])):
+            for candidate, lexemes in zip(group, _lexemes_of([(c.shown or c.text)[:TEXT_CHARS] for c in group])):
                 candidate.lexemes = lexemes & wanted
+
+
+def _naming(project: Project | None, lexemes: set[str]) -> set[str]:
+    """The prompt's lexemes that name the project it is asked in ("ember-docs": ember-doc, ember,
+    doc), when it names it. A tool call of the project does not share them with the prompt: its
+    paths and commands hold them because it ran in the project's folder ("Who owns the batch
+    module of alder-cli?" shared the name "alder-cli" with every `Read /home/…/alder-cli/…`, so
+    each passed with little of the meaning). A turn that names the project still shares it."""
+    if project is None:
+        return set()
+    names = [name for name in _lexemes_of([project.name, project.slug]) if name]
+    return set().union(*(name for name in names if name <= lexemes))
 
 
 def _weights(lexemes: set[str], *, generic_too: bool = False) -> dict[str, float]:
@@ -497,7 +516,12 @@ class Gate:
             return True
         similarity = candidate.similarity if candidate.similarity is not None else 0.0
         named = any(NAME.search(lexeme) for lexeme in candidate.lexemes)
-        return similarity >= self.similarity_alone or (
+        # A tool call is never close enough in meaning alone: its vector is of a command, a path
+        # and a file's first lines, which share the project's name and stack with any question
+        # asked in it (`Read src/components/AuditTable.tsx` 0.61 from "What did we decide about
+        # the port of the ember-docs staging database?"), and its line says nothing of the prompt.
+        alone = similarity >= self.similarity_alone and candidate.source.get("role") != "tool"
+        return alone or (
             len(candidate.lexemes) >= self.min_terms and candidate.overlap >= self.overlap_min
             and similarity >= (self.named_similarity_min if named else self.similarity_min))
 
@@ -741,6 +765,10 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
         found.medallion_items = [c for c in found.medallion_items if c.kind in ("decision", "invariant")]
     everything = found.medallion_items + found.recalled
     _matched_lexemes(everything, set(weights))
+    naming = _naming(project, set(weights))
+    for candidate in everything:
+        if naming and candidate.source.get("role") == "tool":
+            candidate.lexemes -= naming
     for candidate in everything:
         candidate.overlap = _overlap(weights, candidate.lexemes)
     _similarities(query_vector, found.medallion_items)

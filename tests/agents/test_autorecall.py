@@ -736,3 +736,43 @@ def test_an_item_fits_when_its_own_line_fits(shop):
     budget = len("\n".join(lines[:3])) + 10
     out = autorecall.context_for_prompt(prompt=prompt, project="shop", session_id="budget-b", max_chars=budget)
     assert out["text"] == "\n".join(lines[:3]) and len(out["items"]) == 2
+
+
+def test_a_tool_call_counts_the_words_its_line_shows_not_its_json_keys(db, django_capture_on_commit_callbacks):
+    """A captured call is stored as JSON and its keys are words of its search_vector: `tool_name`
+    gave every call the prompt's "name", `file_path` its "file". Found using Winni: "what did we
+    decide about feature flag names?" brought a `pytest` run into the block beside the decision.
+    Nor does a call share the name of the project it ran in: its paths hold it."""
+    shopfront = projects.project_create(name="shopfront", path="/work/shopfront")
+    with django_capture_on_commit_callbacks(execute=True):
+        talk = conversations.conversation_begin(session_id="shopfront-one", project=shopfront)
+        for role, text in (("user", "How should we write the names of feature flags?"),
+                           ("assistant", "Decision about feature flag names: kebab-case.")):
+            conversations.message_store(conversation_id=talk.id, role=role, content=text)
+        for command, stdout in (("pytest -q", "3 failed, 41 passed"), ("cat src/flags/registry.py", "FLAGS = {}"),
+                                ("ls /work/shopfront/src", "main.py")):
+            capture.capture_hook_event(payload=hook_event(
+                "PostToolUse", session_id="shopfront-one", cwd="/work/shopfront/src", tool_name="Bash",
+                tool_input={"command": command, "description": "check"}, tool_response={"stdout": stdout}),
+                project="shopfront")
+    prompt = "What did we decide about feature flag names in shopfront?"
+    found = autorecall.candidates_for(prompt, shopfront, "shopfront-two", gate=autorecall.GATE)
+    calls = {c.shown.split(":")[0]: c.lexemes for c in found.recalled if c.source.get("role") == "tool"}
+    assert calls == {"Bash `pytest -q`": set(),  # "name" was its key's, not its words
+                     "Bash `cat src/flags/registry.py`": {"flag"},  # its line names the flags' file
+                     "Bash `ls /work/shopfront/src`": set()}  # where it ran, not what it is about
+    text = autorecall.context_for_prompt(prompt=prompt, project="shopfront", session_id="shopfront-two")["text"]
+    assert "kebab-case" in text and "pytest" not in text and "/work/shopfront/src" not in text
+
+
+def test_a_tool_call_does_not_pass_on_meaning_alone():
+    """A call's vector is of a command, a path and a file's first lines: in all-MiniLM-L6-v2,
+    `Read src/components/AuditTable.tsx` was 0.61 from "What did we decide about the port of the
+    ember-docs staging database?", as close as the turn that answered it."""
+    def item(role: str, lexemes: set[str]) -> autorecall.Candidate:
+        return autorecall.Candidate(kind="message", id="m", text="t", source={"role": role}, lexemes=lexemes,
+                                    overlap=0.6 if lexemes else 0.0, similarity=0.65)
+
+    gate = autorecall.GATE
+    assert gate.passes(item("assistant", set())) and not gate.passes(item("tool", set()))
+    assert gate.passes(item("tool", {"staging", "port"}))  # the words its line shows, and the meaning
