@@ -7,7 +7,7 @@ reply "Worth knowing: …", and asked about in other prompts) is asked three way
 about a decision, in its project. "Decision first": the first item holds the statement (its
 ticket id), for
 - automatic recall (agents.autorecall: the block's first item, at 4,000 characters; "in the
-  block" too),
+  block" too; and how many of the blocks' items are tool calls),
 - winni_recall / REST recall (core.recall.recall: the first hit),
 - the admin's search page (core.recall_across.recall_by_kind: the first hit).
 The facts are split in two fixed halves by their order (even: tuning, odd: checking); the three
@@ -110,7 +110,8 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any,
             found = autorecall.candidates_for(question, autorecall._project_of(fact.project),
                                               f"bench-{uuid.uuid4().hex}", None, gate=autorecall.GATE)
             ordered = autorecall.block_items(found)
-            items = autorecall._block(ordered, found.weights, 4000, {})["items"] if ordered else []
+            block = autorecall._block(ordered, found.weights, 4000, {}) if ordered else {"items": [], "text": ""}
+            items = block["items"]
             in_block = [holds(item["kind"], item["id"], fact.ticket) for item in items]
             hits = recall(query=question, filters={"project": fact.project}, limit=10)["results"]
             admin = recall_by_kind(query=question, filters={"project": fact.project}, limit=20)["results"]
@@ -118,7 +119,9 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any,
                          "block_first": bool(in_block) and in_block[0], "block_any": any(in_block),
                          "block_top3": any(in_block[:3]),
                          "recall_first": bool(hits) and holds(hits[0]["kind"], hits[0]["id"], fact.ticket),
-                         "admin_first": bool(admin) and holds(admin[0]["kind"], admin[0]["id"], fact.ticket)})
+                         "admin_first": bool(admin) and holds(admin[0]["kind"], admin[0]["id"], fact.ticket),
+                         "items": len(items), "chars": len(block["text"]),
+                         "tool_items": sum(item["source"].get("role") == "tool" for item in items)})
             if misses and not (rows[-1]["block_first"] and rows[-1]["recall_first"]):
                 print(f"MISS {rows[-1]['half']} {question} (ticket {fact.ticket})")
                 if items and not rows[-1]["block_first"]:
@@ -138,6 +141,10 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any,
         cells = " | ".join(share(chosen, name) for name in
                            ("block_first", "block_top3", "block_any", "recall_first", "admin_first"))
         print(f"| {half} | {len(chosen)} | {cells} |")
+    blocks = [row for row in rows if row["items"]]
+    print(f"{len(blocks)} blocks: {sum(row['items'] for row in blocks)} items, "
+          f"{sum(row['tool_items'] for row in blocks)} of them tool calls; "
+          f"{sum(row['chars'] for row in blocks) / max(1, len(blocks)):,.0f} characters a block")
     misses = [row["question"] for row in rows if not row["block_first"]]
     print("block, decision not first: " + "; ".join(misses[:15]))
 
