@@ -56,6 +56,7 @@ from core.errors import InvalidInput
 from core.logs import storage_op
 from core.models import Project
 from core.recall import Mode, answers_first, rank
+from core.recall import repeats as says_again
 from core.searchable import EmbeddingUnavailable, passage_shown
 from core.validation import validate_int_range, validate_storable
 from medallions import services as medallions
@@ -222,12 +223,13 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
     path's; nothing else of them is read). Messages and memories: from their stored search_vector
     (the same lexemes, indexed when the row was written); re-parsing their texts (tool outputs of up
     to 20,000 characters) cost more than the rest of a prompt's recall (20 candidates: ≈ 40 ms of
-    to_tsvector). Other kinds (medallion items, a cached answer) and tool calls: from the short
-    texts the block shows of them. A tool call is stored as JSON, and its keys are words of its
-    search_vector: `tool_name` gave every call the prompt's "name", `file_path` its "file"; the
+    to_tsvector). Other kinds (medallion items, a cached answer), digests and tool calls: from the
+    short texts the block shows of them. A tool call is stored as JSON, and its keys are words of
+    its search_vector: `tool_name` gave every call the prompt's "name", `file_path` its "file"; the
     block shows the call as one line (conversations.toolcalls), so it counts the words that line
-    holds."""
-    stored = ("message", "memory", "digest")
+    holds. A digest counts its lines, not its heading (the project's name, "session digest") nor
+    a prompt its session asked again."""
+    stored = ("message", "memory")
     by_kind: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         from_stored = candidate.kind in stored and not (candidate.kind == "message" and candidate.shown
@@ -240,7 +242,8 @@ def _matched_lexemes(candidates: list[Candidate], wanted: set[str]) -> None:
             for candidate in group:
                 candidate.lexemes = found.get(candidate.id, set()) | found.get(candidate.asked_id, set())
         else:
-            for candidate, lexemes in zip(group, _lexemes_of([(c.shown or c.text)[:TEXT_CHARS] for c in group])):
+            shown = [c.shown if c.kind == "digest" else c.shown or c.text for c in group]
+            for candidate, lexemes in zip(group, _lexemes_of([text[:TEXT_CHARS] for text in shown])):
                 candidate.lexemes = lexemes & wanted
 
 
@@ -363,7 +366,11 @@ def _recalled(query: str, project: Project | None, session_id: str | None,
         elif hit.kind == "digest":
             source = {"kind": "digest", "id": str(obj.pk), "date": _date(obj.started_at or obj.created_at),
                       "session_id": obj.session_id, "conversation_id": str(obj.conversation_id)}
-            text, shown, sections = obj.text, "", obj.sections
+            # An earlier prompt the session asked again is no evidence: it leaves the digest's
+            # "Asked" (core.recall.repeats), and the digest counts the words of its lines.
+            sections = {**obj.sections, "asked": [asked for asked in obj.sections.get("asked") or []
+                                                  if not says_again(asked, query)]}
+            text, shown = obj.text, "\n".join(conversations.digest_lines(sections))
         else:
             source = {"kind": "memory", "id": str(obj.pk), "date": _date(obj.created_at)}
             text, shown = obj.content, ""
@@ -516,11 +523,7 @@ class Gate:
             return True
         similarity = candidate.similarity if candidate.similarity is not None else 0.0
         named = any(NAME.search(lexeme) for lexeme in candidate.lexemes)
-        # A tool call is never close enough in meaning alone: its vector is of a command, a path
-        # and a file's first lines, which share the project's name and stack with any question
-        # asked in it (`Read src/components/AuditTable.tsx` 0.61 from "What did we decide about
-        # the port of the ember-docs staging database?"), and its line says nothing of the prompt.
-        alone = similarity >= self.similarity_alone and candidate.source.get("role") != "tool"
+        alone = similarity >= self.similarity_alone and _meaning_speaks(candidate)
         return alone or (
             len(candidate.lexemes) >= self.min_terms and candidate.overlap >= self.overlap_min
             and similarity >= (self.named_similarity_min if named else self.similarity_min))
@@ -533,6 +536,16 @@ class Gate:
 
 
 GATE = Gate()
+
+
+def _meaning_speaks(candidate: Candidate) -> bool:
+    """Whether a candidate's closeness in meaning alone may open the block. Not a tool call's: its
+    vector is of a command, a path and a file's first lines, which share the project's name and
+    stack with any question asked in it (`Read src/components/AuditTable.tsx` 0.61 from "What did
+    we decide about the port of the ember-docs staging database?"), and its line says nothing of
+    the prompt. Nor a digest's: a session's summary is close to a prompt that session asked
+    before, which is no evidence (a prompt given again); both need shared words."""
+    return candidate.kind != "digest" and candidate.source.get("role") != "tool"
 
 
 def project_recall_set(*, project: Any, enabled: bool) -> Project:

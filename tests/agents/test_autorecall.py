@@ -725,6 +725,43 @@ def test_a_digest_shows_only_what_the_items_before_it_did_not_say(db, django_cap
     assert [item["kind"] for item in out["items"]] in (["decision"], ["message"]), out["text"]
 
 
+def test_a_digest_of_a_session_that_asked_the_same_is_no_evidence(db, django_capture_on_commit_callbacks):
+    """Found by using Winni: "what did we decide about money amounts?" asked again in a later
+    session brought, beside the decision, the digest of the session that had asked it before
+    ("Asked: what did we decide about money amounts?; … Commands: … Last answer: …"): its words
+    and its meaning were those of the repeated prompt."""
+    sessions = {
+        "rounding": [{"hook_event_name": "UserPromptSubmit",
+                      "prompt": "How should we do invoice rounding? Decide it once for the whole codebase."},
+                     {"hook_event_name": "Stop", "last_assistant_message":
+                      "Decision: invoice totals are rounded half-even, once, on the total, never per line."}],
+        "asked-before": [{"hook_event_name": "UserPromptSubmit", "prompt": "What did we decide about invoice rounding?"},
+                         {"hook_event_name": "PostToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "git log --oneline -3"},
+                          "tool_response": {"stdout": "4f2a1c0 bump deps", "stderr": "", "interrupted": False}},
+                         {"hook_event_name": "Stop", "last_assistant_message": "Half-even, on the total."}],
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        for session, events in sessions.items():
+            for event in [*events, {"hook_event_name": "SessionEnd"}]:
+                capture.capture_hook_event(payload={"session_id": session, "cwd": "/home/dev/ledger", **event},
+                                           project="ledger")
+    assert "Asked: What did we decide about invoice rounding?" in SessionDigest.objects.get(session_id="asked-before").text
+    out = autorecall.context_for_prompt(prompt="What did we decide about invoice rounding?", project="ledger",
+                                        session_id="later")
+    assert "rounded half-even" in out["text"]
+    assert not [item for item in out["items"] if item["kind"] == "digest"
+                and item["source"]["session_id"] == "asked-before"], out["text"]
+    assert "git log" not in out["text"]
+
+
+def test_a_digest_does_not_pass_on_meaning_alone():
+    gate = autorecall.GATE
+    digest = autorecall.Candidate(kind="digest", id="d", text="t", source={}, similarity=0.9)
+    assert not gate.passes(digest)
+    assert gate.passes(autorecall.Candidate(kind="memory", id="m", text="t", source={}, similarity=0.9))
+
+
 def test_an_item_fits_when_its_own_line_fits(shop):
     """The room an item's text has is what is left after its own source line: a budget that holds
     the first two items exactly gives both, whole (a fixed reserve for any source line left a block
