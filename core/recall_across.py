@@ -6,8 +6,8 @@ conversation's turns lift each other. recall_by_kind ranks each kind on its own 
 and scaling, through core.recall.rank), then orders all hits by a strength that means the same for
 every kind:
   COVERAGE_WEIGHT × the share of the query's words the row holds (its search_vector, the same
-  lexemes the engine matches; each word weighed by how rare it is among past turns, as automatic
-  recall weighs them) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
+  lexemes the engine matches; a tool call: the line the page shows of it; each word weighed by how
+  rare it is among past turns, as automatic recall weighs them) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
   model for every kind) + WITHIN_KIND_WEIGHT × its fused score relative to its kind's best.
 A hit without any query word and with similarity below SIMILARITY_FLOOR is dropped (a turn that
 only sits next to a match), and each kind's best remaining hit keeps a place in the page.
@@ -65,13 +65,19 @@ class RankedDict(TypedDict):
     degraded: bool
 
 
+def _lexemes(texts: list[str]) -> list[set[str]]:
+    """Each text's lexemes as rows are indexed (english config, plus the parts of paths)."""
+    if not texts:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
+                       "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
+        return [set(lexemes or []) for (lexemes,) in cursor.fetchall()]
+
+
 def query_words(query: str) -> list[str]:
     """The query's lexemes as rows are indexed (english config, plus the parts of paths)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s) "
-                       "|| to_tsvector('english', winni_path_words(%s)))", [query, query])
-        (lexemes,) = cursor.fetchone()
-    return sorted(set(lexemes or []))
+    return sorted(_lexemes([query])[0])
 
 
 def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str, tuple[float, bool]]:
@@ -87,6 +93,16 @@ def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str
     rows = model._default_manager.filter(pk__in=keys).annotate(_held=held).values_list("pk", "_held")
     return {str(pk): (sum(weights[lexeme] for lexeme in found or ()) / total if total else 0.0, bool(found))
             for pk, found in rows}
+
+
+def _shown_coverage(shown: dict[str, str], weights: dict[str, float]) -> dict[str, tuple[float, bool]]:
+    """_coverage of rows that show a line instead of their text (a tool call stored as JSON: its
+    keys are words of its search_vector, `tool_name` giving every call the query's "name"): the
+    words of that line, the rule automatic recall's gate follows."""
+    total = sum(weights.values())
+    found = [lexemes & set(weights) for lexemes in _lexemes(list(shown.values()))]
+    return {key: (sum(weights[lexeme] for lexeme in held) / total if total else 0.0, bool(held))
+            for key, held in zip(shown, found)}
 
 
 def recall_by_kind(
@@ -125,6 +141,9 @@ def recall_by_kind(
                                  query=query, scopes={kind: scope})[:limit]
             asked = {hit.key: str(hit.question.pk) for hit in hits if hit.question is not None}
             coverage = _coverage(kind, [hit.key for hit in hits] + list(asked.values()), weights)
+            display = searchable.get(kind).display
+            shown = {hit.key: line for hit in hits if display is not None and (line := display(hit.obj))}
+            coverage.update(_shown_coverage(shown, weights))
             for answer, question in asked.items():
                 (share, held), (asked_share, asked_held) = (coverage.get(answer, (0.0, False)),
                                                             coverage.get(question, (0.0, False)))

@@ -193,6 +193,30 @@ def test_search_keeps_a_row_holding_a_word_every_turn_has(admin_client: Any, db:
     assert str(asked.pk) in {hit["id"] for hit in hits}
 
 
+def test_search_weighs_a_tool_call_by_the_line_it_shows(admin_client: Any, db: Any):
+    """A tool call is stored as JSON: `tool_name` gave every call the query's "name", `file_path` its
+    "file", and a long call held most words of any query. The page counts the words of the line it
+    shows, as automatic recall's gate does, so the turn that states the answer ranks above it."""
+    import json
+
+    from conversations import services as conv_services
+
+    chat = conv_services.conversation_begin(session_id="sess-names", metadata={"cwd": "/work/shop"})
+    call = conv_services.message_store(conversation_id=chat.id, role="tool", content=json.dumps({
+        "tool_name": "Bash", "tool_input": {"command": "pytest -q", "description": "check the names"},
+        "tool_response": {"stdout": "3 failed, 41 passed", "stderr": ""}}))
+    stated = conv_services.message_store(conversation_id=chat.id, role="assistant",
+                                         content="Feature flag names are kebab-case, like billing-new-checkout.")
+    from core.recall_across import recall_by_kind
+
+    ranked = {hit["id"]: hit for hit in recall_by_kind(query="feature flag name")["results"]}
+    assert ranked[str(stated.pk)]["coverage"] == 1.0
+    # "name" was its key's, and its description's "names" is not in the line the page shows.
+    assert str(call.pk) not in ranked or ranked[str(call.pk)]["coverage"] == 0.0
+    hits = admin_client.get("/admin/search/", {"q": "feature flag name"}).context["hits"]
+    assert hits[0]["id"] == str(stated.pk)
+
+
 def test_search_filters_by_project_and_kind(admin_client: Any, corpus: AdminCorpus):
     """"What did we decide about X in project Y" is one search: the project and kind filters."""
     from conversations import services as conv_services
