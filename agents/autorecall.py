@@ -141,6 +141,7 @@ class Source(TypedDict, total=False):
     role: str
     medallion_id: str
     project: str | None
+    conversation_ref: str  # how the block names the conversation (conversations.conversation_refs)
 
 
 class Item(TypedDict):
@@ -606,14 +607,21 @@ def _line(candidate: Candidate) -> str:
     # A turn is named by its conversation and turn (what dewey_get_conversation reads around it);
     # its session's id as well took ≈ 45 of each line's characters and named nothing more.
     if candidate.kind == "message":
-        parts += [f"turn {source.get('turn')} ({source.get('role')})", f"conversation {source.get('conversation_id')}"]
+        parts += [f"turn {source.get('turn')} ({source.get('role')})", _conversation_named(source)]
     elif candidate.kind == "digest":
-        parts += [f"conversation {source.get('conversation_id')}"]
+        parts += [_conversation_named(source)]
     elif candidate.kind in ("decision", "invariant", "question"):
         parts += [f"medallion {source.get('medallion_id')}"]
     else:
         parts += [f"id {candidate.id}"]
     return f"- [{' · '.join(part for part in parts if part)}] {candidate.snippet}{_asked(candidate)}"
+
+
+def _conversation_named(source: Source) -> str:
+    # By the start of its id (conversations.conversation_refs, set by _block), which
+    # dewey_get_conversation reads: the whole id took 28 characters more an item, room the
+    # evidence needs (docs/benchmarks.md).
+    return f"conversation {source.get('conversation_ref') or source.get('conversation_id')}"
 
 
 def _asked(candidate: Candidate) -> str:
@@ -983,6 +991,10 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     # An item about a file that changed since it was written says so and comes after those that hold.
     stale = anchors.marks([c.key for c in fresh])
     fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
+    refs = conversations.conversation_refs(ids=[c.source.get("conversation_id") for c in fresh])
+    for candidate in fresh:
+        if candidate.source.get("conversation_id"):
+            candidate.source["conversation_ref"] = refs[str(candidate.source["conversation_id"])]
     for candidate in fresh:
         candidate.snippet = ""
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}

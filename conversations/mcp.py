@@ -26,7 +26,8 @@ def dewey_store_message(**given: Any) -> outputs.StoredMessageDict:
 @inputs.GET_CONVERSATION.tool
 def dewey_get_conversation(**given: Any) -> outputs.ConversationDict:
     """A conversation's messages in turn order, or turns turn_from to turn_to (inclusive). Long
-    messages are cut to fit max_chars of JSON; one turn (turn_from = turn_to) comes whole."""
+    messages are cut to fit max_chars of JSON; one turn (turn_from = turn_to) comes whole.
+    conversation_id: its id, or the first 8 hex digits of it as automatic recall names it."""
     conversation, messages = services.conversation_get(**given)
     return outputs.conversation_dict(conversation, messages, given["max_chars"])
 

@@ -71,7 +71,10 @@ def test_a_related_prompt_brings_back_the_decision_with_its_source(shop):
     assert message["source"]["session_id"] == "session-one" and message["source"]["turn"] in (1, 2)
     assert message["source"]["conversation_id"] == str(shop["first"].id)
     source = message["source"]
-    assert f"turn {source['turn']} ({source['role']}) · conversation {source['conversation_id']}]" in out["text"]
+    # The block names the conversation by the start of its id, which dewey_get_conversation reads back.
+    ref = source["conversation_id"][:8]
+    assert f"turn {source['turn']} ({source['role']}) · conversation {ref}]" in out["text"]
+    assert str(conversations.conversation_get(conversation_id=ref)[0].id) == source["conversation_id"]
     assert "tomatoes" not in out["text"]  # another project's turns stay out
 
 

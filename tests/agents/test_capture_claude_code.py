@@ -120,9 +120,9 @@ def test_automatic_recall_reaches_the_model(winni_server, live_token, tmp_path, 
         asked = _requests_with(fake, "Which database driver did we choose")[0]
         seen = json.dumps(asked["messages"])
         assert "Winni recalled" in seen and "psycopg 3 as the database driver" in seen
-        # The source: the first session's conversation and its turn.
+        # The source: the first session's conversation (the start of its id) and its turn.
         first_conversation = Conversation.objects.get(session_id=first)
-        assert f"conversation {first_conversation.pk}]" in seen
+        assert f"conversation {str(first_conversation.pk)[:8]}]" in seen
         run_claude(["-p", "--resume", second, "run the tests"], cwd=project, env=env)
         plain = _requests_with(fake, "run the tests")[0]
         last_user = [m for m in plain["messages"] if m["role"] == "user"][-1]

@@ -106,5 +106,8 @@ def test_a_page_of_long_tool_outputs_fits_what_claude_code_reads(mcp_legacy):
     (one,) = mcp_legacy.call("dewey_get_conversation", {"conversation_id": cid, "turn_from": turn,
                                                         "turn_to": turn})["messages"]
     assert one["content"] == output and not one["truncated"]
+    # By the start of its id, as automatic recall's block names a conversation.
+    assert mcp_legacy.call("dewey_get_conversation", {"conversation_id": cid[:8], "turn_from": turn,
+                                                      "turn_to": turn})["messages"] == [one]
     assert "turn_from" in mcp_legacy.call_error("dewey_get_conversation", {"conversation_id": cid, "turn_from": 0})
     assert "max_chars" in mcp_legacy.call_error("dewey_get_conversation", {"conversation_id": cid, "max_chars": 100})

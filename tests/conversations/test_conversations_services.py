@@ -83,6 +83,26 @@ def test_unknown_and_malformed_conversation_ids():
     assert err2.value.field == "conversation_id"
 
 
+def test_a_conversation_is_named_by_the_start_of_its_id_unless_another_shares_it():
+    """Automatic recall's block names a conversation as git abbreviates a commit: by the first 8
+    hex digits of its id, or the whole id when another conversation's id starts the same; reading
+    it back takes either, and a start two conversations share asks for the whole id."""
+    one = Conversation.objects.create(id=uuid.UUID("e8f2bbed-4dcb-4000-8000-000000000001"))
+    twins = [Conversation.objects.create(id=uuid.UUID(f"0c0ffee0-1234-4000-8000-00000000000{n}")) for n in (1, 2)]
+    refs = services.conversation_refs(ids=[one.id, twins[0].id, None])
+    assert refs == {str(one.id): "e8f2bbed", str(twins[0].id): str(twins[0].id)}
+    assert services.conversation_get(conversation_id="e8f2bbed")[0].id == one.id
+    assert services.conversation_get(conversation_id=" E8F2BBED")[0].id == one.id
+    assert services.conversation_get(conversation_id=str(twins[1].id))[0].id == twins[1].id
+    with pytest.raises(InvalidInput) as shared:
+        services.conversation_get(conversation_id="0c0ffee0")
+    assert shared.value.field == "conversation_id" and "whole id" in shared.value.message
+    with pytest.raises(NotFound):
+        services.conversation_get(conversation_id="aaaaaaaa")
+    with pytest.raises(InvalidInput):
+        services.conversation_get(conversation_id="e8f2bbe")  # shorter than the block's name: not a guess
+
+
 def test_created_at_can_be_given_for_imports():
     conversation = services.conversation_begin()
     message = services.message_store(
