@@ -104,6 +104,7 @@ def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
 # reads either. 28 characters less an item left room for more evidence (docs/benchmarks.md).
 REF_HEX = 8
 _REF = re.compile(r"^[0-9a-f]{8}$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def _ref_range(ref: str) -> tuple[uuid.UUID, uuid.UUID]:
@@ -112,10 +113,11 @@ def _ref_range(ref: str) -> tuple[uuid.UUID, uuid.UUID]:
 
 def conversation_refs(*, ids: Sequence[Any]) -> dict[str, str]:
     """Each conversation id → its short name: its first REF_HEX hex digits, or the whole id when
-    another conversation's id starts with them (one query for all)."""
-    wanted = sorted({str(pk) for pk in ids if pk})
+    another conversation's id starts with them (one query for all); what is not an id, as it is."""
+    given = {str(pk) for pk in ids if pk}
+    wanted = sorted(pk for pk in given if _UUID.match(pk))
     if not wanted:
-        return {}
+        return {pk: pk for pk in given}
     lows, highs = zip(*(_ref_range(pk[:REF_HEX]) for pk in wanted))
     with connection.cursor() as cursor:
         cursor.execute(
@@ -123,7 +125,7 @@ def conversation_refs(*, ids: Sequence[Any]) -> dict[str, str]:
             f"WHERE EXISTS (SELECT 1 FROM {Conversation._meta.db_table} c "
             f"WHERE c.id BETWEEN x.low AND x.high AND c.id <> x.id)", [wanted, list(lows), list(highs)])
         shared = {row[0] for row in cursor.fetchall()}
-    return {pk: pk if pk in shared else pk[:REF_HEX] for pk in wanted}
+    return {pk: pk if pk in shared or pk not in wanted else pk[:REF_HEX] for pk in given}
 
 
 def _conversation_pk(conversation_id: Any) -> uuid.UUID:

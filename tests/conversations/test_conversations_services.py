@@ -89,8 +89,8 @@ def test_a_conversation_is_named_by_the_start_of_its_id_unless_another_shares_it
     it back takes either, and a start two conversations share asks for the whole id."""
     one = Conversation.objects.create(id=uuid.UUID("e8f2bbed-4dcb-4000-8000-000000000001"))
     twins = [Conversation.objects.create(id=uuid.UUID(f"0c0ffee0-1234-4000-8000-00000000000{n}")) for n in (1, 2)]
-    refs = services.conversation_refs(ids=[one.id, twins[0].id, None])
-    assert refs == {str(one.id): "e8f2bbed", str(twins[0].id): str(twins[0].id)}
+    refs = services.conversation_refs(ids=[one.id, twins[0].id, None, "not-an-id"])
+    assert refs == {str(one.id): "e8f2bbed", str(twins[0].id): str(twins[0].id), "not-an-id": "not-an-id"}
     assert services.conversation_get(conversation_id="e8f2bbed")[0].id == one.id
     assert services.conversation_get(conversation_id=" E8F2BBED")[0].id == one.id
     assert services.conversation_get(conversation_id=str(twins[1].id))[0].id == twins[1].id
