@@ -803,11 +803,12 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
 
 def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | None = None) -> list[Candidate]:
     """The candidates the block carries, in order (before leaving out what the session has had):
-    the cached answer, the medallions' items that pass the gate, then recalled rows in rank order
-    while their score holds up, once one of them passes (the best LEAD first, then one per
-    conversation, the rows that pass the gate before the others of their conversation). `prior` (found.prior: the use prior)
-    reorders what the gate admitted (by_prior); which items are admitted is decided on recall's
-    scores alone."""
+    the cached answer, the medallions' decisions and invariants that pass the gate, then recalled
+    rows in rank order while their score holds up, once one of them passes (the best LEAD first,
+    then one per conversation, the rows that pass the gate before the others of their
+    conversation), then the medallions' open questions that pass. `prior` (found.prior: the use
+    prior) reorders what the gate admitted (by_prior); which items are admitted is decided on
+    recall's scores alone."""
     if (found.generic >= gate.generic_max and not found.procedure) or len(found.weights) < gate.min_terms:
         return [found.answer] if found.answer else []
     if found.procedure:
@@ -822,7 +823,13 @@ def block_items(found: Candidates, gate: Gate = GATE, prior: dict[str, float] | 
     recalled = [c for c in found.recalled if c.score >= gate.relative_min * top and (c.overlap > 0 or gate.passes(c))] \
         if opened else []
     medallion_items, recalled = by_prior(medallion_items, prior), by_prior(recalled, prior)
-    return ([found.answer] if found.answer else []) + medallion_items + spread(passing_first(recalled, gate), gate.per_session)
+    # A medallion's open question is a question: it comes after the answers (found using Winni:
+    # "Open question: how many times does the export job retry?" led the block above the reply
+    # that said it); its decisions and invariants, stated, lead.
+    stated = [c for c in medallion_items if c.kind != "question"]
+    asked = [c for c in medallion_items if c.kind == "question"]
+    return (([found.answer] if found.answer else []) + stated
+            + spread(passing_first(recalled, gate), gate.per_session) + asked)
 
 
 def by_prior(candidates: list[Candidate], prior: dict[str, float]) -> list[Candidate]:

@@ -583,6 +583,19 @@ def test_the_best_rows_lead_the_block_then_one_row_per_conversation():
 
 
 
+def test_a_medallions_open_question_comes_after_the_answers():
+    """Found using Winni: "Open question: how many times does the export job retry?" led the block
+    above the reply that said it. A decision, stated, still leads."""
+    def item(kind: str, key: str, score: float) -> autorecall.Candidate:
+        return autorecall.Candidate(kind=kind, id=key, text="t", source={"conversation_id": key}, score=score,
+                                    lexemes={"export", "retri"}, overlap=0.9, similarity=0.5)
+
+    found = autorecall.Candidates(terms=["export", "retri"], weights={"export": 1.0, "retri": 1.0},
+                                  medallion_items=[item("question", "q", 0.9), item("decision", "d", 0.8)],
+                                  recalled=[item("message", "m", 1.0)])
+    assert [c.id for c in autorecall.block_items(found)] == ["d", "m", "q"]
+
+
 def test_one_shared_word_does_not_open_the_block():
     """An item opens the block with two of the prompt's specific words or more (and enough of its
     word weight and meaning), or by its meaning alone: "clear the cache" shares "cache" with many a
