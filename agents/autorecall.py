@@ -50,7 +50,7 @@ from django.utils import timezone
 from agents import use
 from agents.models import Injection
 from conversations import services as conversations
-from core import anchors, paths, projects, repeats, timerank
+from core import anchors, paths, projects, repeats, searchable, shortref, timerank
 from core.decisions import states_a_rule
 from core.errors import InvalidInput
 from core.logs import storage_op
@@ -141,7 +141,7 @@ class Source(TypedDict, total=False):
     role: str
     medallion_id: str
     project: str | None
-    conversation_ref: str  # how the block names the conversation (conversations.conversation_refs)
+    ref: str  # how the block's line names its source: a short id (_short_names)
 
 
 class Item(TypedDict):
@@ -611,17 +611,38 @@ def _line(candidate: Candidate) -> str:
     elif candidate.kind == "digest":
         parts += [_conversation_named(source)]
     elif candidate.kind in ("decision", "invariant", "question"):
-        parts += [f"medallion {source.get('medallion_id')}"]
+        parts += [f"medallion {source.get('ref') or source.get('medallion_id')}"]
     else:
-        parts += [f"id {candidate.id}"]
+        parts += [f"id {source.get('ref') or candidate.id}"]
     return f"- [{' · '.join(part for part in parts if part)}] {candidate.snippet}{_asked(candidate)}"
 
 
 def _conversation_named(source: Source) -> str:
-    # By the start of its id (conversations.conversation_refs, set by _block), which
-    # dewey_get_conversation reads: the whole id took 28 characters more an item, room the
-    # evidence needs (docs/benchmarks.md).
-    return f"conversation {source.get('conversation_ref') or source.get('conversation_id')}"
+    return f"conversation {source.get('ref') or source.get('conversation_id')}"
+
+
+# What each item's line names, and where its id is: a turn's and a digest's conversation, a
+# medallion item's medallion, a memory itself.
+_NAMED = {"message": "conversation_id", "digest": "conversation_id", "decision": "medallion_id",
+          "invariant": "medallion_id", "question": "medallion_id", "memory": "id"}
+
+
+def _short_names(candidates: list[Candidate]) -> None:
+    """Set each item's `source["ref"]`: what its line names, by the first 8 hex digits of its id
+    (core.shortref: the whole id when another's starts the same), which dewey_get_conversation and
+    winni_get read back. The whole id took 28 characters more an item, room the evidence needs
+    (docs/benchmarks.md)."""
+    ids: dict[str, list[Any]] = {}
+    for candidate in candidates:
+        if candidate.kind in _NAMED:
+            ids.setdefault(_NAMED[candidate.kind], []).append(candidate.source.get(_NAMED[candidate.kind]))
+    refs = {**conversations.conversation_refs(ids=ids.get("conversation_id", [])),
+            **shortref.refs(searchable.get("medallion").model, ids.get("medallion_id", [])),
+            **shortref.refs(searchable.get("memory").model, ids.get("id", []))}
+    for candidate in candidates:
+        named = candidate.source.get(_NAMED.get(candidate.kind, ""))
+        if named:
+            candidate.source["ref"] = refs.get(str(named), str(named))
 
 
 def _asked(candidate: Candidate) -> str:
@@ -998,10 +1019,7 @@ def _block(fresh: list[Candidate], weights: dict[str, float], max_chars: int, ga
     # An item about a file that changed since it was written says so and comes after those that hold.
     stale = anchors.marks([c.key for c in fresh])
     fresh = anchors.holding_first(fresh, lambda c: c.key, stale)
-    refs = conversations.conversation_refs(ids=[c.source.get("conversation_id") for c in fresh])
-    for candidate in fresh:
-        if candidate.source.get("conversation_id"):
-            candidate.source["conversation_ref"] = refs[str(candidate.source["conversation_id"])]
+    _short_names(fresh)
     for candidate in fresh:
         candidate.snippet = ""
         matched = {lexeme for lexeme in candidate.lexemes if lexeme in weights}

@@ -165,7 +165,8 @@ def _item_lines(injection: Injection) -> list[str]:
 def item_ids(item: dict[str, Any]) -> list[str]:
     source = item.get("source") or {}
     found = [str(item.get("id", ""))]
-    found += [str(source[key]) for key in ("conversation_id", "medallion_id") if source.get(key)]
+    # Its source's short name too (the block's line gives it: core.shortref), which a read takes.
+    found += [str(source[key]) for key in ("conversation_id", "medallion_id", "ref") if source.get(key)]
     # A decision's id is "<medallion id>:<decision id>": its medallion is what would be fetched.
     return [value for part in found for value in {part, part.split(":", 1)[0]} if value]
 

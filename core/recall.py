@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, TypedDict, TypeGuard, cast, get_args
 
 from django.core.exceptions import ImproperlyConfigured
 
-from core import anchors, projects, searchable, timerank
+from core import anchors, projects, searchable, shortref, timerank
 from core.errors import InvalidInput, NotFound
 from core.logs import storage_op
 from core.projects import Scope
@@ -443,8 +443,10 @@ def get_item(*, kind: Any, item_id: Any) -> ItemDict:
     known = searchable.kinds()
     if kind not in known:
         raise InvalidInput("kind: " + NOT_ONE_OF.format(choices=", ".join(known), got=shown_value(kind)), field="kind")
-    key = parse_uuid(item_id, field="id")
     scopes = recall_scopes([kind], {})
+    # Its id, or its short name as automatic recall's block gives it (core.shortref).
+    key = shortref.resolve(scopes[kind].rows, item_id, field="id", noun=kind) if kind in scopes \
+        else parse_uuid(item_id, field="id")
     obj = scopes[kind].rows.filter(pk=key).first() if kind in scopes else None
     if obj is None:
         raise NotFound(f"id: no {kind} with id {str(key)!r}", field="id")

@@ -3,7 +3,6 @@ Every interface (MCP, REST, admin, capture) calls these."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -14,7 +13,7 @@ from django.db.models.functions import Coalesce, Greatest, Least
 from django.utils import timezone
 
 from conversations.models import Conversation, Message, Role, prompt_title
-from core import counts, projects
+from core import counts, projects, shortref
 from core.errors import Conflict, InvalidInput, NotFound
 from core.logs import storage_op
 from core.redaction import plain, redact, redact_json
@@ -98,52 +97,10 @@ def conversation_get_for_update(*, conversation_id: Any) -> Conversation:
     return conversation
 
 
-# A conversation named in fewer characters, as git abbreviates a commit: automatic recall's block
-# names each turn's conversation by the first REF_HEX hex digits of its id ("conversation
-# 0efa9206"), or by its whole id when another conversation's starts the same; dewey_get_conversation
-# reads either. 28 characters less an item left room for more evidence (docs/benchmarks.md).
-REF_HEX = 8
-_REF = re.compile(r"^[0-9a-f]{8}$")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def _ref_range(ref: str) -> tuple[uuid.UUID, uuid.UUID]:
-    return uuid.UUID(ref + "-0000-0000-0000-000000000000"), uuid.UUID(ref + "-ffff-ffff-ffff-ffffffffffff")
-
-
 def conversation_refs(*, ids: Sequence[Any]) -> dict[str, str]:
-    """Each conversation id → its short name: its first REF_HEX hex digits, or the whole id when
-    another conversation's id starts with them (one query for all); what is not an id, as it is."""
-    given = {str(pk) for pk in ids if pk}
-    wanted = sorted(pk for pk in given if _UUID.match(pk))
-    if not wanted:
-        return {pk: pk for pk in given}
-    lows, highs = zip(*(_ref_range(pk[:REF_HEX]) for pk in wanted))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT x.id::text FROM unnest(%s::uuid[], %s::uuid[], %s::uuid[]) AS x(id, low, high) "
-            f"WHERE EXISTS (SELECT 1 FROM {Conversation._meta.db_table} c "
-            f"WHERE c.id BETWEEN x.low AND x.high AND c.id <> x.id)", [wanted, list(lows), list(highs)])
-        shared = {row[0] for row in cursor.fetchall()}
-    return {pk: pk if pk in shared or pk not in wanted else pk[:REF_HEX] for pk in given}
-
-
-def _conversation_pk(conversation_id: Any) -> uuid.UUID:
-    """A conversation's id from its id or its short name (conversation_refs); an unknown short name
-    is not found, one that more than one conversation's id starts with is an error asking for the
-    whole id."""
-    ref = conversation_id.strip().lower() if isinstance(conversation_id, str) else ""
-    if _REF.match(ref):
-        low, high = _ref_range(ref)
-        found = list(projects.scope_queryset(Conversation.objects.all(), None)
-                     .filter(pk__gte=low, pk__lte=high).values_list("pk", flat=True)[:2])
-        if not found:
-            raise NotFound(f"conversation {ref} not found", field="conversation_id")
-        if len(found) > 1:
-            raise InvalidInput(f"conversation_id {ref!r} is the start of more than one conversation's id: "
-                               "give the whole id", field="conversation_id")
-        return found[0]
-    return parse_uuid(conversation_id, field="conversation_id")
+    """Each conversation id → its short name (core.shortref: its first 8 hex digits, or the whole
+    id when another conversation's starts the same), as automatic recall's block names it."""
+    return shortref.refs(Conversation, ids)
 
 
 def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: Any = None,
@@ -156,7 +113,8 @@ def conversation_get(*, conversation_id: Any, turn_from: Any = None, turn_to: An
     low = validate_turn_number(turn_from, field="turn_from")
     high = validate_turn_number(turn_to, field="turn_to")  # before turn_from: no turn, as dates in a search
     validate_max_chars(max_chars)
-    pk = _conversation_pk(conversation_id)
+    pk = shortref.resolve(projects.scope_queryset(Conversation.objects.all(), None), conversation_id,
+                          field="conversation_id", noun="conversation")
     with storage_op("conversation.get", conversation_id=str(pk)) as log:
         conversation = projects.scope_queryset(Conversation.objects.select_related("project"), None).filter(pk=pk).first()
         if conversation is None:

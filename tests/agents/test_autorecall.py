@@ -194,6 +194,26 @@ def test_winni_context_through_mcp(live_shop, mcp: McpClient):
     assert "max_chars" in error and "200" in error
 
 
+def test_each_item_names_its_source_short_and_the_reads_take_that_name(live_shop, mcp_legacy: McpClient):
+    """A turn's conversation, a medallion item's medallion and a memory are named by the first 8
+    hex digits of their id (core.shortref), which dewey_get_conversation and winni_get read back
+    through the real MCP transport."""
+    named, text = {}, ""
+    for prompt in ("Which PostgreSQL database driver do we use, psycopg 3?", "How are the shop's invoices rendered to PDF?"):
+        out = mcp_legacy.call("winni_context", {"prompt": prompt, "project": "shop"})
+        named.update({item["kind"]: item["source"]["ref"] for item in out["items"] if item["source"].get("ref")})
+        text += out["text"]
+    assert {"message", "decision", "memory"} <= set(named), text
+    assert all(len(ref) == 8 and f" {ref}]" in text for ref in named.values())
+    assert named["memory"] == str(live_shop["memory"].id)[:8] and str(live_shop["memory"].id) not in text
+    assert named["decision"] == str(live_shop["medallion"].id)[:8]
+    assert mcp_legacy.call("winni_get", {"kind": "memory", "id": named["memory"]})["text"].startswith("The shop's invoices")
+    assert mcp_legacy.call("winni_get", {"kind": "medallion", "id": named["decision"]})["label"]
+    conversation = mcp_legacy.call("dewey_get_conversation", {"conversation_id": named["message"]})
+    assert conversation["conversation_id"] == str(live_shop["first"].id)
+    assert "whole id" not in mcp_legacy.call_error("winni_get", {"kind": "memory", "id": "0000000z"})
+
+
 def test_winni_context_over_the_content_limit_through_mcp(live_shop, mcp_legacy: McpClient, settings):
     from django.conf import settings as django_settings
 

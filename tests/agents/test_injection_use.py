@@ -63,6 +63,10 @@ def test_what_counts_as_use_and_what_does_not():
     assert judge(item_text=ITEM, ids=["9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"], prompt=prompt, following=fetched)[0]
     assert not judge(item_text=ITEM, ids=["9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"], prompt=prompt, following=[
         _tool("Grep", {"pattern": "x"}, {"content": "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b"})])[0]
+    # By the short name the block's line gives (core.shortref), as the agent reads it back.
+    item = {"id": "9a4f6c1e-2b3d-4e5f-8a9b-0c1d2e3f4a5b", "source": {"ref": "9a4f6c1e"}}
+    short = [_tool("mcp__winni__winni_get", {"kind": "memory", "id": "9a4f6c1e"})]
+    assert judge(item_text=ITEM, ids=item_ids(item), prompt=prompt, following=short)[0]
     # Common words shared with the item are not use; three of its rarer words are.
     assert not judge(item_text=ITEM, ids=[], prompt=prompt, following=[Turn("assistant", "The rates are fine now.")])[0]
     assert judge(item_text=ITEM, ids=[], prompt=prompt,
@@ -92,7 +96,7 @@ def test_a_session_shows_which_injected_items_the_agent_used(api, tmp_path, admi
                                  project=project.slug)[0]
     ignored = memories.memory_store(content="src/invoice.py was reviewed by Priya in March.", project=project.slug)[0]
     added = tool("Read", {"file_path": f"{root}/src/invoice.py"})["additional_context"]
-    assert str(used.pk) in added and str(ignored.pk) in added
+    assert f"id {str(used.pk)[:8]}]" in added and f"id {str(ignored.pk)[:8]}]" in added  # named short (core.shortref)
     tool("Edit", {"file_path": f"{root}/src/billing/money.py", "old_string": "round(", "new_string": "("})
     post(hook_event_name="Stop", last_assistant_message="Fixed: the rounding now happens once.")
     injection = Injection.objects.get(session_id="s-use", trigger="file")
