@@ -71,8 +71,9 @@ def winni_recall(**given: Any) -> dict[str, Any]:  # CompactRecallDict, or Recal
 
 @read_tool
 def winni_get(kind: str, id: str) -> ItemDict:
-    """A winni_recall row's item whole (its kind and id); a message's conversation and turn lead
-    to the turns around it (dewey_get_conversation)."""
+    """A winni_recall row's item whole (its kind and id, or the first 8 hex digits of the id as
+    automatic recall names it); a message's conversation and turn lead to the turns around it
+    (dewey_get_conversation)."""
     return get_item(kind=kind, item_id=id)
 
 
