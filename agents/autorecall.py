@@ -24,12 +24,15 @@ What it does with a prompt:
    (each weighs by how rare it is in the store: `overlap`) with enough meaning (`similarity`,
    cosine of the embeddings), or is very close in meaning alone; an item sharing one of the
    prompt's names ("report-merge", a path) needs less of the meaning. A tool call counts the words
-   its readable line shows (not its JSON keys, nor the name of the project it ran in) and never
-   passes on meaning alone. Otherwise: an empty text, no header.
-4. The block: the candidates in rank order (the best three first, then one per conversation),
+   its readable line shows (not its JSON keys, nor the name of the project it ran in), a session
+   digest those of its lines less a prompt this one repeats; neither passes on meaning alone.
+   Otherwise: an empty text, no header.
+4. The block: the candidates in rank order (the medallions' decisions and invariants, recall's
+   best three, then one per conversation; the medallions' open questions after the answers),
    a session digest only with what the items above it do not say, each a snippet cut
    around the matched words, with its
-   source (kind, id, date, session, turn), until `max_chars` is spent. Items already injected in
+   source (kind, date, turn; the conversation, medallion or memory by a short id:
+   core.shortref), until `max_chars` is spent. Items already injected in
    this session (and not reset by a compaction or /clear) are left out; what is injected is
    recorded (agents.models.Injection).
 5. Use (WINNI_RECALL_USE_PRIOR): within the block, an item the agent kept ignoring for prompts
@@ -809,7 +812,7 @@ def candidates_for(prompt: str, project: Project | None, session_id: str | None,
     _matched_lexemes(everything, set(weights))
     naming = _naming(project, set(weights))
     for candidate in everything:
-        if naming and candidate.source.get("role") == "tool":
+        if candidate.source.get("role") == "tool":
             candidate.lexemes -= naming
     for candidate in everything:
         candidate.overlap = _overlap(weights, candidate.lexemes)
