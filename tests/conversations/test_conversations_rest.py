@@ -142,6 +142,11 @@ def test_a_conversation_reads_a_range_of_turns_within_max_chars(api):
     one = api.get(f"/api/v1/conversations/{cid}/", {"turn_from": 2, "turn_to": 2}).json()["messages"]
     assert [(m["turn"], m["truncated"], m["content_length"]) for m in one] == [(2, False, 24_000)]
     assert api.get(f"/api/v1/conversations/{cid}/", {"turn_from": 3, "turn_to": 2}).json()["messages"] == []
+    # By the first 8 hex digits of its id, as automatic recall names a conversation (core.shortref).
+    short = api.get(f"/api/v1/conversations/{cid[:8]}/", {"turn_from": 2, "turn_to": 2}).json()
+    assert short["conversation_id"] == cid and short["messages"] == one
+    unknown = api.get("/api/v1/conversations/00000000/")
+    assert unknown.status_code == 404 and "conversation_id" in unknown.json()["error"]["fields"]
     for params, field in (({"turn_from": 0}, "turn_from"),
                           ({"max_chars": 10}, "max_chars")):
         response = api.get(f"/api/v1/conversations/{cid}/", params)
