@@ -682,6 +682,15 @@ def project_counts(project_ids: list[int] | None = None) -> dict[int, dict[str, 
     return counts
 
 
+def project_delete_if_empty(project: Project) -> bool:
+    """Delete a project no counted store holds a row of (its keys go with it); whether it was.
+    For what a probe made and left empty (./winni doctor's synthetic prompt in a new folder)."""
+    if any(project_counts([project.pk]).get(project.pk, {}).values()):
+        return False
+    project.delete()
+    return True
+
+
 def project_list(*, project: Any = None) -> list[tuple[Project, dict[str, int]]]:
     """Every project (or the one named: the filter), most recently active first, with its rows
     per store (0 where it has none) and its keys prefetched."""

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.utils import timezone
+
 from agents import dialects
 from agents import install as agent_install
 
@@ -324,12 +326,13 @@ def examine(agent: str, hook: InstalledHook, *, home: Path, project: Path | None
                                            f"{fix} --token SECRET"))
 
     session_id = f"winni-doctor-{uuid.uuid4().hex[:12]}"
+    sent_at = timezone.now()
     with tempfile.TemporaryDirectory(prefix="winni-doctor-") as folder:
         scratch = Path(folder)
         run = run_hook(hook, payload(agent, session_id=session_id, cwd=cwd, prompt=prompt, scratch=scratch), scratch)
     report.lines.append(f"prompt sent: {prompt!r} (cwd {cwd})")
     report.lines.append(f"hook latency: {run.seconds * 1000:,.0f} ms")
-    project_slug = forget_session(session_id)
+    project_slug = forget_session(session_id, since=sent_at)
     block = received(run.output)
     if run.failure:
         report.problems.append(Problem(run.failure, fix))
@@ -363,18 +366,25 @@ def examine(agent: str, hook: InstalledHook, *, home: Path, project: Path | None
     return report
 
 
-def forget_session(session_id: str) -> str | None:
-    """Delete what the synthetic prompt left (its conversation, what recall gave it); the
-    project it was captured in, None when nothing was captured."""
+def forget_session(session_id: str, since: Any) -> str | None:
+    """Delete what the synthetic prompt left (its conversation, what recall gave it, and the
+    project its capture made for the folder when it was new (created `since`) and holds nothing
+    else: found using Winni, a doctor run from a checkout left an empty project named after it);
+    the project it was captured in, None when nothing was captured."""
     from agents.models import Injection
     from conversations import services
     from conversations.models import Conversation
+    from core import projects
 
-    slug = None
+    slug, made = None, []
     for conversation in Conversation.objects.filter(session_id=session_id).select_related("project"):
         slug = conversation.project.slug if conversation.project else ""
+        if conversation.project is not None and conversation.project.created_at >= since:
+            made.append(conversation.project)
         services.conversation_delete(conversation_id=str(conversation.pk), force=True)
     Injection.objects.filter(session_id=session_id).delete()
+    for project in made:
+        projects.project_delete_if_empty(project)
     return slug
 
 

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from agents import dialects
 from agents.models import Injection
 from conversations.models import Conversation
+from core.models import Project
 from tests.support import free_port
 
 pytestmark = pytest.mark.live
@@ -62,8 +63,10 @@ def test_doctor_shows_what_each_agent_receives_and_what_is_wrong(winni_server, l
         assert f"MCP: {winni_server.url}/mcp, tool sets " in section and "tools/list " in section, section
         assert "the agent receives:\n" in section and f"] {MEMORY}" in section and "PROBLEM" not in section, section
     assert "No problems found" in out
-    # What the synthetic prompt left is gone: its conversations, what recall gave them.
+    # What the synthetic prompt left is gone: its conversations, what recall gave them, and the
+    # project its capture made for the new folder (found using Winni: an empty project was left).
     assert not Conversation.objects.filter(session_id__startswith="winni-doctor-").exists()
+    assert "project: shop" in out and not Project.objects.filter(slug="shop").exists()
     assert not Injection.objects.filter(session_id__startswith="winni-doctor-").exists()
     # The spool and log the hooks ran with were the doctor's own: the user's spool holds nothing.
     assert not (home / ".cache" / "winni" / "claude-hook-spool.jsonl").exists()
@@ -87,6 +90,12 @@ def test_doctor_shows_what_each_agent_receives_and_what_is_wrong(winni_server, l
     call_command("install_agent_hooks", "--agent", "codex", "--url", winni_server.url, "--token", live_token,
                  stdout=io.StringIO())
     assert doctor("--cwd", str(project), "--prompt", PROMPT)[0] == 0
+    # A project that was there before, or holds anything, stays.
+    from core import projects
+
+    projects.project_create(name="shop", path=str(project))
+    assert doctor("--cwd", str(project), "--prompt", PROMPT)[0] == 0
+    assert Project.objects.filter(slug="shop").exists()
 
 
 def test_doctor_with_winni_down_says_how_to_start_it(home, settings, db):
