@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from django.db import connection
 from django.db.models.expressions import RawSQL
 
 from core import searchable
@@ -65,19 +64,9 @@ class RankedDict(TypedDict):
     degraded: bool
 
 
-def _lexemes(texts: list[str]) -> list[set[str]]:
-    """Each text's lexemes as rows are indexed (english config, plus the parts of paths)."""
-    if not texts:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
-                       "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
-        return [set(lexemes or []) for (lexemes,) in cursor.fetchall()]
-
-
 def query_words(query: str) -> list[str]:
     """The query's lexemes as rows are indexed (english config, plus the parts of paths)."""
-    return sorted(_lexemes([query])[0])
+    return sorted(searchable.text_lexemes([query])[0])
 
 
 def _coverage(kind: str, keys: list[str], weights: dict[str, float]) -> dict[str, tuple[float, bool]]:
@@ -100,7 +89,7 @@ def _shown_coverage(shown: dict[str, str], weights: dict[str, float]) -> dict[st
     keys are words of its search_vector, `tool_name` giving every call the query's "name"): the
     words of that line, the rule automatic recall's gate follows."""
     total = sum(weights.values())
-    found = [lexemes & set(weights) for lexemes in _lexemes(list(shown.values()))]
+    found = [lexemes & set(weights) for lexemes in searchable.text_lexemes(list(shown.values()))]
     return {key: (sum(weights[lexeme] for lexeme in held) / total if total else 0.0, bool(held))
             for key, held in zip(shown, found)}
 

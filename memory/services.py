@@ -141,13 +141,7 @@ def memory_recall_scope(*, project: Any, project_only: bool = False) -> projects
 def text_lexemes(*, texts: list[str]) -> list[set[str]]:
     """The english lexemes of each text, with the parts of its paths, as search_vector indexes a
     stored row (core.searchable.tsvector_of)."""
-    if not texts:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tsvector_to_array(to_tsvector('english', t) || to_tsvector('english', winni_path_words(t))) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS x(t, i) ORDER BY i", [texts])
-        return [{lexeme for lexeme in row[0] or [] if "\\" not in lexeme} for row in cursor.fetchall()]
+    return [{lexeme for lexeme in found if "\\" not in lexeme} for found in searchable.text_lexemes(texts)]
 
 
 def stored_lexemes(*, kind: str, ids: list[str], wanted: set[str]) -> dict[str, set[str]]:
