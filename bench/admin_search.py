@@ -250,7 +250,7 @@ def main() -> None:
             lexemes = query_words(text)
             for kind, key, hit in page:
                 shown += 1
-                holds = _coverage(kind, [key], dict.fromkeys(lexemes, 1.0)).get(key, 0.0) > 0
+                holds = _coverage(kind, [key], dict.fromkeys(lexemes, 1.0)).get(key, (0.0, False))[1]
                 similarity = (hit.get("scores") or {}).get("vector_similarity") or 0.0
                 weak += not holds and similarity < SIMILARITY_FLOOR
         p50 = statistics.median(times)

@@ -8,7 +8,8 @@ coding corpus (bench/realistic.py, COPY, each session in its project). The vecto
 batches (no worker). Then every question is asked as a new prompt in a new session:
 
 - LoCoMo: evidence in the block: the share of questions with an evidence turn (any / all) among
-  the injected items, at 3 budgets;
+  the injected items, at 3 budgets; and, for the questions an evidence turn answers word for word,
+  whether the block's text holds the answer (a turn in the block can be cut away from it);
 - LongMemEval_S: the share of questions with a turn of every evidence session among the items;
 - silence: generic coding prompts (asked with no project: the whole store) and unanswerable
   questions (LoCoMo questions asked in another conversation's project);
@@ -69,6 +70,16 @@ def generic_prompts() -> tuple[list[str], list[str]]:
 # --- loading through the capture path --------------------------------------------------------
 
 
+def stated_answer(scope: Any, question: Any) -> str | None:
+    """The question's answer, lower case, when one of its evidence turns says it word for word
+    (at least 3 characters: "2022", "7 May 2023", "Psychology"); else None."""
+    answer = (question.answer or "").strip().lower()
+    if len(answer) < 3:
+        return None
+    texts = {key: text.lower() for _, _, turns in scope.sessions for key, _, text in turns}
+    return answer if any(answer in texts.get(key, "") for key in question.turns) else None
+
+
 def capture_scope(scope: Any, slug: str) -> dict[tuple[str, int], str]:
     """Capture a benchmark scope as sessions of project `slug` (unless already there); returns
     (conversation id, turn) → the benchmark's turn key."""
@@ -114,6 +125,9 @@ class Asked:
     gold_sessions: set[str]
     mapping: dict[tuple[str, int], str]
     as_of: str | None = None  # when the question is asked (its time words are read from then)
+    # The answer, when an evidence turn states it word for word (LoCoMo: "7 May 2023"): whether the
+    # block shows it, not only the turn (a snippet cut around the prompt's words can leave it out).
+    stated: str | None = None
 
 
 # --- the gate, offline -----------------------------------------------------------------------
@@ -144,7 +158,17 @@ def items_for(found: Any, gate: Any, budget: int) -> list[dict[str, Any]]:
     ordered = autorecall.block_items(found, gate)
     if not ordered:
         return []
-    return autorecall._block(ordered, found.weights, budget, {})["items"]
+    block = autorecall._block(ordered, found.weights, budget, {})
+    # An answer's folded question is evidence only where its line shows it: _block leaves the
+    # question out when the room is short, and the item's source still names its turn.
+    lines = block["text"].split("\n- [")[1:]
+    items = []
+    for item, line in zip(block["items"], lines, strict=True):
+        turn = item["source"].get("question_turn")
+        if turn and f"(answering turn {turn}:" not in line:
+            item = {**item, "source": {k: v for k, v in item["source"].items() if k != "question_turn"}}
+        items.append(item)
+    return items
 
 
 def keys_of(items: list[dict[str, Any]], mapping: dict[tuple[str, int], str]) -> list[str]:
@@ -228,8 +252,8 @@ def main() -> None:
             out.append(autorecall.candidates_for(one.prompt, project, f"bench-{uuid.uuid4().hex}", time))
         return out
 
-    locomo_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of)
-                    for s in locomo for q in s.questions]
+    locomo_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of,
+                          stated_answer(s, q)) for s in locomo for q in s.questions]
     lme_asked = [Asked(q.text, slug_of(s.name), q.turns, q.sessions, mappings[s.name], q.as_of)
                  for s in lme for q in s.questions]
     unanswerable = [Asked(q.text, slug_of(locomo[(i + 1) % len(locomo)].name), set(), set(), {})
@@ -390,9 +414,11 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
               f"(its ticket id) in the block {stated}, among its first 3 items {top3}")
         missed = [f.prompt for f, ticket in zip(found["realistic"], tickets) if ticket not in block_text(f, gate, 4000)]
         print("    missed: " + "; ".join(repr(prompt) for prompt in missed))
-    print("| budget (chars) | LoCoMo evidence any / all | LoCoMo evidence among the first 3 (tuning / checking) "
-          "| LoCoMo opened | LongMemEval_S every evidence session | avg injected chars (tokens) |")
-    print("|---|---|---|---|---|---|")
+    stating = [(asked, f) for asked, f in zip(locomo, found["locomo"]) if asked.stated]
+    print(f"| budget (chars) | LoCoMo evidence any / all | LoCoMo evidence among the first 3 (tuning / checking) "
+          f"| LoCoMo answer's words in the block ({len(stating)} questions an evidence turn answers word for word) "
+          f"| LoCoMo opened | LongMemEval_S every evidence session | avg injected chars (tokens) |")
+    print("|---|---|---|---|---|---|---|")
     for budget in BUDGETS:
         any_hits = all_hits = sizes = 0
         injected = 0
@@ -406,13 +432,15 @@ def report(gate: Any, found: dict[str, list[Any]], locomo: list[Asked], lme: lis
             if items:
                 injected += 1
                 sizes += block_chars(f, gate, budget)
+        said = sum(asked.stated in block_text(f, gate, budget).lower() for asked, f in stating)
         lme_hits = every_session(found["lme"], lme, gate, budget)
         held_out = lme_hits[1::2]
         n = len(locomo)
         avg = sizes / injected if injected else 0
         halves = " / ".join(f"{sum(h) / max(1, len(h)) * 100:.1f} %" for h in (first3[0::2], first3[1::2]))
         print(f"| {budget} | {any_hits / n * 100:.1f} % / {all_hits / n * 100:.1f} % "
-              f"| {sum(first3) / n * 100:.1f} % ({halves}) | {injected / n * 100:.1f} % "
+              f"| {sum(first3) / n * 100:.1f} % ({halves}) | {said / max(1, len(stating)) * 100:.1f} % "
+              f"| {injected / n * 100:.1f} % "
               f"| {sum(lme_hits) / max(1, len(lme)):.3f} (held-out half {sum(held_out) / max(1, len(held_out)):.3f}) "
               f"| {avg:.0f} ({avg / 4:.0f}) |")
     print(f"LongMemEval_S opened {rate(found['lme'], gate) * 100:.1f} %")

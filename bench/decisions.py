@@ -71,7 +71,8 @@ def main() -> None:
     parser.add_argument("--question-share", type=float, nargs="*", default=[],
                         help="A/B: core.recall.QUESTION_SHARE values to measure (default: the setting)")
     parser.add_argument("--misses", action="store_true",
-                        help="for each question whose decision is not first: what the block and winni_recall put first")
+                        help="for each question whose decision is not first: what the block, winni_recall and "
+                             "the admin search put first")
     args = parser.parse_args()
     _django.setup("autorecall", WINNI_EMBEDDING_PROVIDER="local", WINNI_EMBEDDING_MODEL="all-MiniLM-L6-v2")
     from agents import autorecall
@@ -122,7 +123,7 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any,
                          "admin_first": bool(admin) and holds(admin[0]["kind"], admin[0]["id"], fact.ticket),
                          "items": len(items), "chars": len(block["text"]),
                          "tool_items": sum(item["source"].get("role") == "tool" for item in items)})
-            if misses and not (rows[-1]["block_first"] and rows[-1]["recall_first"]):
+            if misses and not (rows[-1]["block_first"] and rows[-1]["recall_first"] and rows[-1]["admin_first"]):
                 print(f"MISS {rows[-1]['half']} {question} (ticket {fact.ticket})")
                 if items and not rows[-1]["block_first"]:
                     where = f"#{in_block.index(True) + 1}" if any(in_block) else "not in the block"
@@ -132,6 +133,12 @@ def measure(facts: list[Any], recall: Any, recall_by_kind: Any, autorecall: Any,
                     where = "not on the page" if at is None else f"#{at + 1}, {hits[at]['score']:.3f}"
                     print(f"  recall first ({hits[0]['score']:.3f}; the decision {where}): "
                           + shown(hits[0]["kind"], hits[0]["id"]))
+                if admin and not rows[-1]["admin_first"]:
+                    at = next((n for n, hit in enumerate(admin) if holds(hit["kind"], hit["id"], fact.ticket)), None)
+                    where = "not on the page" if at is None else (
+                        f"#{at + 1}, strength {admin[at]['strength']:.3f}, coverage {admin[at]['coverage']:.2f}")
+                    print(f"  admin first (strength {admin[0]['strength']:.3f}, coverage {admin[0]['coverage']:.2f}; "
+                          f"the decision {where}): " + shown(admin[0]["kind"], admin[0]["id"]))
     print(f"{len(rows)} questions over {len(facts)} stated facts")
     print("| half | questions | block: decision first | block: in the first 3 | block: anywhere "
           "| winni_recall first | admin search first |")

@@ -48,6 +48,7 @@ class Question:
     turns: set[str]  # evidence turn keys
     sessions: set[str]  # evidence session keys
     as_of: str | None = None  # when the question is asked (LongMemEval: question_date), ISO 8601
+    answer: str | None = None  # the dataset's answer, as text
 
 
 @dataclass
@@ -98,7 +99,8 @@ def load_locomo(items: list[dict[str, Any]], prefix: str) -> list[Scope]:
             if turns:
                 scope.questions.append(Question(
                     text=qa["question"], category=LOCOMO_CATEGORIES.get(qa["category"], str(qa["category"])),
-                    turns=turns, sessions={key.split(":")[0] for key in turns}, as_of=asked))
+                    turns=turns, sessions={key.split(":")[0] for key in turns}, as_of=asked,
+                    answer=str(qa.get("answer", "")) or None))
         scopes.append(scope)
     return scopes
 
