@@ -7,7 +7,8 @@ and scaling, through core.recall.rank), then orders all hits by a strength that 
 every kind:
   COVERAGE_WEIGHT × the share of the query's words the row holds (its search_vector, the same
   lexemes the engine matches; a tool call: the line the page shows of it; each word weighed by how
-  rare it is among past turns, as automatic recall weighs them) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
+  rare it is among past turns, as automatic recall weighs them; an answer: its own, or its
+  question's at the share recall keeps of it, core.recall.question_share) + SIMILARITY_WEIGHT × the raw cosine similarity to the query (one
   model for every kind) + WITHIN_KIND_WEIGHT × its fused score relative to its kind's best.
 A hit without any query word and with similarity below SIMILARITY_FLOOR is dropped (a turn that
 only sits next to a match), and each kind's best remaining hit keeps a place in the page.
@@ -27,6 +28,7 @@ from core.recall import (
     _hit_dict,
     _validate,
     answers_first,
+    question_share,
     rank,
     recall_scopes,
 )
@@ -133,10 +135,16 @@ def recall_by_kind(
             display = searchable.get(kind).display
             shown = {hit.key: line for hit in hits if display is not None and (line := display(hit.obj))}
             coverage.update(_shown_coverage(shown, weights))
-            for answer, question in asked.items():
-                (share, held), (asked_share, asked_held) = (coverage.get(answer, (0.0, False)),
-                                                            coverage.get(question, (0.0, False)))
-                coverage[answer] = (max(share, asked_share), held or asked_held)
+            for hit in hits:
+                if hit.question is None:
+                    continue
+                # The round holds its question's words at the share of it that recall counts
+                # (core.recall.question_share: half of what it asks, all of what it states): a long
+                # reply that did not answer held every word of "Why did we drop the index on …?".
+                (share, held), (asked_share, asked_held) = (coverage.get(hit.key, (0.0, False)),
+                                                            coverage.get(asked[hit.key], (0.0, False)))
+                kept = question_share(Hit(kind=kind, key=asked[hit.key], obj=hit.question), query)
+                coverage[hit.key] = (max(share, kept * asked_share), held or asked_held)
             best = max((hit.fused for hit in hits), default=0.0) or 1.0
             for hit in hits:
                 share, held = coverage.get(hit.key, (0.0, False))

@@ -222,6 +222,31 @@ def test_the_admin_search_page_shows_the_answer_with_its_question(money, client,
     assert money["global"] in {row["id"] for row in direct}
 
 
+def test_the_admin_search_counts_a_question_in_its_round_as_recall_does(db, django_capture_on_commit_callbacks):
+    # A reply that did not answer its question ("Why did we drop the index …?" then a long change
+    # log) held all the question's words on the admin's page, and ranked above the turn stating the
+    # decision. The round holds its question at the share recall gives it (core.recall.question_share).
+    asked = "Why did we drop the index on orders.customer_url? The import got slow last week."
+    with django_capture_on_commit_callbacks(execute=True):
+        shop = projects.project_create(name="shop", path="/work/shop")
+        first = conversations.conversation_begin(session_id="index-one", project=shop)
+        conversations.message_store(conversation_id=first.id, role="user", content=asked)
+        unanswered = conversations.message_store(
+            conversation_id=first.id, role="assistant",
+            content="Done: the refund page handles partial webhooks now. The migration adds an index on "
+                    "orders.refund_amount, the permission lookup moved out of the loop, and all 398 tests pass.")
+        later = conversations.conversation_begin(session_id="index-two", project=shop)
+        conversations.message_store(conversation_id=later.id, role="user", content="The import is done, thanks.")
+        decision = conversations.message_store(
+            conversation_id=later.id, role="assistant",
+            content="Worth knowing: we dropped the index on orders.customer_url because writes were 80x "
+                    "slower and no query used it (SHOP-1925).")
+    found = recall_by_kind(query="What did we decide about the index on orders.customer_url?",
+                           filters={"project": "shop"}, kinds=["message"])["results"]
+    assert [row["id"] for row in found][:2] == [str(decision.id), str(unanswered.id)], \
+        [(row["text"][:50], row["strength"], row["coverage"]) for row in found]
+
+
 @pytest.mark.live
 def test_mcp_winni_recall_puts_the_answer_first(live_money, mcp: McpClient):
     # The compact rows (MCP's default) name the answer alone; the full hits carry its question.
